@@ -1,0 +1,142 @@
+"""Data shared by the LangGraph side and the Slack side.
+
+These pydantic models are the only things `bot` imports from `agent_bridge` besides
+the ports; they carry everything the web process needs to render a message, open a
+modal and check a decision, so it never needs the agent's code.
+
+Words follow DESIGN.md: a *run* is one LangGraph thread; an *approval request* is one
+gated tool call waiting for a person, keyed by ``(interrupt_id, index)``; a *decision*
+is the LangChain ``HumanInTheLoopMiddleware`` decision dict.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+"""The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
+
+DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+
+InterruptMode = Literal["batched", "per_call"]
+"""``batched``: one interrupt per model turn (``HITLRequest``); ``per_call``: one per
+gated tool call (``ToolApprovalRequest``)."""
+
+
+class ApprovalState(StrEnum):
+    """Life of an approval request; every transition is one atomic SQL statement."""
+
+    PENDING = "pending"
+    """Posted (or about to be); waiting for a reviewer."""
+    DECIDED = "decided"
+    """A reviewer's decision is recorded; the worker has not resumed with it yet."""
+    APPLIED = "applied"
+    """The thread was resumed with the decision (or the checkpoint shows it was)."""
+
+
+class RunState(StrEnum):
+    """Life of a run (one LangGraph thread)."""
+
+    QUEUED = "queued"
+    """Requested (e.g. by ``/agent``); no worker has started it."""
+    RUNNING = "running"
+    """A worker holds the run's lease and is executing the graph."""
+    WAITING = "waiting"
+    """Paused on one or more interrupts; approval requests are posted."""
+    DONE = "done"
+    """The graph finished; the final answer is posted."""
+    FAILED = "failed"
+    """The graph raised; the error is posted in the run's thread."""
+
+
+class Decision(BaseModel):
+    """A reviewer's answer to one approval request.
+
+    ``as_langgraph()`` gives the exact dict ``HumanInTheLoopMiddleware`` expects:
+    ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name", "args"}}``,
+    ``{"type": "reject", "message"?}`` or ``{"type": "respond", "message"}``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    type: DecisionType
+    edited_args: dict[str, Any] | None = None
+    """For ``edit``: the reviewer's replacement arguments."""
+    message: str | None = None
+    """For ``reject`` (optional reason) and ``respond`` (the answer)."""
+
+    def as_langgraph(self, tool_name: str) -> dict[str, Any]:
+        """Return the middleware's decision dict for a call of ``tool_name``."""
+        if self.type == "edit":
+            return {
+                "type": "edit",
+                "edited_action": {"name": tool_name, "args": dict(self.edited_args or {})},
+            }
+        if self.type == "reject":
+            return {"type": "reject", "message": self.message} if self.message else {
+                "type": "reject"
+            }
+        if self.type == "respond":
+            return {"type": "respond", "message": self.message or ""}
+        return {"type": "approve"}
+
+
+class Run(BaseModel):
+    """One task given to the agent: one LangGraph thread (``thread_id``)."""
+
+    run_id: str
+    thread_id: str
+    task: str
+    channel_id: str
+    """Slack channel the run was started from; its first message there is the thread."""
+    user_id: str
+    """Slack user who started the run."""
+    team_id: str | None = None
+    thread_ts: str | None = None
+    """``ts`` of the run's first message: tool results and the answer go in its thread."""
+    state: RunState = RunState.QUEUED
+    final_answer: str | None = None
+    error: str | None = None
+    created_at: float = 0.0
+    """Unix time, seconds."""
+
+
+class ApprovalRequest(BaseModel):
+    """One gated tool call waiting for a person.
+
+    Key: ``(interrupt_id, index)``; ``index`` is the position in a batched
+    ``HITLRequest.action_requests`` (0 in per-call mode). ``request_id`` is a short
+    opaque reference used in button values and modal ``private_metadata``.
+    """
+
+    request_id: str
+    run_id: str
+    thread_id: str
+    interrupt_id: str
+    index: int = 0
+    mode: InterruptMode = "batched"
+    batch_size: int = 1
+    """How many approval requests the interrupt has (1 in per-call mode)."""
+    tool_call_id: str | None = None
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    description: str = ""
+    allowed_decisions: list[DecisionType]
+    args_schema: dict[str, Any] = Field(default_factory=dict)
+    """JSON schema of the tool's arguments (``tool.tool_call_schema``): the edit form
+    and its checks are built from it, so the web process needs no agent code."""
+    state: ApprovalState = ApprovalState.PENDING
+    decision: Decision | None = None
+    decided_by: str | None = None
+    """Slack user ID of the reviewer whose decision was recorded."""
+    decided_at: float | None = None
+    """Unix time, seconds."""
+    channel_id: str | None = None
+    """Where the approval message is (``APPROVALS_CHANNEL`` or the run's channel)."""
+    message_ts: str | None = None
+    thread_ts: str | None = None
+    """Thread the approval message was posted in, if any."""
+    created_at: float = 0.0
