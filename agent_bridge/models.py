@@ -76,9 +76,9 @@ class Decision(BaseModel):
                 "edited_action": {"name": tool_name, "args": dict(self.edited_args or {})},
             }
         if self.type == "reject":
-            return {"type": "reject", "message": self.message} if self.message else {
-                "type": "reject"
-            }
+            return (
+                {"type": "reject", "message": self.message} if self.message else {"type": "reject"}
+            )
         if self.type == "respond":
             return {"type": "respond", "message": self.message or ""}
         return {"type": "approve"}

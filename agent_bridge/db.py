@@ -1,0 +1,70 @@
+"""The database port: a narrow async interface over PostgreSQL or SQLite.
+
+SQL is written once with ``:name`` placeholders and the portable subset both engines
+share (``INSERT ... ON CONFLICT DO NOTHING``, ``UPDATE ... RETURNING``); each driver
+adapts placeholders. ``open_database(url)`` picks the driver from ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+from agent_bridge.errors import ConfigurationError
+
+Params = Mapping[str, Any]
+Row = dict[str, Any]
+Dialect = Literal["postgres", "sqlite"]
+
+
+class Database(Protocol):
+    """What the approval store needs from a database; rows are plain dicts.
+
+    Every method raises ``StoreUnavailableError`` when the database cannot be reached
+    or refuses the statement (driver errors never leak past the driver).
+    """
+
+    dialect: Dialect
+
+    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
+        """Run ``sql`` and return its first row, or ``None``."""
+        ...
+
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
+        """Run ``sql`` and return every row."""
+        ...
+
+    async def execute(self, sql: str, params: Params | None = None) -> int:
+        """Run ``sql``; return the number of rows it changed."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def sqlite_path(url: str) -> str:
+    """Return the file path of a ``sqlite:///path`` URL (``sqlite:///:memory:`` allowed).
+
+    Raises:
+        ConfigurationError: If ``url`` is not a ``sqlite:///`` URL.
+    """
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise ConfigurationError(f"DATABASE_URL={url!r}: expected sqlite:///path/to/file.db")
+    return url[len(prefix) :]
+
+
+def dialect_of(url: str) -> Dialect:
+    """Return which driver serves ``url``.
+
+    Raises:
+        ConfigurationError: If the scheme is neither ``postgresql``/``postgres`` nor ``sqlite``.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgres"
+    if url.startswith("sqlite:"):
+        return "sqlite"
+    raise ConfigurationError(
+        f"DATABASE_URL={url!r}: use postgresql://user@host:port/db or sqlite:///path.db"
+    )

@@ -1,0 +1,28 @@
+"""Errors of the LangGraph side. Each says what to do next."""
+
+from __future__ import annotations
+
+
+class BridgeError(Exception):
+    """Root of every error ``agent_bridge`` raises on purpose."""
+
+
+class ConfigurationError(BridgeError):
+    """A setting, the policy file or the ``AGENT`` reference is wrong.
+
+    Fix the environment variable or file named in the message and restart the process.
+    """
+
+
+class StoreUnavailableError(BridgeError):
+    """The database could not be reached or refused the statement.
+
+    The operation was not recorded; retry it. The worker retries by itself with backoff.
+    """
+
+
+class SchemaOutdatedError(BridgeError):
+    """The database's approval-store schema is older than this code.
+
+    Run ``agent-bridge release`` (the Procfile's release step) and start again.
+    """

@@ -1,0 +1,119 @@
+"""The approval policy: which tools are gated, with which decisions, and how they read.
+
+A YAML file (``POLICY``) parsed into ``Policy`` and turned into the keyword arguments of
+LangChain's ``HumanInTheLoopMiddleware`` (``interrupt_on``, ``description_prefix``,
+``edit_notice``, ``interrupt_mode``), following
+``langchain/agents/middleware/human_in_the_loop.py``. Example::
+
+    interrupt_mode: batched          # or per_call
+    description_prefix: Tool execution requires approval
+    tools:
+      write_file: {allowed_decisions: [approve, edit, reject, respond]}
+      execute_sql:
+        allowed_decisions: [approve, reject]
+        description: "🚨 SQL execution requires DBA approval"
+      read_data: false               # not gated
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.imports import import_object
+from agent_bridge.models import DECISION_TYPES, DecisionType, InterruptMode
+
+DEMO_POLICY_PATH = Path(__file__).with_name("demo_policy.yml")
+
+KEEP_MIDDLEWARE_DEFAULT = "default"
+"""``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
+
+
+class ToolPolicy(BaseModel):
+    """How one tool is reviewed.
+
+    Attributes:
+        allowed_decisions: Buttons the reviewer gets (non-empty).
+        description: Static text shown to the reviewer, or ``callable: module:attr``
+            naming a ``(tool_call, state, runtime) -> str`` function.
+        when: Optional ``module:attr`` of a ``(ToolCallRequest) -> bool`` predicate;
+            ``False`` lets the call run without review.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_decisions: list[DecisionType] = Field(default_factory=lambda: list(DECISION_TYPES))
+    description: str | None = None
+    description_callable: str | None = Field(default=None, alias="callable")
+    when: str | None = None
+
+    def middleware_config(self) -> dict[str, Any]:
+        """Return this tool's ``InterruptOnConfig`` dict."""
+        if not self.allowed_decisions:
+            raise ConfigurationError("allowed_decisions must list at least one decision.")
+        config: dict[str, Any] = {"allowed_decisions": list(dict.fromkeys(self.allowed_decisions))}
+        if self.description_callable:
+            config["description"] = import_object(self.description_callable)
+        elif self.description is not None:
+            config["description"] = self.description
+        if self.when:
+            config["when"] = import_object(self.when)
+        return config
+
+
+class Policy(BaseModel):
+    """A whole approval policy; ``tools`` maps a tool name to ``true``, ``false`` or
+    a ``ToolPolicy``. A tool not listed runs without review."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interrupt_mode: InterruptMode = "batched"
+    description_prefix: str = "Tool execution requires approval"
+    edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
+    tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
+
+    def gated(self, tool_name: str) -> ToolPolicy | None:
+        """Return the tool's policy if calls to it are reviewed, else ``None``."""
+        entry = self.tools.get(tool_name)
+        if entry is True:
+            return ToolPolicy()
+        return entry if isinstance(entry, ToolPolicy) else None
+
+    def middleware_kwargs(self) -> dict[str, Any]:
+        """Return keyword arguments for ``HumanInTheLoopMiddleware(...)``."""
+        interrupt_on = {}
+        for name in self.tools:
+            tool_policy = self.gated(name)
+            if tool_policy is not None:
+                interrupt_on[name] = tool_policy.middleware_config()
+        kwargs: dict[str, Any] = {
+            "interrupt_on": interrupt_on,
+            "description_prefix": self.description_prefix,
+            "interrupt_mode": self.interrupt_mode,
+        }
+        if self.edit_notice != KEEP_MIDDLEWARE_DEFAULT:
+            kwargs["edit_notice"] = self.edit_notice
+        return kwargs
+
+
+def load_policy(path: Path | None) -> Policy:
+    """Read a policy file (``None``: the demo policy).
+
+    Raises:
+        ConfigurationError: If the file is missing, not YAML, or not a valid policy;
+            the message names the file and the field.
+    """
+    source = path or DEMO_POLICY_PATH
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+        return Policy.model_validate(data)
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read policy file {source}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"Policy file {source} is not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        raise ConfigurationError(f"Policy file {source} is invalid:\n{exc}") from exc

@@ -1,0 +1,110 @@
+"""PostgreSQL driver of the database port, on a psycopg ``AsyncConnectionPool``.
+
+The pool is shared with LangGraph's ``AsyncPostgresSaver``, so its connections are
+configured as that saver requires (``autocommit``, ``dict_row``) and, for transaction
+poolers such as PgBouncer, without server-side prepared statements
+(``prepare_threshold=None``). Connections are checked before use, so a resume after a
+night's idle or a database restart gets a live one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from agent_bridge.db import Dialect, Params, Row
+from agent_bridge.errors import StoreUnavailableError
+
+POOL_MAX_SIZE = 10
+POOL_TIMEOUT_S = 10.0
+"""How long a caller waits for a free connection before ``StoreUnavailableError``."""
+MAX_CONNECTION_IDLE_S = 300.0
+MAX_CONNECTION_LIFETIME_S = 1800.0
+
+_PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def to_pyformat(sql: str) -> str:
+    """Rewrite ``:name`` placeholders as psycopg's ``%(name)s`` (``::`` casts untouched)."""
+    return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def connection_kwargs() -> dict[str, Any]:
+    """Connection settings both the store and ``AsyncPostgresSaver`` accept."""
+    return {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
+
+
+class PostgresDatabase:
+    """The database port over a psycopg pool.
+
+    Args:
+        pool: An open pool built by ``open_pool``.
+    """
+
+    dialect: Dialect = "postgres"
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self.pool = pool
+
+    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
+        """See ``Database.fetch_one``."""
+        rows, _ = await self._run(sql, params)
+        return rows[0] if rows else None
+
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
+        """See ``Database.fetch_all``."""
+        rows, _ = await self._run(sql, params)
+        return rows
+
+    async def execute(self, sql: str, params: Params | None = None) -> int:
+        """See ``Database.execute``."""
+        _, changed = await self._run(sql, params)
+        return changed
+
+    async def close(self) -> None:
+        """Close the pool."""
+        await self.pool.close()
+
+    async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        """Run one statement in its own transaction; return (rows, rows changed)."""
+        try:
+            async with self.pool.connection() as conn, conn.cursor() as cur:
+                await cur.execute(to_pyformat(sql), dict(params or {}))
+                rows = list(await cur.fetchall()) if cur.description else []
+                return rows, max(cur.rowcount, 0)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
+        except TimeoutError as exc:
+            raise StoreUnavailableError(
+                f"No PostgreSQL connection within {POOL_TIMEOUT_S} s"
+            ) from exc
+
+
+async def open_pool(url: str) -> AsyncConnectionPool[Any]:
+    """Open a checked, recycling connection pool on ``url``.
+
+    Raises:
+        StoreUnavailableError: If no connection can be made within ``POOL_TIMEOUT_S``.
+    """
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url,
+        max_size=POOL_MAX_SIZE,
+        kwargs=connection_kwargs(),
+        check=AsyncConnectionPool.check_connection,
+        max_idle=MAX_CONNECTION_IDLE_S,
+        max_lifetime=MAX_CONNECTION_LIFETIME_S,
+        timeout=POOL_TIMEOUT_S,
+        open=False,
+    )
+    try:
+        await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
+    except Exception as exc:
+        await pool.close()
+        raise StoreUnavailableError(
+            f"Cannot connect to PostgreSQL at {url}: {exc}. Is it running?"
+        ) from exc
+    return pool

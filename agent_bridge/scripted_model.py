@@ -1,0 +1,131 @@
+"""An offline, deterministic chat model (``MODEL=scripted``) for the demo and the tests.
+
+It plays the part of an LLM well enough to drive the human-in-the-loop flow for real:
+
+- The task ``Archive old orders, then delete them`` proposes ``write_file``,
+  ``execute_sql`` and ``read_data`` in one turn (the HITL documentation's scenario).
+- A task that is a JSON object ``{"tool_calls": [{"name": ..., "args": {...}}, ...]}``
+  proposes exactly those calls.
+- Any other task is answered in text without tools.
+- Once tool results are back it answers with a summary quoting each tool's result.
+
+Tool call IDs are derived from the conversation, so a replay proposes the same IDs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+DEMO_TASK = "Archive old orders, then delete them"
+"""The demo's task; the scripted model knows what to do with it."""
+
+DEMO_TOOL_CALLS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "write_file",
+        "args": {
+            "path": "archive/old_orders.csv",
+            "content": "id,customer,total,created_at\n"
+            "1,Ada,120.00,2023-01-15\n2,Grace,75.50,2023-03-02\n",
+        },
+    },
+    {
+        "name": "execute_sql",
+        "args": {"query": "DELETE FROM orders WHERE created_at < '2024-01-01'"},
+    },
+    {"name": "read_data", "args": {"table": "orders"}},
+)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model whose turns are a pure function of the conversation.
+
+    ``bind_tools`` is accepted (``create_agent`` calls it) and ignored: the script
+    names tools itself, and the agent rejects calls to tools it does not have.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        """Return this model unchanged; the script decides which tools to call."""
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.next_turn(messages))])
+
+    def next_turn(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        """Return the model's next message for ``messages``.
+
+        Args:
+            messages: The conversation so far, oldest first.
+
+        Returns:
+            An ``AIMessage`` with tool calls (first turn of a task that asks for
+            tools) or a text answer (after tool results, or for a plain task).
+        """
+        task = next((m for m in messages if isinstance(m, HumanMessage)), None)
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if results:
+            return AIMessage(content=summarise(results))
+        calls = planned_calls(str(task.content) if task else "")
+        if not calls:
+            return AIMessage(content="I have nothing to do for that task without tools.")
+        digest = hashlib.sha256(str(task.content if task else "").encode()).hexdigest()[:10]
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": c["name"],
+                    "args": c["args"],
+                    "id": f"call_{digest}_{i}",
+                    "type": "tool_call",
+                }
+                for i, c in enumerate(calls)
+            ],
+        )
+
+
+def planned_calls(task: str) -> list[dict[str, Any]]:
+    """Return the tool calls the script proposes for ``task`` (``[]`` for none).
+
+    Args:
+        task: The user's task text.
+
+    Returns:
+        A list of ``{"name": str, "args": dict}``.
+    """
+    if task.strip() == DEMO_TASK:
+        return [dict(c) for c in DEMO_TOOL_CALLS]
+    try:
+        parsed = json.loads(task)
+    except ValueError:
+        return []
+    calls = parsed.get("tool_calls") if isinstance(parsed, dict) else None
+    if not isinstance(calls, list):
+        return []
+    return [
+        {"name": str(c["name"]), "args": dict(c.get("args") or {})}
+        for c in calls
+        if isinstance(c, dict) and "name" in c
+    ]
+
+
+def summarise(results: Sequence[ToolMessage]) -> str:
+    """Return a short summary quoting each tool result, in the order they came back."""
+    lines = [f"- {m.name or 'tool'}: {m.content}" for m in results]
+    return "Done. Here is what happened:\n" + "\n".join(lines)

@@ -1,0 +1,83 @@
+"""SQLite driver of the database port, on ``aiosqlite`` (the embedded demo's database).
+
+One connection in WAL mode, statements serialised by a lock, each committed at once:
+the same atomic single-statement transitions as on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import aiosqlite
+
+from agent_bridge.db import Dialect, Params, Row
+from agent_bridge.errors import StoreUnavailableError
+
+BUSY_TIMEOUT_S = 5.0
+
+
+class SqliteDatabase:
+    """The database port over one aiosqlite connection.
+
+    Args:
+        conn: An open connection (see ``open_sqlite``).
+        path: Its file path (shared with LangGraph's ``AsyncSqliteSaver``).
+    """
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: aiosqlite.Connection, path: str) -> None:
+        self.conn = conn
+        self.path = path
+        self._lock = asyncio.Lock()
+
+    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
+        """See ``Database.fetch_one``."""
+        rows, _ = await self._run(sql, params)
+        return rows[0] if rows else None
+
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
+        """See ``Database.fetch_all``."""
+        rows, _ = await self._run(sql, params)
+        return rows
+
+    async def execute(self, sql: str, params: Params | None = None) -> int:
+        """See ``Database.execute``."""
+        _, changed = await self._run(sql, params)
+        return changed
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self.conn.close()
+
+    async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        try:
+            async with self._lock:
+                cursor = await self.conn.execute(sql, dict(params or {}))
+                rows = [dict(r) for r in await cursor.fetchall()]
+                changed = cursor.rowcount
+                await cursor.close()
+                await self.conn.commit()
+                return rows, max(changed, 0)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailableError(f"SQLite refused the statement: {exc}") from exc
+
+
+async def open_sqlite(path: str) -> SqliteDatabase:
+    """Open (creating folders as needed) the SQLite file at ``path``.
+
+    Raises:
+        StoreUnavailableError: If the file cannot be opened.
+    """
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise StoreUnavailableError(f"Cannot open SQLite database {path}: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    return SqliteDatabase(conn, path)

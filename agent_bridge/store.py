@@ -1,0 +1,294 @@
+"""The approval store: runs, approval requests and decisions, in the database.
+
+The database is the source of truth (DESIGN invariant 5). Every state transition is one
+atomic statement; recording a decision is a compare-and-set from ``pending`` to
+``decided`` so that of any number of concurrent clicks exactly one wins (invariant 2).
+Requests are inserted idempotently on ``(interrupt_id, index)`` (invariant 1).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from agent_bridge.db import Database, Row
+from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
+
+Clock = Callable[[], float]
+"""Returns Unix time in seconds; tests pass their own."""
+
+INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, team_id,
+    thread_ts, state, created_at, updated_at)
+    VALUES (:run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
+    :now, :now)"""
+SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
+CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
+    updated_at = :now
+    WHERE run_id = :run_id AND (state = :from_state
+        OR (state = 'running' AND lease_until < :now))
+    RETURNING *"""
+RENEW_LEASE = """UPDATE runs SET lease_until = :until
+    WHERE run_id = :run_id AND lease_owner = :owner AND state = 'running'"""
+RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until = NULL,
+    final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
+    updated_at = :now
+    WHERE run_id = :run_id AND lease_owner = :owner"""
+SET_RUN_THREAD = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
+SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
+    WHERE state = 'queued' OR (state = 'running' AND lease_until < :now)
+    ORDER BY created_at"""
+SELECT_RUNS_WITH_DECISIONS = """SELECT DISTINCT r.run_id FROM runs r
+    JOIN approval_requests a ON a.run_id = r.run_id
+    WHERE r.state = 'waiting' AND a.state = 'decided'"""
+
+INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
+    idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
+    args_schema, state, channel_id, thread_ts, created_at)
+    VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
+    :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
+    'pending', :channel_id, :thread_ts, :now)
+    ON CONFLICT (interrupt_id, idx) DO NOTHING"""
+SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
+SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
+    WHERE interrupt_id = :interrupt_id AND idx = :idx"""
+SELECT_RUN_REQUESTS = (
+    "SELECT * FROM approval_requests WHERE run_id = :run_id ORDER BY created_at, idx"
+)
+SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
+    WHERE interrupt_id = :interrupt_id ORDER BY idx"""
+SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts
+    WHERE request_id = :request_id"""
+RECORD_DECISION = """UPDATE approval_requests
+    SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now
+    WHERE request_id = :request_id AND state = 'pending'
+    RETURNING *"""
+MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
+    WHERE request_id = :request_id AND state = 'decided'"""
+COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
+    WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""
+
+
+def run_from_row(row: Row) -> Run:
+    """Build a ``Run`` from a ``runs`` row."""
+    return Run.model_validate({k: v for k, v in row.items() if k in Run.model_fields})
+
+
+def request_from_row(row: Row) -> ApprovalRequest:
+    """Build an ``ApprovalRequest`` from an ``approval_requests`` row (JSON columns parsed)."""
+    data: dict[str, Any] = {k: v for k, v in row.items() if k in ApprovalRequest.model_fields}
+    data["index"] = row["idx"]
+    for column in ("args", "allowed_decisions", "args_schema"):
+        data[column] = json.loads(row[column])
+    data["decision"] = json.loads(row["decision"]) if row.get("decision") else None
+    return ApprovalRequest.model_validate(data)
+
+
+class ApprovalStore:
+    """Runs and approval requests in a ``Database`` (PostgreSQL or SQLite, same SQL).
+
+    Args:
+        db: The database port.
+        clock: Unix time in seconds (``time.time`` unless a test controls time).
+
+    Every method raises ``StoreUnavailableError`` if the database is unreachable.
+    """
+
+    def __init__(self, db: Database, *, clock: Clock = time.time) -> None:
+        self.db = db
+        self.clock = clock
+
+    # -- runs ---------------------------------------------------------------
+
+    async def create_run(self, run: Run) -> Run:
+        """Insert a new ``queued`` run and return it as stored."""
+        await self.db.execute(
+            INSERT_RUN,
+            {
+                **run.model_dump(
+                    include={
+                        "run_id",
+                        "thread_id",
+                        "task",
+                        "channel_id",
+                        "user_id",
+                        "team_id",
+                        "thread_ts",
+                    }
+                ),
+                "state": RunState.QUEUED.value,
+                "now": self.clock(),
+            },
+        )
+        return await self.get_run(run.run_id)
+
+    async def get_run(self, run_id: str) -> Run:
+        """Return the run ``run_id``.
+
+        Raises:
+            KeyError: If there is no such run.
+        """
+        row = await self.db.fetch_one(SELECT_RUN, {"run_id": run_id})
+        if row is None:
+            raise KeyError(run_id)
+        return run_from_row(row)
+
+    async def claim_run(
+        self, run_id: str, *, owner: str, lease_s: float, from_state: RunState
+    ) -> Run | None:
+        """Take the run for ``owner`` if it is in ``from_state`` or its lease expired.
+
+        Returns:
+            The run, now ``running`` under ``owner`` until ``now + lease_s`` seconds, or
+            ``None`` if another worker holds it or it moved on.
+        """
+        now = self.clock()
+        row = await self.db.fetch_one(
+            CLAIM_RUN,
+            {
+                "run_id": run_id,
+                "owner": owner,
+                "until": now + lease_s,
+                "now": now,
+                "from_state": from_state.value,
+            },
+        )
+        return run_from_row(row) if row else None
+
+    async def renew_lease(self, run_id: str, *, owner: str, lease_s: float) -> bool:
+        """Extend ``owner``'s lease by ``lease_s`` seconds; ``False`` if it lost the run."""
+        changed = await self.db.execute(
+            RENEW_LEASE, {"run_id": run_id, "owner": owner, "until": self.clock() + lease_s}
+        )
+        return changed == 1
+
+    async def release_run(
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        state: RunState,
+        final_answer: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Leave the run in ``state`` (``waiting``, ``done`` or ``failed``) and drop the lease."""
+        await self.db.execute(
+            RELEASE_RUN,
+            {
+                "run_id": run_id,
+                "owner": owner,
+                "state": state.value,
+                "final_answer": final_answer,
+                "error": error,
+                "now": self.clock(),
+            },
+        )
+
+    async def set_run_thread(self, run_id: str, thread_ts: str) -> None:
+        """Remember the ``ts`` of the run's first Slack message (its thread)."""
+        await self.db.execute(SET_RUN_THREAD, {"run_id": run_id, "thread_ts": thread_ts})
+
+    async def startable_runs(self) -> list[str]:
+        """Return IDs of queued runs and of running runs whose lease expired, oldest first."""
+        rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock()})
+        return [r["run_id"] for r in rows]
+
+    async def runs_with_decisions(self) -> list[str]:
+        """Return IDs of waiting runs that have recorded but unapplied decisions."""
+        return [r["run_id"] for r in await self.db.fetch_all(SELECT_RUNS_WITH_DECISIONS)]
+
+    # -- approval requests ---------------------------------------------------
+
+    async def add_requests(self, requests: Iterable[ApprovalRequest]) -> list[ApprovalRequest]:
+        """Insert requests not already stored under their ``(interrupt_id, index)``.
+
+        Returns:
+            The stored version of each request, in the given order: an existing row
+            wins over the new one, so a replayed interrupt keeps its message.
+        """
+        stored = []
+        for request in requests:
+            await self.db.execute(INSERT_REQUEST, self._request_params(request))
+            row = await self.db.fetch_one(
+                SELECT_REQUEST_BY_KEY, {"interrupt_id": request.interrupt_id, "idx": request.index}
+            )
+            assert row is not None  # just inserted or already there
+            stored.append(request_from_row(row))
+        return stored
+
+    async def get_request(self, request_id: str) -> ApprovalRequest | None:
+        """Return the request ``request_id``, or ``None`` if there is none."""
+        row = await self.db.fetch_one(SELECT_REQUEST, {"request_id": request_id})
+        return request_from_row(row) if row else None
+
+    async def requests_for_run(self, run_id: str) -> list[ApprovalRequest]:
+        """Return every request of the run, oldest first."""
+        rows = await self.db.fetch_all(SELECT_RUN_REQUESTS, {"run_id": run_id})
+        return [request_from_row(r) for r in rows]
+
+    async def requests_for_interrupt(self, interrupt_id: str) -> list[ApprovalRequest]:
+        """Return the requests of one interrupt in ``action_requests`` order."""
+        rows = await self.db.fetch_all(SELECT_INTERRUPT_REQUESTS, {"interrupt_id": interrupt_id})
+        return [request_from_row(r) for r in rows]
+
+    async def set_message(self, request_id: str, *, channel_id: str, message_ts: str) -> None:
+        """Remember where the request's Slack message is."""
+        await self.db.execute(
+            SET_MESSAGE,
+            {"request_id": request_id, "channel_id": channel_id, "message_ts": message_ts},
+        )
+
+    async def record_decision(
+        self, request_id: str, decision: Decision, *, user_id: str
+    ) -> tuple[bool, ApprovalRequest | None]:
+        """Record ``decision`` by ``user_id`` if the request is still pending.
+
+        Returns:
+            ``(True, request)`` if this call recorded it; ``(False, request)`` if it was
+            already decided (the request shows by whom and how); ``(False, None)`` if
+            there is no such request.
+        """
+        row = await self.db.fetch_one(
+            RECORD_DECISION,
+            {
+                "request_id": request_id,
+                "decision": decision.model_dump_json(),
+                "user_id": user_id,
+                "now": self.clock(),
+            },
+        )
+        if row is not None:
+            return True, request_from_row(row)
+        return False, await self.get_request(request_id)
+
+    async def mark_applied(self, request_ids: Sequence[str]) -> None:
+        """Mark decided requests as applied to their thread."""
+        now = self.clock()
+        for request_id in request_ids:
+            await self.db.execute(MARK_APPLIED, {"request_id": request_id, "now": now})
+
+    async def decided_count(self, interrupt_id: str) -> int:
+        """Return how many requests of the interrupt are no longer pending."""
+        row = await self.db.fetch_one(COUNT_DECIDED, {"interrupt_id": interrupt_id})
+        return int(row["decided"]) if row else 0
+
+    def _request_params(self, request: ApprovalRequest) -> dict[str, Any]:
+        return {
+            "request_id": request.request_id,
+            "run_id": request.run_id,
+            "thread_id": request.thread_id,
+            "interrupt_id": request.interrupt_id,
+            "idx": request.index,
+            "mode": request.mode,
+            "batch_size": request.batch_size,
+            "tool_call_id": request.tool_call_id,
+            "tool_name": request.tool_name,
+            "args": json.dumps(request.args),
+            "description": request.description,
+            "allowed_decisions": json.dumps(request.allowed_decisions),
+            "args_schema": json.dumps(request.args_schema),
+            "channel_id": request.channel_id,
+            "thread_ts": request.thread_ts,
+            "now": self.clock(),
+        }
