@@ -39,9 +39,13 @@ SET_RUN_THREAD = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
     WHERE state = 'queued' OR (state = 'running' AND lease_until < :now)
     ORDER BY created_at"""
-SELECT_RUNS_WITH_DECISIONS = """SELECT DISTINCT r.run_id FROM runs r
+SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
     JOIN approval_requests a ON a.run_id = r.run_id
-    WHERE r.state = 'waiting' AND a.state = 'decided'"""
+    WHERE r.state = 'waiting' AND (
+        (a.state = 'pending' AND a.message_ts IS NULL)
+        OR (a.state = 'decided' AND (a.mode = 'per_call' OR NOT EXISTS (
+            SELECT 1 FROM approval_requests b
+            WHERE b.interrupt_id = a.interrupt_id AND b.state = 'pending'))))"""
 
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
@@ -194,9 +198,13 @@ class ApprovalStore:
         rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock()})
         return [r["run_id"] for r in rows]
 
-    async def runs_with_decisions(self) -> list[str]:
-        """Return IDs of waiting runs that have recorded but unapplied decisions."""
-        return [r["run_id"] for r in await self.db.fetch_all(SELECT_RUNS_WITH_DECISIONS)]
+    async def runs_needing_work(self) -> list[str]:
+        """Return IDs of waiting runs with something for a worker to do.
+
+        That is: a decision that can be sent now (per-call, or the last of a batched
+        interrupt), or an approval message that was never posted.
+        """
+        return [r["run_id"] for r in await self.db.fetch_all(SELECT_RUNS_NEEDING_WORK)]
 
     # -- approval requests ---------------------------------------------------
 

@@ -1,0 +1,58 @@
+"""Opening the database and LangGraph checkpointer named by ``DATABASE_URL``.
+
+PostgreSQL: one psycopg pool shared by the approval store and ``AsyncPostgresSaver``.
+SQLite (the embedded demo): the store's aiosqlite connection and an
+``AsyncSqliteSaver`` on a second connection to the same file. ``release`` runs both
+migrations: the checkpointer's ``setup()`` and the store's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agent_bridge import migrations
+from agent_bridge.db import Database, dialect_of, sqlite_path
+from agent_bridge.postgres_db import PostgresDatabase, open_pool
+from agent_bridge.sqlite_db import open_sqlite
+
+
+@dataclass
+class Backend:
+    """The open database and checkpointer of one process."""
+
+    db: Database
+    checkpointer: BaseCheckpointSaver[Any]
+    _extra_connection: aiosqlite.Connection | None = None
+
+    async def release(self) -> int:
+        """Apply the checkpointer's and the store's migrations; return the store's version."""
+        await self.checkpointer.setup()  # type: ignore[attr-defined]
+        return await migrations.setup(self.db)
+
+    async def close(self) -> None:
+        """Close every connection."""
+        if self._extra_connection is not None:
+            await self._extra_connection.close()
+        await self.db.close()
+
+
+async def open_backend(database_url: str) -> Backend:
+    """Open the database and checkpointer for ``database_url``.
+
+    Raises:
+        ConfigurationError: If the URL's scheme is not supported.
+        StoreUnavailableError: If the database cannot be reached.
+    """
+    if dialect_of(database_url) == "postgres":
+        pool = await open_pool(database_url)
+        return Backend(db=PostgresDatabase(pool), checkpointer=AsyncPostgresSaver(conn=pool))
+    path = sqlite_path(database_url)
+    db = await open_sqlite(path)
+    conn = await aiosqlite.connect(path)
+    return Backend(db=db, checkpointer=AsyncSqliteSaver(conn), _extra_connection=conn)

@@ -1,0 +1,101 @@
+"""Checking decisions and building the resume value (pure functions of data).
+
+DESIGN invariant 4: no invalid answer is ever sent to the graph. A decision must be
+one the tool's policy allows; an edit's arguments must fit the tool's argument schema;
+a respond must say something. Batched answers go all together, in ``action_requests``
+order, and only when every request of the interrupt is decided (the middleware's
+warning: a mixed batch can run tools twice); per-call answers go one by one, keyed by
+interrupt ID (``Command(resume={interrupt_id: decision})``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from agent_bridge.arguments import check_args
+from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
+
+GENERAL_ERROR = ""
+"""Key of an error not about one argument."""
+
+
+def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, str]:
+    """Return what is wrong with ``decision`` for ``request`` (``{}`` if it is fine).
+
+    Returns:
+        Argument name -> plain-words message for edit errors; ``""`` -> message for
+        errors not about one argument (decision not allowed, empty answer).
+    """
+    if decision.type not in request.allowed_decisions:
+        allowed = ", ".join(request.allowed_decisions)
+        return {
+            GENERAL_ERROR: f"'{decision.type}' is not allowed for {request.tool_name}; "
+            f"allowed: {allowed}."
+        }
+    if decision.type == "edit":
+        if decision.edited_args is None:
+            return {GENERAL_ERROR: "An edit needs the new arguments."}
+        return check_args(request.args_schema, decision.edited_args)
+    if decision.type == "respond" and not (decision.message or "").strip():
+        return {GENERAL_ERROR: "Write an answer."}
+    return {}
+
+
+class ResumePlan:
+    """What to send to the graph for a run's decided requests.
+
+    Attributes:
+        resume: ``interrupt_id -> value`` for ``Command(resume=...)`` (empty: nothing to do).
+        applying: Request IDs answered by ``resume``; mark them applied after it.
+        already_applied: Request IDs whose interrupt is no longer pending in the
+            checkpoint: their decision was applied before (the checkpoint is the truth).
+        invalid: Request ID -> errors, for decisions that fail ``check_decision``.
+    """
+
+    def __init__(self) -> None:
+        self.resume: dict[str, Any] = {}
+        self.applying: list[str] = []
+        self.already_applied: list[str] = []
+        self.invalid: dict[str, dict[str, str]] = {}
+
+
+def plan_resume(requests: Sequence[ApprovalRequest], pending: Collection[str]) -> ResumePlan:
+    """Decide which decided requests can be sent now.
+
+    Args:
+        requests: The run's approval requests (any state).
+        pending: IDs of interrupts still pending in the thread's checkpoint.
+
+    Returns:
+        A ``ResumePlan``.
+    """
+    plan = ResumePlan()
+    by_interrupt: dict[str, list[ApprovalRequest]] = defaultdict(list)
+    for request in requests:
+        by_interrupt[request.interrupt_id].append(request)
+    for interrupt_id, group in by_interrupt.items():
+        decided = [r for r in group if r.state == ApprovalState.DECIDED]
+        if not decided:
+            continue
+        if interrupt_id not in pending:
+            plan.already_applied.extend(r.request_id for r in decided)
+            continue
+        errors = {r.request_id: check_decision(r, r.decision) for r in decided if r.decision}
+        bad = {k: v for k, v in errors.items() if v}
+        if bad:
+            plan.invalid.update(bad)
+            continue
+        first = group[0]
+        if first.mode == "per_call":
+            assert first.decision is not None
+            plan.resume[interrupt_id] = first.decision.as_langgraph(first.tool_name)
+            plan.applying.append(first.request_id)
+        elif all(r.state == ApprovalState.DECIDED for r in group):
+            ordered = sorted(group, key=lambda r: r.index)
+            plan.resume[interrupt_id] = {
+                "decisions": [r.decision.as_langgraph(r.tool_name) for r in ordered if r.decision]
+            }
+            plan.applying.extend(r.request_id for r in ordered)
+    return plan

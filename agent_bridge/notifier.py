@@ -1,0 +1,41 @@
+"""The notifier port: what the worker tells people, implemented by the Slack side.
+
+``agent_bridge`` never imports ``bot``; the worker is handed an object with these
+methods at the composition root (``bot.cli``). Methods raise ``NotifyError`` when the
+message could not be posted.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.models import ApprovalRequest, Run
+
+
+class NotifyError(BridgeError):
+    """A message could not be posted; the worker retries on its next sweep."""
+
+
+class Notifier(Protocol):
+    """Posts a run's progress and its approval requests."""
+
+    async def run_started(self, run: Run) -> str:
+        """Post the run's first message in its channel; return its ``ts`` (the thread)."""
+        ...
+
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
+        """Post the request's message; return ``(channel_id, ts)``."""
+        ...
+
+    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+        """Post a tool's result (or the reviewer's rejection) in the run's thread."""
+        ...
+
+    async def run_finished(self, run: Run, *, answer: str) -> None:
+        """Post the agent's final answer in the run's thread."""
+        ...
+
+    async def run_failed(self, run: Run, *, error: str) -> None:
+        """Post that the run failed, and why, in its thread."""
+        ...

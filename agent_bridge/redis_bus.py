@@ -1,0 +1,96 @@
+"""Redis driver of the bus port: one pub/sub channel of JSON ``Signal``s.
+
+Pub/sub keeps nothing, which is what a doorbell needs: a worker that is down or
+reconnecting misses signals and its periodic sweep of the database finds the work. A
+broken connection is logged and retried with backoff; it never stops a worker or a
+click from being recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import redis.asyncio as redis
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from agent_bridge.bus import Signal
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "agent_bridge:signals"
+CONNECT_TIMEOUT_S = 2.0
+RECONNECT_BACKOFF_MAX_S = 5.0
+
+
+class RedisBus:
+    """The bus over Redis pub/sub.
+
+    Args:
+        url: ``redis://host:port/db``.
+        channel: Pub/sub channel name (tests use one per test).
+    """
+
+    def __init__(self, url: str, *, channel: str = CHANNEL) -> None:
+        self.channel = channel
+        self._redis = redis.Redis.from_url(
+            url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CONNECT_TIMEOUT_S
+        )
+        self._pubsub: redis.client.PubSub | None = None
+        self._backoff_s = 0.0
+
+    async def publish(self, signal: Signal) -> None:
+        """See ``Bus.publish``; a Redis failure is logged, the sweep covers for it."""
+        try:
+            await self._redis.publish(self.channel, signal.model_dump_json())
+        except RedisError as exc:
+            logger.warning("signal %s run=%s not published: %s", signal.kind, signal.run_id, exc)
+
+    async def subscribe(self) -> None:
+        """Start listening now, so signals published from here on are kept for ``wait``."""
+        if self._pubsub is None:
+            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            await pubsub.subscribe(self.channel)
+            self._pubsub = pubsub
+
+    async def wait(self, timeout_s: float) -> list[Signal]:
+        """See ``Bus.wait``; reconnects by itself after a failure."""
+        try:
+            await self.subscribe()
+            assert self._pubsub is not None
+            message = await self._pubsub.get_message(timeout=timeout_s)
+            signals = []
+            while message is not None:
+                signals.extend(_parse(message.get("data")))
+                message = await self._pubsub.get_message(timeout=0)
+            self._backoff_s = 0.0
+            return signals
+        except (RedisError, OSError) as exc:
+            await self._drop_subscription()
+            self._backoff_s = min(max(self._backoff_s * 2, 0.1), RECONNECT_BACKOFF_MAX_S)
+            logger.warning("Redis bus unavailable (%s); retrying in %.1f s", exc, self._backoff_s)
+            await asyncio.sleep(min(self._backoff_s, timeout_s))
+            return []
+
+    async def close(self) -> None:
+        """Close the subscription and the connection pool."""
+        await self._drop_subscription()
+        await self._redis.aclose()
+
+    async def _drop_subscription(self) -> None:
+        if self._pubsub is not None:
+            pubsub, self._pubsub = self._pubsub, None
+            try:
+                await pubsub.aclose()
+            except (RedisError, OSError):
+                logger.debug("closing a broken Redis subscription failed", exc_info=True)
+
+
+def _parse(data: object) -> list[Signal]:
+    """Return the signal in a pub/sub message body, or none if it is not one."""
+    try:
+        return [Signal.model_validate_json(data)] if isinstance(data, bytes | str) else []
+    except ValidationError:
+        logger.warning("ignoring a malformed signal on the bus: %r", data)
+        return []

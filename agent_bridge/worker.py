@@ -1,0 +1,300 @@
+"""The worker: runs threads, posts approval requests, resumes with recorded decisions.
+
+It waits on "signal, poll interval or stop" (the bus rings, the database is swept),
+then starts queued runs and advances waiting runs that have decisions to apply. A run
+is advanced only under its lease (a per-thread lock in the database, so two workers
+never drive one thread), and before resuming the checkpoint is asked which interrupts
+are still pending: a decision whose interrupt is gone was applied already and is only
+marked so (DESIGN invariant 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.types import Command
+
+from agent_bridge.bus import Bus
+from agent_bridge.decisions import plan_resume
+from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.interrupts import approval_requests, is_hitl
+from agent_bridge.models import ApprovalState, Run, RunState
+from agent_bridge.notifier import Notifier, NotifyError
+from agent_bridge.policy import Policy
+from agent_bridge.store import ApprovalStore
+
+logger = logging.getLogger(__name__)
+
+STORE_BACKOFF_MAX_S = 30.0
+"""Longest pause between sweeps while the database is unreachable, seconds."""
+STOP_GRACE_S = 30.0
+"""How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
+
+
+def message_text(message: BaseMessage) -> str:
+    """Return a message's text content (string content, or its text blocks joined)."""
+    if isinstance(message.content, str):
+        return message.content
+    parts = [
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in message.content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    ]
+    return "\n".join(parts)
+
+
+class Worker:
+    """Drives runs: one asyncio task per run being advanced.
+
+    Args:
+        store: The approval store (the truth).
+        bus: Where wake-up signals arrive.
+        graph: The compiled agent graph (with its checkpointer).
+        notifier: Posts to Slack.
+        policy: The approval policy the graph was built with.
+        args_schemas: Tool name -> JSON schema of its arguments.
+        approvals_channel: Channel for approval messages; ``None``: the run's thread.
+        poll_interval_s: Sweep period when no signal arrives, seconds.
+        lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
+        owner: This worker's name in leases (random by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore,
+        bus: Bus,
+        graph: Any,
+        notifier: Notifier,
+        policy: Policy,
+        args_schemas: Mapping[str, dict[str, Any]],
+        approvals_channel: str | None = None,
+        poll_interval_s: float = 5.0,
+        lease_s: float = 60.0,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.graph = graph
+        self.notifier = notifier
+        self.policy = policy
+        self.args_schemas = dict(args_schemas)
+        self.approvals_channel = approvals_channel
+        self.poll_interval_s = poll_interval_s
+        self.lease_s = lease_s
+        self.owner = owner or f"worker-{secrets.token_hex(4)}"
+        self._active: dict[str, asyncio.Task[None]] = {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sweep and wait for signals until ``stop`` is set, then let runs finish."""
+        backoff_s = 0.0
+        while not stop.is_set():
+            try:
+                await self.sweep()
+                backoff_s = 0.0
+            except StoreUnavailableError as exc:
+                backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
+                logger.warning(
+                    "sweep failed, database unavailable (%s); retry in %.1f s", exc, backoff_s
+                )
+            await self._wait(stop, backoff_s or self.poll_interval_s)
+        if self._active:
+            await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
+        for task in list(self._active.values()):
+            task.cancel()
+
+    async def sweep(self) -> None:
+        """Start every queued run and advance every waiting run that has work."""
+        for run_id in await self.store.startable_runs():
+            self._spawn(run_id, RunState.QUEUED)
+        for run_id in await self.store.runs_needing_work():
+            self._spawn(run_id, RunState.WAITING)
+
+    async def idle(self) -> None:
+        """Wait until no run is being advanced by this worker (for tests and the demo)."""
+        while self._active:
+            await asyncio.gather(*self._active.values(), return_exceptions=True)
+
+    async def _wait(self, stop: asyncio.Event, timeout_s: float) -> None:
+        signal_task = asyncio.create_task(self.bus.wait(timeout_s))
+        stop_task = asyncio.create_task(stop.wait())
+        await asyncio.wait({signal_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (signal_task, stop_task):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _spawn(self, run_id: str, from_state: RunState) -> None:
+        if run_id in self._active:
+            return
+        task = asyncio.create_task(self.advance(run_id, from_state))
+        self._active[run_id] = task
+        task.add_done_callback(lambda _: self._active.pop(run_id, None))
+
+    async def advance(self, run_id: str, from_state: RunState) -> None:
+        """Claim the run and drive it until it waits for people or ends.
+
+        A database or Slack failure leaves the lease to expire, so a later sweep
+        retries; a failure of the graph is posted in the run's thread and ends the run.
+        """
+        run = await self.store.claim_run(
+            run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state
+        )
+        if run is None:
+            return
+        heartbeat = asyncio.create_task(self._heartbeat(run_id))
+        try:
+            state, answer = await self._drive(run)
+            await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
+        except (StoreUnavailableError, NotifyError) as exc:
+            logger.warning(
+                "run=%s thread=%s paused until its lease expires, will retry: %s",
+                run.run_id,
+                run.thread_id,
+                exc,
+            )
+        except Exception as exc:
+            logger.exception("run=%s thread=%s failed", run.run_id, run.thread_id)
+            error = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(NotifyError):
+                await self.notifier.run_failed(run, error=error)
+            await self.store.release_run(
+                run_id, owner=self.owner, state=RunState.FAILED, error=error
+            )
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self, run_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                if not await self.store.renew_lease(run_id, owner=self.owner, lease_s=self.lease_s):
+                    logger.error("run=%s lease lost to another worker", run_id)
+                    return
+            except StoreUnavailableError as exc:
+                logger.warning("run=%s lease not renewed: %s", run_id, exc)
+
+    async def _drive(self, run: Run) -> tuple[RunState, str | None]:
+        """Advance ``run`` once; return the state to leave it in and its final answer."""
+        if run.thread_ts is None:
+            thread_ts = await self.notifier.run_started(run)
+            await self.store.set_run_thread(run.run_id, thread_ts)
+            run = run.model_copy(update={"thread_ts": thread_ts})
+        config = {"configurable": {"thread_id": run.thread_id}}
+        snapshot = await self.graph.aget_state(config)
+        applying: list[str] = []
+        graph_input: Any
+        if not snapshot.values:
+            graph_input = {"messages": [{"role": "user", "content": run.task}]}
+        elif snapshot.interrupts:
+            plan = plan_resume(
+                await self.store.requests_for_run(run.run_id),
+                {i.id for i in snapshot.interrupts},
+            )
+            await self.store.mark_applied(plan.already_applied)
+            for request_id, errors in plan.invalid.items():
+                logger.error(
+                    "run=%s request=%s decision refused before resume: %s",
+                    run.run_id,
+                    request_id,
+                    errors,
+                )
+            if not plan.resume:
+                await self._post_approvals(run, snapshot)
+                return RunState.WAITING, None
+            logger.info(
+                "run=%s thread=%s resuming interrupts=%s",
+                run.run_id,
+                run.thread_id,
+                sorted(plan.resume),
+            )
+            graph_input, applying = Command(resume=plan.resume), plan.applying
+        elif snapshot.next:
+            graph_input = None  # a worker died mid-step: continue from the checkpoint
+        else:
+            return await self._finish(run, snapshot)
+        await self._stream(run, graph_input, config)
+        await self.store.mark_applied(applying)
+        snapshot = await self.graph.aget_state(config)
+        if snapshot.interrupts:
+            await self._post_approvals(run, snapshot)
+            return RunState.WAITING, None
+        return await self._finish(run, snapshot)
+
+    async def _stream(self, run: Run, graph_input: Any, config: dict[str, Any]) -> None:
+        """Run the graph, posting each tool result (and rejection) as it comes."""
+        async for chunk in self.graph.astream(
+            graph_input, config, stream_mode="updates", version="v2"
+        ):
+            for update in (chunk.get("data") or {}).values():
+                messages = update.get("messages") if isinstance(update, dict) else None
+                for message in messages or []:
+                    if isinstance(message, ToolMessage):
+                        await self._post_tool_result(run, message)
+
+    async def _post_tool_result(self, run: Run, message: ToolMessage) -> None:
+        try:
+            await self.notifier.tool_ran(
+                run,
+                tool_name=message.name or "tool",
+                content=message_text(message),
+                ok=message.status != "error",
+            )
+        except NotifyError as exc:
+            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, message.name, exc)
+
+    async def _post_approvals(self, run: Run, snapshot: Any) -> None:
+        """Store a request per gated call of the pending interrupts; post unposted ones."""
+        ours = [i for i in snapshot.interrupts if is_hitl(i)]
+        for other in (i for i in snapshot.interrupts if not is_hitl(i)):
+            logger.error(
+                "run=%s interrupt=%s is not a HumanInTheLoopMiddleware interrupt; "
+                "it cannot be answered from Slack",
+                run.run_id,
+                other.id,
+            )
+        requests = approval_requests(
+            run,
+            ours,
+            messages=snapshot.values.get("messages", []),
+            policy=self.policy,
+            args_schemas=self.args_schemas,
+            channel_id=self.approvals_channel or run.channel_id,
+            thread_ts=None if self.approvals_channel else run.thread_ts,
+        )
+        for request in await self.store.add_requests(requests):
+            if request.message_ts is not None or request.state != ApprovalState.PENDING:
+                continue
+            try:
+                channel_id, ts = await self.notifier.approval_requested(request, run=run)
+            except NotifyError as exc:
+                logger.warning(
+                    "run=%s interrupt=%s request=%s not posted, will retry: %s",
+                    run.run_id,
+                    request.interrupt_id,
+                    request.request_id,
+                    exc,
+                )
+                continue
+            await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
+            logger.info(
+                "run=%s interrupt=%s index=%s request=%s posted",
+                run.run_id,
+                request.interrupt_id,
+                request.index,
+                request.request_id,
+            )
+
+    async def _finish(self, run: Run, snapshot: Any) -> tuple[RunState, str]:
+        messages = snapshot.values.get("messages", [])
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        answer = message_text(last) if last else ""
+        await self.notifier.run_finished(run, answer=answer)
+        logger.info("run=%s thread=%s done", run.run_id, run.thread_id)
+        return RunState.DONE, answer
