@@ -1,0 +1,235 @@
+"""Check tool-call arguments against the tool's JSON schema, in plain words.
+
+Shared by the web process (field errors in the edit modal, before anything is saved) and
+the worker (the last check before resuming a thread), so an edited call that the tool
+would refuse is never sent to the graph (DESIGN.md invariant 4). Pure: no I/O.
+
+Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain tool's
+``tool_call_schema`` (``$defs``/``$ref``, ``anyOf`` with ``null`` for ``Optional``,
+``enum``, ``const``), checked with the Draft 2020-12 validator of ``jsonschema``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import best_match, relevance
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+logger = logging.getLogger(__name__)
+
+GENERAL_KEY = ""
+"""Key of errors that concern the arguments as a whole rather than one argument."""
+MESSAGE_MAX_CHARS = 300
+"""Longest message returned; Slack shows modal field errors under the input."""
+_ENUM_SHOWN = 10
+"""How many allowed values an enum message lists before ``…``."""
+
+_TYPE_WORDS: dict[str, str] = {
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str]:
+    """Check ``args`` against ``args_schema`` and describe what is wrong.
+
+    Args:
+        args_schema: JSON schema of the tool's arguments (``$defs`` refs are resolved);
+            ``{}`` accepts anything.
+        args: the arguments, as the tool would receive them.
+
+    Returns:
+        ``{}`` when valid; else ``{argument name: message}``, one message per argument
+        (the most relevant), key ``""`` for errors about no single argument. Messages are
+        plain words: "This field is required.", "Must be a whole number.", nested ones
+        prefixed with where they are ("At retries: Must be a whole number.").
+
+    Raises:
+        jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
+    """
+    Draft202012Validator.check_schema(args_schema)
+    validator = Draft202012Validator(
+        args_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+    errors: dict[str, str] = {}
+    for error in sorted(validator.iter_errors(args), key=relevance, reverse=True):
+        for key, message in _describe_top(error):
+            errors.setdefault(key, _clip(message))
+    return errors
+
+
+def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
+    """Return the JSON schema of the arguments the model passes to ``tool``.
+
+    Args:
+        tool: a LangChain tool; its ``tool_call_schema`` (the args the model fills in,
+            without injected ones) is a pydantic model class, a JSON schema dict or None.
+
+    Returns:
+        ``model_json_schema()`` of a pydantic model (``.schema()`` for a ``pydantic.v1``
+        one), a copy of a dict schema, or ``{"type": "object"}`` when there is none or
+        pydantic cannot express it as JSON schema (the edit form is then one JSON input).
+    """
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):
+        return copy.deepcopy(schema)
+    try:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_json_schema()
+        legacy = getattr(schema, "schema", None)
+        if callable(legacy):
+            return dict(legacy())
+    except Exception:  # pydantic refuses some types (callables, ...): fall back, loudly
+        logger.warning("no JSON schema for the arguments of tool %s", tool.name, exc_info=True)
+    return {"type": "object"}
+
+
+def _describe_top(error: ValidationError) -> Iterator[tuple[str, str]]:
+    """Yield ``(argument name, message)`` for one error of the whole ``args`` object."""
+    path = list(error.absolute_path)
+    if path:
+        yield str(path[0]), _describe(error, skip=1)
+    elif error.validator == "required":
+        missing = [
+            name for name in error.validator_value
+            if error.message == f"{name!r} is a required property"
+        ]
+        yield (missing[0] if missing else GENERAL_KEY), "This field is required."
+    elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        for name in _unexpected(error):
+            yield name, "The tool has no argument with this name."
+    elif error.validator == "type":
+        yield GENERAL_KEY, "The arguments must be a JSON object."
+    else:
+        yield GENERAL_KEY, _describe(error, skip=0)
+
+
+def _describe(error: ValidationError, *, skip: int) -> str:
+    """Describe ``error`` in plain words, prefixed with where it is in the value.
+
+    Args:
+        error: one validation error.
+        skip: how many leading parts of its path are already said (1: the argument).
+
+    Returns:
+        e.g. "Must be a whole number." or "At items[2].name: Must be a string.".
+    """
+    message = None
+    while error.validator in ("anyOf", "oneOf") and error.context:
+        message, inner = _alternatives(error)
+        if inner is None:
+            break
+        error, message = inner, None
+    if message is None:
+        message = _plain(error)
+    where = list(error.absolute_path)[skip:]
+    return f"At {_path_text(where)}: {message}" if where else message
+
+
+def _alternatives(error: ValidationError) -> tuple[str | None, ValidationError | None]:
+    """Look inside a failed ``anyOf``/``oneOf`` (``Optional[X]`` is ``anyOf [X, null]``).
+
+    Returns:
+        ``(message, None)`` when the value has none of the alternatives' types ("Must be
+        a whole number or null."); ``(None, inner error)`` when it has one's type but
+        fails inside it, so that failure is described instead.
+    """
+    depth = len(error.absolute_path)
+    context = list(error.context or [])
+    wrong_type = [
+        e for e in context if e.validator == "type" and len(e.absolute_path) == depth
+    ]
+    others = [e for e in context if e not in wrong_type]
+    if others:
+        return None, best_match(others)
+    types: list[str] = []
+    for e in wrong_type:
+        value = e.validator_value
+        for t in [value] if isinstance(value, str) else value:
+            if t not in types:
+                types.append(t)
+    return "Must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in types) + ".", None
+
+
+def _plain(error: ValidationError) -> str:
+    """Say what ``error`` means in plain words, without where it is."""
+    kind, value = error.validator, error.validator_value
+    if kind == "type":
+        types = [value] if isinstance(value, str) else list(value)
+        return "Must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in types) + "."
+    if kind == "enum":
+        shown = ", ".join(_json(v) for v in value[:_ENUM_SHOWN])
+        return f"Must be one of: {shown}{', …' if len(value) > _ENUM_SHOWN else ''}."
+    simple = {
+        "const": f"Must be {_json(value)}.",
+        "minLength": f"Must be at least {_count(value, 'character')} long.",
+        "maxLength": f"Must be at most {_count(value, 'character')} long.",
+        "minimum": f"Must be at least {value}.",
+        "maximum": f"Must be at most {value}.",
+        "exclusiveMinimum": f"Must be greater than {value}.",
+        "exclusiveMaximum": f"Must be less than {value}.",
+        "multipleOf": f"Must be a multiple of {value}.",
+        "pattern": f"Must match the pattern {value}.",
+        "format": f"Must be a valid {value}.",
+        "minItems": f"Must have at least {_count(value, 'item')}.",
+        "maxItems": f"Must have at most {_count(value, 'item')}.",
+        "uniqueItems": "Must not contain the same item twice.",
+        "minProperties": f"Must have at least {_count(value, 'field')}.",
+        "maxProperties": f"Must have at most {_count(value, 'field')}.",
+    }
+    if kind in simple:
+        return simple[kind]
+    if kind == "required" and isinstance(error.instance, dict):
+        missing = [n for n in value if n not in error.instance]
+        return "Missing required field " + ", ".join(repr(n) for n in missing) + "."
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        return "Unexpected field " + ", ".join(repr(n) for n in _unexpected(error)) + "."
+    return error.message
+
+
+def _unexpected(error: ValidationError) -> list[str]:
+    """Names in an object that its schema's ``properties``/``patternProperties`` lack."""
+    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+    patterns = error.schema.get("patternProperties", {}) if isinstance(error.schema, dict) else {}
+    return [
+        name for name in error.instance
+        if name not in known and not any(re.search(p, name) for p in patterns)
+    ]
+
+
+def _path_text(where: Sequence[str | int]) -> str:
+    """Render a path inside a value: ``["a", 0, "b"]`` → ``a[0].b``."""
+    text = ""
+    for part in where:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MESSAGE_MAX_CHARS else message[: MESSAGE_MAX_CHARS - 1] + "…"
