@@ -62,6 +62,8 @@ SELECT_RUN_REQUESTS = (
 )
 SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
     WHERE interrupt_id = :interrupt_id ORDER BY idx"""
+SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
+    WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts
     WHERE request_id = :request_id"""
 RECORD_DECISION = """UPDATE approval_requests
@@ -238,6 +240,11 @@ class ApprovalStore:
     async def requests_for_interrupt(self, interrupt_id: str) -> list[ApprovalRequest]:
         """Return the requests of one interrupt in ``action_requests`` order."""
         rows = await self.db.fetch_all(SELECT_INTERRUPT_REQUESTS, {"interrupt_id": interrupt_id})
+        return [request_from_row(r) for r in rows]
+
+    async def pending_requests(self, *, limit: int = 100) -> list[ApprovalRequest]:
+        """Return up to ``limit`` posted requests waiting for a reviewer, oldest first."""
+        rows = await self.db.fetch_all(SELECT_PENDING_POSTED, {"limit": limit})
         return [request_from_row(r) for r in rows]
 
     async def set_message(self, request_id: str, *, channel_id: str, message_ts: str) -> None:

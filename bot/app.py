@@ -1,0 +1,63 @@
+"""The web process: a Bolt ``AsyncApp`` over HTTP.
+
+``POST /slack/events`` receives slash commands, ``block_actions`` and
+``view_submission`` (Bolt verifies every request's signature and answers 401 to a
+forged or stale one); ``GET /healthz`` answers 200 for load balancers.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent_bridge.bus import Bus
+from agent_bridge.store import ApprovalStore
+from bot.actions import ActionListeners
+from bot.commands import CommandListeners
+from bot.recorder import DecisionRecorder
+from bot.submissions import SubmissionListeners
+
+logger = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+HEALTH_PATH = "/healthz"
+
+
+def create_app(
+    *, signing_secret: str, store: ApprovalStore, bus: Bus, client: AsyncWebClient
+) -> AsyncApp:
+    """Return the Bolt app with every listener registered.
+
+    Args:
+        signing_secret: The Slack app's signing secret (requests are verified with it).
+        store: The approval store.
+        bus: Where signals to workers go.
+        client: Web API client (its token authorises the app).
+    """
+    app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
+    recorder = DecisionRecorder(store=store, bus=bus)
+    ActionListeners(store=store, recorder=recorder).register(app)
+    SubmissionListeners(store=store, recorder=recorder).register(app)
+    CommandListeners(store=store, bus=bus).register(app)
+    return app
+
+
+def create_web_app(bolt_app: AsyncApp) -> web.Application:
+    """Return the aiohttp application serving ``bolt_app`` and the health check."""
+
+    async def events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(
+            await bolt_app.async_dispatch(await to_bolt_request(request))
+        )
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    web_app = web.Application()
+    web_app.router.add_post(EVENTS_PATH, events)
+    web_app.router.add_get(HEALTH_PATH, healthz)
+    return web_app

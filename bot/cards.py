@@ -1,0 +1,37 @@
+"""The approval card of a request in its current state (pure).
+
+Shared by the notifier (first post) and the decision recorder (updates), so a card
+looks the same however it was last drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run
+from bot.blocks import approval_text, decided_text, render_approval, render_decided
+
+
+def run_label(request: ApprovalRequest, run: Run) -> str | None:
+    """Context line for a card posted outside its run's thread (``APPROVALS_CHANNEL``)."""
+    if request.thread_ts:
+        return None
+    return f"Run {run.run_id} · started by <@{run.user_id}> in <#{run.channel_id}>"
+
+
+def current_card(
+    request: ApprovalRequest, run: Run, *, decided_count: int = 0
+) -> tuple[str, list[dict[str, Any]]]:
+    """Return ``(fallback text, blocks)`` for the request as it stands.
+
+    Args:
+        request: The request.
+        run: Its run.
+        decided_count: How many requests of its interrupt are decided (batched progress).
+    """
+    if request.state == ApprovalState.PENDING:
+        blocks = render_approval(
+            request, decided_count=decided_count, run_label=run_label(request, run)
+        )
+        return approval_text(request), blocks
+    return decided_text(request), render_decided(request)

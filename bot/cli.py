@@ -1,0 +1,69 @@
+"""``agent-bridge``: the console script behind the Procfile and the demo.
+
+Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
+process on embedded defaults; ``--unattended`` reviews by script and exits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from agent_bridge.errors import BridgeError
+from agent_bridge.settings import Settings
+from bot.demo import run_demo
+from bot.processes import run_release, run_web, run_worker
+
+DEMO_PAGE_PORT = 8700
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("web", help="serve Slack's requests at POST /slack/events")
+    sub.add_parser("worker", help="run agents and resume them with decisions")
+    sub.add_parser("release", help="apply database migrations (checkpointer and store)")
+    demo = sub.add_parser("demo", help="web + worker + local Slack sandbox in one process")
+    demo.add_argument(
+        "--unattended",
+        action="store_true",
+        help="a scripted reviewer decides; exit 0 when the run is done",
+    )
+    demo.add_argument(
+        "--port",
+        type=int,
+        default=DEMO_PAGE_PORT,
+        help=f"port of the sandbox page (default {DEMO_PAGE_PORT})",
+    )
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a command; return its exit code (2 for a configuration error)."""
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = Settings()
+        if args.command == "web":
+            asyncio.run(run_web(settings))
+        elif args.command == "worker":
+            asyncio.run(run_worker(settings))
+        elif args.command == "release":
+            version = asyncio.run(run_release(settings))
+            print(f"migrations applied; approval store at schema version {version}")
+        else:
+            return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))
+    except BridgeError as exc:
+        print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The demo: web + worker + the local Slack sandbox in one process, on embedded defaults.
+
+SQLite, the in-process bus and the scripted model; the demo task is submitted with a
+real signed ``/agent`` slash command. Interactive: open the printed sandbox page and
+click. ``--unattended``: a scripted reviewer approves ``write_file`` and rejects
+``execute_sql`` with a reason (through the sandbox, as a person's clicks would arrive),
+and the process exits 0 once the final answer is posted in the run's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from pathlib import Path
+
+from agent_bridge.backend import open_backend
+from agent_bridge.bus import InProcessBus
+from agent_bridge.models import ApprovalRequest, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+from bot import ids
+from bot.app import EVENTS_PATH
+from bot.processes import build_worker, start_web, stop_on_signals
+from bot.sandbox import Sandbox
+from bot.slack_client import make_client
+
+logger = logging.getLogger(__name__)
+
+DEMO_DIR = Path(".demo")
+DEMO_CHANNEL = "C0GENERAL"
+DEMO_REQUESTER = "U0ALICE"
+REVIEWER = "U0REVIEWER"
+DBA = "U0DBA"
+REJECT_REASON = "Archive the rows before deleting them."
+UNATTENDED_TIMEOUT_S = 60.0
+REVIEW_POLL_S = 0.2
+
+
+def demo_settings(base: Settings, *, api_url: str) -> Settings:
+    """Return ``base`` on the demo's embedded defaults (fresh SQLite, sandbox Slack)."""
+    return base.model_copy(
+        update={
+            "database_url": f"sqlite:///{DEMO_DIR / 'agent.db'}",
+            "workspace_dir": DEMO_DIR / "workspace",
+            "slack_api_url": api_url,
+            "redis_url": None,
+            "approvals_channel": None,
+            "poll_interval_s": 1.0,
+        }
+    )
+
+
+async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
+    """The scripted reviewer's click for one request: approve files, reject SQL."""
+    assert request.channel_id and request.message_ts
+    if request.tool_name == "execute_sql":
+        await sandbox.click(
+            channel_id=request.channel_id,
+            ts=request.message_ts,
+            action_id=ids.decision_action_id("reject"),
+            user_id=DBA,
+            value=request.request_id,
+        )
+        view = sandbox.open_views(DBA)[-1]
+        await sandbox.submit_view(
+            view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REJECT_REASON}
+        )
+    else:
+        await sandbox.click(
+            channel_id=request.channel_id,
+            ts=request.message_ts,
+            action_id=ids.decision_action_id("approve"),
+            user_id=REVIEWER,
+            value=request.request_id,
+        )
+
+
+async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
+    """Answer every posted request until a run ends; return its final answer."""
+    seen: set[str] = set()
+    run_id: str | None = None
+    while True:
+        for request in await store.pending_requests():
+            run_id = request.run_id
+            if request.request_id not in seen:
+                seen.add(request.request_id)
+                print(
+                    f"  reviewer: {request.tool_name} -> "
+                    f"{'reject' if request.tool_name == 'execute_sql' else 'approve'}"
+                )
+                await review(sandbox, request)
+        if run_id is not None:
+            run = await store.get_run(run_id)
+            if run.state in (RunState.DONE, RunState.FAILED):
+                return run.final_answer or f"(run failed: {run.error})"
+        await asyncio.sleep(REVIEW_POLL_S)
+
+
+def print_thread(sandbox: Sandbox) -> None:
+    """Print the demo channel as a reader of Slack would see it (fallback texts)."""
+    for message in sandbox.messages(DEMO_CHANNEL):
+        indent = (
+            "    " if message.get("thread_ts") and message["thread_ts"] != message["ts"] else ""
+        )
+        first_line = (message.get("text") or "").splitlines()[0:1]
+        print(f"{indent}- {first_line[0] if first_line else ''}")
+
+
+async def run_demo(settings: Settings, *, unattended: bool, port: int) -> int:
+    """Run the demo; return the process exit code.
+
+    Args:
+        settings: Base settings (the demo overrides database, bus and Slack URL).
+        unattended: Review with the scripted reviewer and exit when the run ends.
+        port: Port of the sandbox page (0: any free port).
+    """
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    sandbox = Sandbox(
+        signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
+    )
+    page_url = await sandbox.start(port=port)
+    settings = demo_settings(settings, api_url=sandbox.api_url)
+    backend = await open_backend(settings.database_url)
+    bus = InProcessBus()
+    stop = asyncio.Event()
+    try:
+        await backend.release()
+        store = ApprovalStore(backend.db)
+        client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+        server = await start_web(
+            settings=settings, store=store, bus=bus, client=client, host="127.0.0.1", port=0
+        )
+        sandbox.request_url = server.url + EVENTS_PATH
+        worker = build_worker(
+            settings=settings, store=store, bus=bus, backend=backend, client=client
+        )
+        worker_task = asyncio.create_task(worker.run(stop))
+        status, _ = await sandbox.slash_command(
+            command="/agent", text=DEMO_TASK, user_id=DEMO_REQUESTER, channel_id=DEMO_CHANNEL
+        )
+        print(f"Local Slack sandbox: {page_url}")
+        print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")
+        code = 0
+        if unattended:
+            answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
+            print("\n#general as posted in the sandbox:")
+            print_thread(sandbox)
+            print(f"\nFinal answer:\n{answer}")
+            code = 0 if answer.startswith("Done.") else 1
+        else:
+            print("Open the page, pick a reviewer and click. Ctrl-C to stop.")
+            await stop_on_signals().wait()
+        stop.set()
+        await worker_task
+        await server.stop()
+        return code
+    finally:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await sandbox.stop()
+        await backend.close()

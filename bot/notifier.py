@@ -1,0 +1,74 @@
+"""The Slack notifier: the worker's ``Notifier`` port, posting rendered Block Kit.
+
+Each method renders with a pure function from ``bot.blocks`` and makes one Web API
+call; Slack errors become ``NotifyError`` so the worker never sees slack_sdk types.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.notifier import NotifyError
+from bot.blocks import (
+    render_final_answer,
+    render_run_failed,
+    render_run_started,
+    render_tool_result,
+)
+from bot.cards import current_card
+
+logger = logging.getLogger(__name__)
+
+
+class SlackNotifier:
+    """Posts runs' progress and approval messages with one ``AsyncWebClient``.
+
+    Args:
+        client: A client for the run's workspace (see ``bot.slack_client``).
+    """
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def run_started(self, run: Run) -> str:
+        """See ``Notifier.run_started``."""
+        text, blocks = render_run_started(run)
+        return await self._post(run.channel_id, text, blocks)
+
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
+        """See ``Notifier.approval_requested``."""
+        channel_id = request.channel_id or run.channel_id
+        text, blocks = current_card(request, run)
+        ts = await self._post(channel_id, text, blocks, thread_ts=request.thread_ts)
+        return channel_id, ts
+
+    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+        """See ``Notifier.tool_ran``."""
+        text, blocks = render_tool_result(tool_name, content, ok=ok)
+        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+
+    async def run_finished(self, run: Run, *, answer: str) -> None:
+        """See ``Notifier.run_finished``."""
+        text, blocks = render_final_answer(answer)
+        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+
+    async def run_failed(self, run: Run, *, error: str) -> None:
+        """See ``Notifier.run_failed``."""
+        text, blocks = render_run_failed(error)
+        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+
+    async def _post(
+        self, channel_id: str, text: str, blocks: list[dict], *, thread_ts: str | None = None
+    ) -> str:
+        try:
+            response = await self.client.chat_postMessage(
+                channel=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
+            )
+        except (SlackApiError, ClientError, TimeoutError) as exc:
+            raise NotifyError(f"chat.postMessage to {channel_id} failed: {exc}") from exc
+        return str(response["ts"])

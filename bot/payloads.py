@@ -1,0 +1,115 @@
+"""Inbound Slack payloads, parsed into pydantic models at the edge.
+
+Handlers never dig in raw dicts: Bolt's ``body`` is validated into one of these, and a
+payload that does not fit is answered without a crash (``PayloadError``). Shapes follow
+https://api.slack.com/reference/interaction-payloads (``block_actions``,
+``view_submission``) and https://api.slack.com/interactivity/slash-commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.errors import PayloadError
+
+PayloadT = TypeVar("PayloadT", bound=BaseModel)
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class SlackUser(_Payload):
+    """The user who acted."""
+
+    id: str
+    username: str | None = None
+    team_id: str | None = None
+
+
+class Container(_Payload):
+    """Where a clicked element lives (a message's channel and ``ts``)."""
+
+    type: str
+    channel_id: str | None = None
+    message_ts: str | None = None
+
+
+class Action(_Payload):
+    """One element the user acted on."""
+
+    action_id: str
+    block_id: str | None = None
+    value: str | None = None
+
+
+class Message(_Payload):
+    """The message holding the clicked element."""
+
+    ts: str
+    thread_ts: str | None = None
+
+
+class BlockActions(_Payload):
+    """A ``block_actions`` payload (a button click)."""
+
+    type: Literal["block_actions"]
+    user: SlackUser
+    trigger_id: str
+    container: Container
+    actions: list[Action] = Field(min_length=1)
+    message: Message | None = None
+    response_url: str | None = None
+
+    @property
+    def action(self) -> Action:
+        """The clicked element (Slack sends one per click)."""
+        return self.actions[0]
+
+
+class ViewState(_Payload):
+    """``view.state``: ``values[block_id][action_id]`` -> the element's value object."""
+
+    values: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+
+
+class SubmittedView(_Payload):
+    """The modal being submitted."""
+
+    id: str
+    callback_id: str
+    private_metadata: str = ""
+    state: ViewState = Field(default_factory=ViewState)
+
+
+class ViewSubmission(_Payload):
+    """A ``view_submission`` payload (a modal's Submit)."""
+
+    type: Literal["view_submission"]
+    user: SlackUser
+    view: SubmittedView
+
+
+class SlashCommand(_Payload):
+    """A slash command invocation (form-encoded fields)."""
+
+    command: str
+    text: str = ""
+    user_id: str
+    channel_id: str
+    team_id: str | None = None
+    response_url: str | None = None
+
+
+def parse(model: type[PayloadT], body: dict[str, Any]) -> PayloadT:
+    """Validate ``body`` as ``model``.
+
+    Raises:
+        PayloadError: If a field is missing or has the wrong shape.
+    """
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise PayloadError(f"malformed {model.__name__} payload: {exc}") from exc

@@ -1,0 +1,166 @@
+"""The composition root: wiring settings into the ``web``, ``worker`` and ``release`` processes.
+
+This is the one place where ``agent_bridge`` parts and ``bot`` parts meet. Each
+``start_*``/``build_*`` takes its parts as arguments so tests and the demo can pass
+their own (a sandbox client, a test database) without touching imports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from dataclasses import dataclass
+
+from aiohttp import web
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.arguments import tool_args_schema
+from agent_bridge.backend import Backend, open_backend
+from agent_bridge.bus import Bus, InProcessBus
+from agent_bridge.migrations import check_version
+from agent_bridge.policy import load_policy
+from agent_bridge.redis_bus import RedisBus
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import Worker
+from bot.app import create_app, create_web_app
+from bot.notifier import SlackNotifier
+from bot.slack_client import make_client
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class WebServer:
+    """A running web process: its aiohttp runner and its base URL."""
+
+    runner: web.AppRunner
+    url: str
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        await self.runner.cleanup()
+
+
+async def start_web(
+    *,
+    settings: Settings,
+    store: ApprovalStore,
+    bus: Bus,
+    client: AsyncWebClient,
+    host: str | None = None,
+    port: int | None = None,
+) -> WebServer:
+    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port).
+
+    Returns:
+        The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
+    """
+    bolt_app = create_app(
+        signing_secret=settings.slack_signing_secret, store=store, bus=bus, client=client
+    )
+    runner = web.AppRunner(create_web_app(bolt_app), access_log=None)
+    await runner.setup()
+    sock = socket.create_server((host or settings.host, settings.port if port is None else port))
+    await web.SockSite(runner, sock).start()
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
+    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}")
+
+
+def build_worker(
+    *,
+    settings: Settings,
+    store: ApprovalStore,
+    bus: Bus,
+    backend: Backend,
+    client: AsyncWebClient,
+) -> Worker:
+    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``).
+
+    Raises:
+        ConfigurationError: If the agent, model or policy cannot be loaded.
+    """
+    policy = load_policy(settings.policy)
+    tools = load_tools(settings)
+    graph = build_agent(
+        tools=tools,
+        model=load_model(settings.model),
+        policy=policy,
+        checkpointer=backend.checkpointer,
+    )
+    return Worker(
+        store=store,
+        bus=bus,
+        graph=graph,
+        notifier=SlackNotifier(client),
+        policy=policy,
+        args_schemas={t.name: tool_args_schema(t) for t in tools},
+        approvals_channel=settings.approvals_channel,
+        poll_interval_s=settings.poll_interval_s,
+        lease_s=settings.lease_s,
+    )
+
+
+def open_bus(settings: Settings) -> Bus:
+    """Return the Redis bus when ``REDIS_URL`` is set, else the in-process one."""
+    return RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
+
+
+def stop_on_signals() -> asyncio.Event:
+    """Return an event set by SIGINT or SIGTERM (a Procfile process's stop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run_web(settings: Settings) -> None:
+    """The ``web`` process: serve until SIGINT/SIGTERM."""
+    backend = await open_backend(settings.database_url)
+    bus = open_bus(settings)
+    try:
+        await check_version(backend.db)
+        server = await start_web(
+            settings=settings,
+            store=ApprovalStore(backend.db),
+            bus=bus,
+            client=make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url),
+        )
+        logger.info("web listening on %s", server.url)
+        await stop_on_signals().wait()
+        await server.stop()
+    finally:
+        await bus.close()
+        await backend.close()
+
+
+async def run_worker(settings: Settings) -> None:
+    """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
+    backend = await open_backend(settings.database_url)
+    bus = open_bus(settings)
+    try:
+        await check_version(backend.db)
+        store = ApprovalStore(backend.db)
+        client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+        worker = build_worker(
+            settings=settings, store=store, bus=bus, backend=backend, client=client
+        )
+        logger.info("worker %s started", worker.owner)
+        await worker.run(stop_on_signals())
+    finally:
+        await bus.close()
+        await backend.close()
+
+
+async def run_release(settings: Settings) -> int:
+    """The ``release`` step: apply migrations; return the store's schema version."""
+    backend = await open_backend(settings.database_url)
+    try:
+        return await backend.release()
+    finally:
+        await backend.close()

@@ -1,0 +1,156 @@
+"""Modal submissions (``view_submission``): edit, reject and respond decisions.
+
+Unlike a click, a submission is checked and recorded *before* the ack, because the ack
+is how Slack shows field errors in the modal (``response_action: "errors"``): a bad
+edit, an empty answer, a decision someone else already made, or a database outage are
+shown on the form and nothing is saved (DESIGN invariant 4). Redrawing cards comes after.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent_bridge.decisions import GENERAL_ERROR, check_decision
+from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
+from agent_bridge.store import ApprovalStore
+from bot import ids
+from bot.actions import STORE_DOWN_TEXT, Ack
+from bot.blocks import already_decided_text, stale_text
+from bot.edit_form import parse_submission
+from bot.errors import PayloadError
+from bot.payloads import ViewState, ViewSubmission, parse
+from bot.recorder import DecisionRecorder
+
+logger = logging.getLogger(__name__)
+
+
+def field_errors(errors: dict[str, str], state: ViewState) -> dict[str, str]:
+    """Map argument-keyed errors to the modal's ``block_id``s.
+
+    An error about an argument goes on its input (``arg:<name>``) when the form has
+    one; anything else goes on the form's first input, so Slack can show it.
+    """
+    blocks = list(state.values)
+    first = blocks[0] if blocks else ids.ARGS_JSON_BLOCK
+    mapped: dict[str, str] = {}
+    for key, message in errors.items():
+        block_id = key if key in state.values else ids.arg_block_id(key)
+        if key == GENERAL_ERROR or block_id not in state.values:
+            block_id = first
+        mapped[block_id] = f"{mapped[block_id]} {message}" if block_id in mapped else message
+    return mapped
+
+
+def text_value(state: ViewState, block_id: str, action_id: str) -> str:
+    """Return a plain_text_input's value ("" when empty or absent)."""
+    return str((state.values.get(block_id, {}).get(action_id) or {}).get("value") or "")
+
+
+class SubmissionListeners:
+    """The ``view_submission`` listeners.
+
+    Args:
+        store: The approval store.
+        recorder: Records decisions and redraws cards.
+    """
+
+    def __init__(self, *, store: ApprovalStore, recorder: DecisionRecorder) -> None:
+        self.store = store
+        self.recorder = recorder
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach the listeners to ``app``."""
+        app.view(ids.EDIT_CALLBACK)(self.on_edit)
+        app.view(ids.REJECT_CALLBACK)(self.on_reject)
+        app.view(ids.RESPOND_CALLBACK)(self.on_respond)
+
+    async def on_edit(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Edit modal: parse the typed form, check it against the tool's schema, record."""
+        await self._submit(ack, body, client, self._edit_decision)
+
+    async def on_reject(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Reject modal: an optional reason."""
+        await self._submit(ack, body, client, self._reject_decision)
+
+    async def on_respond(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+        """Respond modal: the answer the model gets as the tool's result."""
+        await self._submit(ack, body, client, self._respond_decision)
+
+    @staticmethod
+    def _edit_decision(
+        request: ApprovalRequest, state: ViewState
+    ) -> tuple[Decision | None, dict[str, str]]:
+        args, errors = parse_submission(request.args_schema, request.args, state.values)
+        if args is None:
+            return None, errors
+        return Decision(type="edit", edited_args=args), {}
+
+    @staticmethod
+    def _reject_decision(
+        request: ApprovalRequest, state: ViewState
+    ) -> tuple[Decision | None, dict[str, str]]:
+        reason = text_value(state, ids.REASON_BLOCK, ids.REASON_ACTION).strip()
+        return Decision(type="reject", message=reason or None), {}
+
+    @staticmethod
+    def _respond_decision(
+        request: ApprovalRequest, state: ViewState
+    ) -> tuple[Decision | None, dict[str, str]]:
+        answer = text_value(state, ids.ANSWER_BLOCK, ids.ANSWER_ACTION)
+        return Decision(type="respond", message=answer), {}
+
+    async def _submit(
+        self, ack: Ack, body: dict[str, Any], client: AsyncWebClient, build: Any
+    ) -> None:
+        try:
+            payload = parse(ViewSubmission, body)
+        except PayloadError as exc:
+            logger.warning("%s", exc)
+            await ack()
+            return
+        state = payload.view.state
+        try:
+            errors, request = await self._check_and_record(payload, build)
+        except StoreUnavailableError as exc:
+            logger.error(
+                "view %s by %s not recorded: %s", payload.view.callback_id, payload.user.id, exc
+            )
+            await ack(
+                response_action="errors",
+                errors=field_errors({GENERAL_ERROR: STORE_DOWN_TEXT}, state),
+            )
+            return
+        if errors:
+            await ack(response_action="errors", errors=field_errors(errors, state))
+            return
+        await ack()
+        if request is not None:
+            await self.recorder.refresh(client, request)
+
+    async def _check_and_record(
+        self, payload: ViewSubmission, build: Any
+    ) -> tuple[dict[str, str], ApprovalRequest | None]:
+        """Return ``(errors, recorded request)``; errors are keyed by argument name."""
+        request = await self.store.get_request(payload.view.private_metadata)
+        if request is None:
+            return {GENERAL_ERROR: stale_text()}, None
+        if request.state != ApprovalState.PENDING:
+            return {GENERAL_ERROR: already_decided_text(request)}, None
+        decision, errors = build(request, payload.view.state)
+        if decision is None:
+            return errors, None
+        errors = check_decision(request, decision)
+        if errors:
+            return errors, None
+        won, current = await self.recorder.record(
+            request.request_id, decision, user_id=payload.user.id
+        )
+        if not won:
+            assert current is not None
+            return {GENERAL_ERROR: already_decided_text(current)}, None
+        return {}, current
