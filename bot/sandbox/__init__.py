@@ -1,0 +1,14 @@
+"""A local fake Slack for the demo and end-to-end tests (no network needed).
+
+It serves the Web API methods the bot calls at ``/api/{method}``, delivers slash
+commands, button clicks and modal submissions to the bot signed as Slack signs them,
+and shows a page at ``/`` where a person can click through the flow.
+"""
+
+from __future__ import annotations
+
+from bot.sandbox.errors import BotUnreachable, SandboxError
+from bot.sandbox.sandbox import Sandbox
+from bot.sandbox.validation import live_mentions
+
+__all__ = ["BotUnreachable", "Sandbox", "SandboxError", "live_mentions"]

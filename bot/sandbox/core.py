@@ -1,0 +1,104 @@
+"""What every part of the sandbox shares: the workspace, modals, and the records.
+
+One :class:`Core` per sandbox. HTTP handlers and the :class:`~bot.sandbox.Sandbox`
+facade read and write it; it does no I/O.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.sandbox.block_rules import Problem
+from bot.sandbox.modals import Modals
+from bot.sandbox.state import Workspace
+
+RESPONSE_URL_MAX_USES = 5
+RESPONSE_URL_TTL_S = 30 * 60
+
+
+@dataclass
+class Failure:
+    """An injected failure for the next calls of one Web API method."""
+
+    status: int
+    retry_after_s: int
+    remaining: int
+
+
+@dataclass
+class ResponseTarget:
+    """Where a ``response_url`` posts: the interaction's channel, user and message."""
+
+    url: str
+    channel_id: str
+    user_id: str
+    message_ts: str | None
+    """The message the interaction came from (None for slash commands)."""
+    is_ephemeral: bool
+    issued_at: float
+    uses: int = 0
+
+
+class Core:
+    """The sandbox's state and its records of calls and violations.
+
+    Args:
+        workspace: Users, channels, messages and the clock.
+        bot_token: The only token the Web API accepts.
+    """
+
+    def __init__(self, *, workspace: Workspace, bot_token: str) -> None:
+        self.workspace = workspace
+        self.modals = Modals(workspace)
+        self.bot_token = bot_token
+        self.base_url = ""
+        self.calls: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+        self.failures: dict[str, Failure] = {}
+        self.responses: dict[str, ResponseTarget] = {}
+
+    def violate(self, where: str, problems: Iterable[Problem | str]) -> None:
+        """Record each of ``problems`` as a violation committed in ``where``."""
+        for problem in problems:
+            self.violations.append(f"{where}: {problem}")
+
+    def take_failure(self, method: str) -> Failure | None:
+        """Return the failure injected for ``method``'s next call, consuming one."""
+        failure = self.failures.get(method)
+        if failure is None:
+            return None
+        failure.remaining -= 1
+        if failure.remaining <= 0:
+            del self.failures[method]
+        return failure
+
+    def issue_response_url(
+        self, *, channel_id: str, user_id: str, message_ts: str | None, is_ephemeral: bool
+    ) -> ResponseTarget:
+        """Issue a ``response_url`` for an interaction in ``channel_id`` by ``user_id``."""
+        token = secrets.token_urlsafe(12)
+        target = ResponseTarget(
+            url=f"{self.base_url}response/{token}",
+            channel_id=channel_id,
+            user_id=user_id,
+            message_ts=message_ts,
+            is_ephemeral=is_ephemeral,
+            issued_at=self.workspace.clock(),
+        )
+        self.responses[token] = target
+        return target
+
+    def redeem_response(self, token: str) -> tuple[ResponseTarget | None, str | None]:
+        """Use a ``response_url`` once; return ``(target, None)`` or ``(None, error)``."""
+        target = self.responses.get(token)
+        if target is None:
+            return None, "invalid_url"
+        if self.workspace.clock() - target.issued_at > RESPONSE_URL_TTL_S:
+            return None, "expired_url"
+        if target.uses >= RESPONSE_URL_MAX_USES:
+            return None, "used_url"
+        target.uses += 1
+        return target, None

@@ -1,0 +1,229 @@
+"""The :class:`Sandbox`: a local fake Slack, and the API tests and the demo drive it by.
+
+Example:
+    sandbox = Sandbox(signing_secret="s", bot_token="xoxb-1", request_url=bot_url)
+    await sandbox.start()
+    client = AsyncWebClient(token="xoxb-1", base_url=sandbox.api_url)
+    ...
+    await sandbox.click(channel_id=..., ts=..., action_id="approval:approve", user_id=...)
+    assert sandbox.violations == []
+    await sandbox.stop()
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.core import Core, Failure
+from bot.sandbox.delivery import ACK_DEADLINE_S, FORM, Delivery
+from bot.sandbox.errors import SandboxError
+from bot.sandbox.interactions import Interactions
+from bot.sandbox.server import Server, build_app
+from bot.sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
+
+
+class Sandbox:
+    """A fake Slack workspace serving the Web API, delivering interactions, showing a page.
+
+    Args:
+        signing_secret: The app's signing secret; every delivery is signed with it.
+        bot_token: The only token the Web API accepts.
+        request_url: The bot's ``POST /slack/events`` URL (settable later).
+        team_id: The workspace's team ID.
+        users: ``user_id -> name``; reviewer, dba and alice when None.
+        channels: ``channel_id -> name``; general and approvals when None.
+        clock: Unix time in seconds (message ``ts``, trigger and response URL expiry);
+            tests pass a fake one to expire a trigger without sleeping. Signatures
+            always use the real time, because the bot checks them against its own.
+        ack_deadline_s: How long the bot may take to answer a delivery (Slack: 3 s);
+            a later answer is recorded as a violation and, like Slack, not applied.
+    """
+
+    def __init__(
+        self,
+        *,
+        signing_secret: str,
+        bot_token: str,
+        request_url: str | None = None,
+        team_id: str = "T0SANDBOX",
+        users: dict[str, str] | None = None,
+        channels: dict[str, str] | None = None,
+        clock: Clock = time.time,
+        ack_deadline_s: float = ACK_DEADLINE_S,
+    ) -> None:
+        self.request_url = request_url
+        self.base_url = ""
+        workspace = Workspace(
+            team_id=team_id,
+            users=DEFAULT_USERS if users is None else users,
+            channels=DEFAULT_CHANNELS if channels is None else channels,
+            clock=clock,
+        )
+        self._core = Core(workspace=workspace, bot_token=bot_token)
+        self._delivery = Delivery(signing_secret=signing_secret)
+        self._interactions = Interactions(
+            core=self._core,
+            delivery=self._delivery,
+            request_url=lambda: self.request_url,
+            ack_deadline_s=ack_deadline_s,
+        )
+        self._app = build_app(
+            core=self._core, interactions=self._interactions, request_url=lambda: self.request_url
+        )
+        self._server = Server(self._app)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL, for ``AsyncWebClient(base_url=...)``."""
+        return f"{self.base_url}api/"
+
+    def app(self) -> web.Application:
+        """Return the aiohttp application (to mount or serve it yourself)."""
+        return self._app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on ``host:port`` (0 = a free port); return ``base_url``.
+
+        Raises:
+            OSError: The port is taken.
+        """
+        self.base_url = await self._server.start(host, port)
+        self._core.base_url = self.base_url
+        return self.base_url
+
+    async def stop(self) -> None:
+        """Stop serving and close the client session used for deliveries."""
+        await self._server.stop()
+        await self._delivery.close()
+
+    # -- inspection -------------------------------------------------------------------
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """Every Web API call: ``{"method", "args", "ok", "error"?}``, oldest first."""
+        return self._core.calls
+
+    @property
+    def violations(self) -> list[str]:
+        """Every Block Kit, limit or protocol violation the bot committed."""
+        return self._core.violations
+
+    def channel_id(self, name: str) -> str:
+        """Return the ID of channel ``name`` (``#`` optional), creating the channel."""
+        return self._core.workspace.channel_id(name)
+
+    def messages(self, channel_id: str) -> list[dict[str, Any]]:
+        """Return a channel's messages and thread replies, in post order."""
+        return copy.deepcopy(self._core.workspace.messages.get(channel_id, []))
+
+    def thread(self, channel_id: str, thread_ts: str) -> list[dict[str, Any]]:
+        """Return a thread: its parent first, then its replies."""
+        return [
+            m
+            for m in self.messages(channel_id)
+            if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
+        ]
+
+    def message(self, channel_id: str, ts: str) -> dict[str, Any]:
+        """Return the message at ``ts``.
+
+        Raises:
+            SandboxError: There is no such message.
+        """
+        message = self._core.workspace.find(channel_id, ts)
+        if message is None:
+            raise SandboxError(f"no message {ts} in channel {channel_id}")
+        return copy.deepcopy(message)
+
+    def ephemerals(
+        self, channel_id: str | None = None, user_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Return the ephemerals (``user`` is who sees one), filtered if asked."""
+        return [
+            copy.deepcopy(m)
+            for m in self._core.workspace.ephemerals
+            if channel_id in (None, m["channel"]) and user_id in (None, m["user"])
+        ]
+
+    def open_views(self, user_id: str) -> list[dict[str, Any]]:
+        """Return ``user_id``'s modal stack, top last, each with its field ``errors``."""
+        return copy.deepcopy(self._core.modals.stacks.get(user_id, []))
+
+    # -- failures ---------------------------------------------------------------------
+
+    def fail_next(
+        self, method: str, *, status: int = 429, retry_after_s: int = 1, times: int = 1
+    ) -> None:
+        """Make the next ``times`` calls of Web API ``method`` answer HTTP ``status``.
+
+        429 comes with ``Retry-After: retry_after_s`` and ``error: ratelimited``; any
+        other status with ``error: internal_error``.
+        """
+        self._core.failures[method] = Failure(
+            status=status, retry_after_s=retry_after_s, remaining=times
+        )
+
+    # -- delivering to the bot --------------------------------------------------------
+
+    async def slash_command(
+        self, *, command: str, text: str, user_id: str, channel_id: str
+    ) -> tuple[int, str]:
+        """Run a slash command; return the bot's ``(HTTP status, body)``."""
+        return await self._interactions.slash_command(
+            command=command, text=text, user_id=user_id, channel_id=channel_id
+        )
+
+    async def click(
+        self, *, channel_id: str, ts: str, action_id: str, user_id: str, value: str | None = None
+    ) -> tuple[int, str]:
+        """Click a button in a stored message; return the bot's ``(HTTP status, body)``.
+
+        Raises:
+            SandboxError: The message has no button ``action_id`` (with ``value``).
+        """
+        return await self._interactions.click(
+            channel_id=channel_id, ts=ts, action_id=action_id, user_id=user_id, value=value
+        )
+
+    async def submit_view(
+        self, *, view_id: str, user_id: str, values: dict[str, object] | None = None
+    ) -> tuple[int, dict[str, Any] | None]:
+        """Submit an open modal; return the bot's HTTP status and parsed answer.
+
+        Raises:
+            SandboxError: The view is not open on top for the user, the values do
+                not fit it, or Slack's client would not submit it.
+        """
+        return await self._interactions.submit_view(
+            view_id=view_id, user_id=user_id, values=dict(values or {})
+        )
+
+    async def close_view(self, *, view_id: str, user_id: str) -> None:
+        """Dismiss an open modal (``view_closed`` is sent only if ``notify_on_close``)."""
+        await self._interactions.close_view(view_id=view_id, user_id=user_id)
+
+    async def post_signed(
+        self,
+        body: bytes,
+        *,
+        content_type: str = FORM,
+        timestamp: int | None = None,
+        signature: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
+        """Post raw ``body`` to the bot, signed correctly unless told otherwise."""
+        reply = await self._delivery.post(
+            self.request_url,
+            body,
+            content_type=content_type,
+            timestamp=timestamp,
+            signature=signature,
+            headers=headers,
+        )
+        return reply.status, reply.body

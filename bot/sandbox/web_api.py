@@ -1,0 +1,119 @@
+"""The Web API endpoint ``/api/{method}``: arguments, auth, injected failures, records.
+
+Arguments arrive as a JSON body, a form body or a query string (``slack_sdk`` uses all
+three depending on the method); form fields such as ``blocks`` and ``view`` are JSON
+strings and are decoded by the method handlers with :func:`json_arg`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox.block_rules import Problem
+from bot.sandbox.core import Core
+
+Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
+"""A Web API method: ``(core, args) -> Slack's JSON answer``."""
+
+
+class BadArgument(Exception):
+    """An argument could not be decoded; the message is Slack's error code."""
+
+
+def json_arg(args: dict[str, Any], key: str, *, error: str) -> Any:
+    """Return ``args[key]`` decoded from JSON when it arrived as a string.
+
+    Raises:
+        BadArgument: The string is not JSON (``error`` is the Slack error code).
+    """
+    value = args.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as e:
+            raise BadArgument(error) from e
+    return value
+
+
+def flag(args: dict[str, Any], key: str) -> bool:
+    """Return a boolean argument sent as JSON ``true`` or form ``"true"``/``"1"``."""
+    value = args.get(key)
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
+def refusal(
+    core: Core, where: str, error: str, problems: list[Problem] | None = None
+) -> dict[str, Any]:
+    """Return Slack's ``ok: false`` answer and record the bot's violation."""
+    core.violate(where, problems or [error])
+    answer: dict[str, Any] = {"ok": False, "error": error}
+    if problems:
+        answer["response_metadata"] = {"messages": [p.slack_message() for p in problems]}
+    return answer
+
+
+async def read_args(request: web.Request) -> dict[str, Any] | None:
+    """Return the call's arguments (query, then body); None if a JSON body is malformed."""
+    args: dict[str, Any] = dict(request.query)
+    if request.method != "POST" or not request.can_read_body:
+        return args
+    if request.content_type == "application/json":
+        try:
+            body = json.loads(await request.text() or "{}")
+        except ValueError:
+            return None
+        if not isinstance(body, dict):
+            return None
+        return args | body
+    form = await request.post()
+    return args | {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
+    """Return the routes of ``GET``/``POST /api/{method}`` answering with ``methods``."""
+
+    async def handle(request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await read_args(request)
+        if args is None:
+            return _answer(core, method, {}, {"ok": False, "error": "invalid_json"})
+        token = args.pop("token", None)
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            token = auth.removeprefix("Bearer ").strip()
+        failure = core.take_failure(method)
+        if failure is not None:
+            return _injected(core, method, args, failure.status, failure.retry_after_s)
+        if token != core.bot_token:
+            return _answer(core, method, args, {"ok": False, "error": "invalid_auth"})
+        handler = methods.get(method)
+        if handler is None:
+            return _answer(core, method, args, {"ok": False, "error": "unknown_method"})
+        try:
+            result = handler(core, args)
+        except BadArgument as e:
+            result = refusal(core, method, str(e))
+        return _answer(core, method, args, result)
+
+    return [web.post("/api/{method}", handle), web.get("/api/{method}", handle)]
+
+
+def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any]) -> web.Response:
+    call: dict[str, Any] = {"method": method, "args": args, "ok": bool(result.get("ok"))}
+    if not result.get("ok"):
+        call["error"] = result.get("error")
+    core.calls.append(call)
+    return web.json_response(result)
+
+
+def _injected(
+    core: Core, method: str, args: dict[str, Any], status: int, retry_after_s: int
+) -> web.Response:
+    error = "ratelimited" if status == 429 else "internal_error"
+    core.calls.append({"method": method, "args": args, "ok": False, "error": error})
+    headers = {"Retry-After": str(retry_after_s)} if status == 429 else {}
+    return web.json_response({"ok": False, "error": error}, status=status, headers=headers)

@@ -1,0 +1,770 @@
+"""The local Slack sandbox speaks Slack's wire format, both ways.
+
+A real ``AsyncWebClient`` calls its Web API; a tiny aiohttp bot stub (below) receives
+its deliveries and checks their signatures with the real ``SignatureVerifier``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+import aiohttp
+import pytest
+from aiohttp import web
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.sandbox import BotUnreachable, Sandbox, SandboxError, live_mentions
+from bot.sandbox.validation import check_message, check_view
+
+SECRET = "test-signing-secret"
+TOKEN = "xoxb-sandbox-test"
+REVIEWER = "U0REVIEWER"
+GENERAL = "C0GENERAL"
+
+Answer = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+class FakeClock:
+    """Unix time that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 1_733_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class BotStub:
+    """A bot at ``/slack/events``: verifies signatures, records requests, answers.
+
+    ``answer(request)`` returns ``(status, body)``; body is text or a JSON-able dict.
+    """
+
+    def __init__(self) -> None:
+        self.verifier = SignatureVerifier(SECRET)
+        self.received: list[dict[str, Any]] = []
+        self.rejected = 0
+        self.answer: Answer = lambda request: (200, "")
+        self.slow: Callable[[web.Request], Awaitable[web.Response]] | None = None
+        self.url = ""
+        app = web.Application()
+        app.router.add_post("/slack/events", self._handle)
+        self._runner = web.AppRunner(app)
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/slack/events"
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        headers = request.headers
+        if not self.verifier.is_valid(
+            raw, headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature")
+        ):
+            self.rejected += 1
+            return web.Response(status=401, text="invalid signature")
+        form = dict(parse_qsl(raw.decode()))
+        record = {
+            "content_type": headers.get("Content-Type"),
+            "form": form,
+            "payload": json.loads(form["payload"]) if "payload" in form else None,
+        }
+        self.received.append(record)
+        if self.slow is not None:
+            return await self.slow(request)
+        status, body = self.answer(record)
+        if isinstance(body, dict):
+            return web.json_response(body, status=status)
+        return web.Response(status=status, text=body)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.received[-1]["payload"] or self.received[-1]["form"]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def bot() -> AsyncIterator[BotStub]:
+    stub = BotStub()
+    await stub.start()
+    yield stub
+    await stub.stop()
+
+
+@pytest.fixture
+async def sandbox(bot: BotStub, clock: FakeClock) -> AsyncIterator[Sandbox]:
+    sb = Sandbox(signing_secret=SECRET, bot_token=TOKEN, request_url=bot.url, clock=clock)
+    await sb.start()
+    yield sb
+    await sb.stop()
+
+
+@pytest.fixture
+def client(sandbox: Sandbox) -> AsyncWebClient:
+    return AsyncWebClient(token=TOKEN, base_url=sandbox.api_url)
+
+
+async def http(method: str, url: str, **kwargs: Any) -> tuple[int, dict[str, str], Any]:
+    """Return ``(status, headers, JSON or text body)`` of one raw HTTP request."""
+    async with aiohttp.ClientSession() as session:
+        async with session.request(method, url, **kwargs) as response:
+            text = await response.text()
+            try:
+                body: Any = json.loads(text)
+            except ValueError:
+                body = text
+            return response.status, dict(response.headers), body
+
+
+def button(action_id: str, value: str, text: str = "Approve", **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": text},
+        "value": value,
+    } | extra
+
+
+APPROVAL_BLOCKS = [
+    {"type": "header", "text": {"type": "plain_text", "text": "Approve run_sql?"}},
+    {"type": "section", "block_id": "args", "text": {"type": "mrkdwn", "text": "`DROP t`"}},
+    {
+        "type": "actions",
+        "block_id": "decide",
+        "elements": [
+            button("approval:approve", "req-1", style="primary"),
+            button("approval:reject", "req-1", "Reject", style="danger"),
+        ],
+    },
+]
+
+
+def modal(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "modal",
+        "callback_id": "approval_edit",
+        "title": {"type": "plain_text", "text": "Edit run_sql"},
+        "submit": {"type": "plain_text", "text": "Submit"},
+        "private_metadata": "req-1",
+        "blocks": list(blocks),
+    } | extra
+
+
+def text_input(block_id: str, **element: Any) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": block_id},
+        "element": {"type": "plain_text_input", "action_id": "value"} | element,
+    }
+
+
+def options(*values: str) -> list[dict[str, Any]]:
+    return [{"text": {"type": "plain_text", "text": v.title()}, "value": v} for v in values]
+
+
+async def post_card(client: AsyncWebClient) -> str:
+    response = await client.chat_postMessage(
+        channel=GENERAL, text="Approve?", blocks=APPROVAL_BLOCKS
+    )
+    return response["ts"]
+
+
+async def fresh_trigger(sandbox: Sandbox, bot: BotStub, client: AsyncWebClient) -> str:
+    ts = await post_card(client)
+    await sandbox.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=REVIEWER)
+    return bot.last["trigger_id"]
+
+
+# -- Web API ------------------------------------------------------------------------------
+
+
+async def test_post_reply_update_and_read_back(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    posted = await client.chat_postMessage(channel="#general", text="hi", blocks=APPROVAL_BLOCKS)
+    assert posted["ok"] and posted["channel"] == GENERAL
+    ts = posted["ts"]
+    assert posted["message"]["blocks"][2]["elements"][0]["value"] == "req-1"
+    reply = await client.chat_postMessage(channel=GENERAL, text="tool ran", thread_ts=ts)
+    later = await client.chat_postMessage(channel=GENERAL, text="second")
+    stamps = [ts, reply["ts"], later["ts"]]
+    assert stamps == sorted(stamps, key=float) and len(set(stamps)) == 3
+    assert all(len(s.split(".")[1]) == 6 for s in stamps)
+
+    updated = await client.chat_update(channel=GENERAL, ts=ts, text="decided", blocks=[])
+    assert updated["ok"] and updated["text"] == "decided"
+    assert "edited" in sandbox.message(GENERAL, ts)
+
+    history = await client.conversations_history(channel=GENERAL, limit=10)
+    assert [m["ts"] for m in history["messages"]] == [later["ts"], ts]
+    replies = await client.conversations_replies(channel=GENERAL, ts=ts)
+    assert [m["ts"] for m in replies["messages"]] == [ts, reply["ts"]]
+    assert [m["ts"] for m in sandbox.thread(GENERAL, ts)] == [ts, reply["ts"]]
+    assert [m["ts"] for m in sandbox.messages(GENERAL)] == stamps
+    assert sandbox.messages(GENERAL)[1]["thread_ts"] == ts
+    assert sandbox.violations == []
+
+
+async def test_refusals_slack_would_give(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    calls = [
+        ("chat.postMessage", {"channel": GENERAL, "text": "x", "thread_ts": "1.000001"}),
+        ("chat.update", {"channel": GENERAL, "ts": "1.000001", "text": "x"}),
+        ("chat.postMessage", {"channel": GENERAL}),
+        ("users.info", {"user": "U0NOBODY"}),
+        ("conversations.history", {"channel": "C0NOWHERE"}),
+    ]
+    errors = []
+    for method, args in calls:
+        with pytest.raises(SlackApiError) as caught:
+            await client.api_call(method, json=args)
+        errors.append(caught.value.response["error"])
+    expected = [
+        "thread_not_found",
+        "message_not_found",
+        "no_text",
+        "user_not_found",
+        "channel_not_found",
+    ]
+    assert errors == expected
+    assert [c.get("error") for c in sandbox.calls] == expected
+    assert sandbox.violations == ["chat.postMessage in C0GENERAL: no_text"]
+
+
+async def test_channels_resolve_by_name_and_id(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    new = await client.chat_postMessage(channel="#war-room", text="x")
+    assert new["channel"] == sandbox.channel_id("war-room")
+    info = await client.conversations_info(channel=new["channel"])
+    assert info["channel"]["name"] == "war-room"
+    assert (await client.chat_postMessage(channel="C0APPROVAL", text="x"))[
+        "channel"
+    ] == "C0APPROVAL"
+    user = await client.users_info(user=REVIEWER)
+    assert user["user"]["name"] == "reviewer" and user["user"]["profile"]["display_name"]
+    assert (await client.auth_test())["team_id"] == "T0SANDBOX"
+    link = await client.chat_getPermalink(channel=new["channel"], message_ts=new["ts"])
+    assert link["permalink"].startswith(sandbox.base_url)
+
+
+async def test_ephemeral_and_delete(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    ts = await post_card(client)
+    eph = await client.chat_postEphemeral(channel=GENERAL, user=REVIEWER, text="only you")
+    assert eph["ok"] and eph["message_ts"]
+    assert [e["text"] for e in sandbox.ephemerals(GENERAL, REVIEWER)] == ["only you"]
+    assert sandbox.ephemerals(user_id="U0ALICE") == []
+    await client.chat_delete(channel=GENERAL, ts=ts)  # sent form-encoded
+    assert sandbox.messages(GENERAL) == []
+
+
+async def test_form_encoded_body_with_token_field(sandbox: Sandbox) -> None:
+    form = {"token": TOKEN, "channel": GENERAL, "text": "x", "blocks": json.dumps(APPROVAL_BLOCKS)}
+    status, _, body = await http("POST", sandbox.api_url + "chat.postMessage", data=form)
+    assert status == 200 and body["ok"], body
+    assert sandbox.message(GENERAL, body["ts"])["blocks"][0]["type"] == "header"
+
+
+async def test_auth_and_unknown_method(sandbox: Sandbox) -> None:
+    bad = AsyncWebClient(token="xoxb-wrong", base_url=sandbox.api_url)
+    with pytest.raises(SlackApiError) as caught:
+        await bad.chat_postMessage(channel=GENERAL, text="x")
+    assert caught.value.response["error"] == "invalid_auth"
+    _, _, body = await http("POST", sandbox.api_url + "chat.postMessage", json={"text": "x"})
+    assert body == {"ok": False, "error": "invalid_auth"}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    _, _, body = await http("POST", sandbox.api_url + "chat.fly", headers=headers)
+    assert body == {"ok": False, "error": "unknown_method"}
+    assert sandbox.messages(GENERAL) == []
+
+
+async def test_fail_next_answers_429_then_succeeds(sandbox: Sandbox) -> None:
+    sandbox.fail_next("chat.postMessage", retry_after_s=7)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    url = sandbox.api_url + "chat.postMessage"
+    status, got, body = await http(
+        "POST", url, json={"channel": GENERAL, "text": "x"}, headers=headers
+    )
+    assert (status, got["Retry-After"], body["error"]) == (429, "7", "ratelimited")
+    sandbox.fail_next("chat.update", status=503)
+    status, _, body = await http("POST", sandbox.api_url + "chat.update", json={}, headers=headers)
+    assert (status, body) == (503, {"ok": False, "error": "internal_error"})
+
+    sandbox.fail_next("chat.postMessage", retry_after_s=0)
+    client = AsyncWebClient(
+        token=TOKEN,
+        base_url=sandbox.api_url,
+        retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=1)],
+    )
+    assert (await client.chat_postMessage(channel=GENERAL, text="x"))["ok"]
+    posts = [c for c in sandbox.calls if c["method"] == "chat.postMessage"]
+    assert [c["ok"] for c in posts] == [False, False, True]
+    assert len(sandbox.messages(GENERAL)) == 1
+
+
+# -- Block Kit validation ----------------------------------------------------------------
+
+
+async def test_invalid_block_kit_is_refused_and_recorded(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    too_many = [{"type": "divider"}] * 51
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postMessage(channel=GENERAL, text="x", blocks=too_many)
+    assert caught.value.response["error"] == "invalid_blocks"
+    assert caught.value.response["response_metadata"]["messages"]
+    long_value = [{"type": "actions", "elements": [button("approval:approve", "v" * 2001)]}]
+    with pytest.raises(SlackApiError):
+        await client.chat_postMessage(channel=GENERAL, text="x", blocks=long_value)
+    trigger = await fresh_trigger(sandbox, bot, client)
+    long_title = modal(text_input("reason"), title={"type": "plain_text", "text": "t" * 25})
+    with pytest.raises(SlackApiError) as caught:
+        await client.views_open(trigger_id=trigger, view=long_title)
+    assert caught.value.response["error"] == "invalid_arguments"
+
+    assert len(sandbox.messages(GENERAL)) == 1  # only the card fresh_trigger posted
+    assert len(sandbox.violations) == 3, sandbox.violations
+    assert "51 blocks" in sandbox.violations[0]
+    assert "value attribute cannot exceed 2000" in sandbox.violations[1]
+    assert "title" in sandbox.violations[2]
+
+
+@pytest.mark.parametrize(
+    ("blocks", "needle"),
+    [
+        ([{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}], "3000"),
+        ([{"type": "header", "text": {"type": "plain_text", "text": "x" * 151}}], "150"),
+        ([{"type": "actions", "elements": [button("a", "v", "x" * 76)]}], "75"),
+        ([{"type": "divider", "block_id": "d"}, {"type": "divider", "block_id": "d"}], "duplicate"),
+        ([{"type": "actions", "elements": [button("a", "1"), button("a", "2")]}], "duplicate"),
+        ([{"type": "section", "text": {"type": "mrkdwn", "text": "x"}, "colour": 1}], "unknown"),
+        ([{"type": "header", "text": {"type": "mrkdwn", "text": "x"}}], "plain_text"),
+        ([{"type": "section", "text": {"type": "mrkdwn", "text": ""}}], "more than 0"),
+        ([{"type": "section", "text": "plain string"}], "text object"),
+        ([{"type": "carousel-ish"}], "unsupported"),
+        ([{"type": "divider", "block_id": "b" * 256}], "255"),
+    ],
+)
+def test_message_checks(blocks: list[dict[str, Any]], needle: str) -> None:
+    problems = [str(p) for p in check_message("fallback", blocks)]
+    assert any(needle in p for p in problems), problems
+
+
+def test_message_checks_pass_valid_blocks() -> None:
+    assert check_message("x" * 40_000, APPROVAL_BLOCKS) == []
+    assert check_message("x" * 40_001, None)
+
+
+@pytest.mark.parametrize(
+    ("view", "needle"),
+    [
+        (modal(text_input("r"), submit=None), "submit"),
+        (modal(text_input("r", initial_value="x" * 11, max_length=10)), "limit is 10"),
+        (modal(text_input("r", initial_value="x" * 3001)), "limit is 3000"),
+        (modal(text_input("r"), private_metadata="m" * 3001), "private_metadata"),
+        (modal(text_input("r"), callback_id="c" * 256), "callback_id"),
+        (modal(*[{"type": "divider"}] * 101), "100"),
+        (modal(text_input("r"), close={"type": "plain_text", "text": "c" * 25}), "close"),
+        (modal(text_input("r") | {"label": {"type": "plain_text", "text": "l" * 2001}}), "label"),
+        (modal(text_input("r"), colour="red"), "unknown"),
+    ],
+)
+def test_view_checks(view: dict[str, Any], needle: str) -> None:
+    problems = [str(p) for p in check_view(view)]
+    assert any(needle in p for p in problems), problems
+
+
+def test_view_checks_pass_a_full_form() -> None:
+    assert check_view(modal(*FORM_BLOCKS, notify_on_close=True)) == []
+
+
+def test_live_mentions_finds_every_live_token() -> None:
+    text = (
+        "hi <!channel> <!here|here> <@U123> <#C999|ops> <!subteam^S1> "
+        "<https://x.io|click> <!everyone>"
+    )
+    assert live_mentions(text) == [
+        "<!channel>",
+        "<!here|here>",
+        "<@U123>",
+        "<#C999|ops>",
+        "<!subteam^S1>",
+        "<https://x.io|click>",
+        "<!everyone>",
+    ]
+    assert live_mentions("&lt;!channel&gt; &lt;@U123&gt; a &amp; b <https://x.io>") == []
+
+
+# -- Delivering to the bot ---------------------------------------------------------------
+
+FORM_BLOCKS = [
+    {"type": "section", "text": {"type": "mrkdwn", "text": "Edit the call"}},
+    text_input("arg:query", multiline=True, initial_value="SELECT 1"),
+    {
+        "type": "input",
+        "block_id": "arg:limit",
+        "label": {"type": "plain_text", "text": "limit"},
+        "element": {"type": "number_input", "action_id": "value", "is_decimal_allowed": False},
+        "optional": True,
+    },
+    {
+        "type": "input",
+        "block_id": "arg:db",
+        "label": {"type": "plain_text", "text": "db"},
+        "element": {
+            "type": "static_select",
+            "action_id": "value",
+            "options": options("prod", "staging"),
+            "initial_option": options("staging")[0],
+        },
+    },
+    {
+        "type": "input",
+        "block_id": "arg:mode",
+        "label": {"type": "plain_text", "text": "mode"},
+        "element": {"type": "radio_buttons", "action_id": "value", "options": options("ro", "rw")},
+        "optional": True,
+    },
+    {
+        "type": "input",
+        "block_id": "arg:flags",
+        "label": {"type": "plain_text", "text": "flags"},
+        "element": {"type": "checkboxes", "action_id": "value", "options": options("a", "b")},
+        "optional": True,
+    },
+]
+
+
+async def test_click_delivers_a_signed_block_actions_payload(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    ts = await post_card(client)
+    reply = await client.chat_postMessage(
+        channel=GENERAL,
+        text="r",
+        thread_ts=ts,
+        blocks=[{"type": "actions", "elements": [button("approval:approve", "req-2")]}],
+    )
+    status, _ = await sandbox.click(
+        channel_id=GENERAL, ts=reply["ts"], action_id="approval:approve", user_id=REVIEWER
+    )
+    assert status == 200 and bot.rejected == 0
+    assert bot.received[-1]["content_type"] == "application/x-www-form-urlencoded"
+    p = bot.last
+    assert p["type"] == "block_actions" and p["api_app_id"] and p["token"]
+    assert p["user"] == {
+        "id": REVIEWER,
+        "username": "reviewer",
+        "name": "reviewer",
+        "team_id": "T0SANDBOX",
+    }
+    assert p["container"] == {
+        "type": "message",
+        "message_ts": reply["ts"],
+        "channel_id": GENERAL,
+        "is_ephemeral": False,
+        "thread_ts": ts,
+    }
+    assert p["team"] == {"id": "T0SANDBOX", "domain": "sandbox"}
+    assert p["channel"] == {"id": GENERAL, "name": "general"}
+    assert (p["enterprise"], p["is_enterprise_install"]) == (None, False)
+    assert p["message"]["ts"] == reply["ts"] and p["message"]["thread_ts"] == ts
+    assert p["state"] == {"values": {}}
+    assert p["response_url"].startswith(sandbox.base_url + "response/")
+    (action,) = p["actions"]
+    assert action["action_id"] == "approval:approve" and action["value"] == "req-2"
+    assert action["type"] == "button" and action["text"]["text"] == "Approve"
+    assert action["block_id"] == p["message"]["blocks"][0]["block_id"]  # filled in by Slack
+    assert float(action["action_ts"]) > 0 and p["trigger_id"]
+
+    await sandbox.click(
+        channel_id=GENERAL, ts=ts, action_id="approval:reject", user_id="U0DBA", value="req-1"
+    )
+    assert bot.last["actions"][0]["value"] == "req-1" and bot.last["user"]["id"] == "U0DBA"
+    with pytest.raises(SandboxError, match="no button"):
+        await sandbox.click(channel_id=GENERAL, ts=ts, action_id="approval:edit", user_id=REVIEWER)
+    with pytest.raises(SandboxError, match="no button"):
+        await sandbox.click(
+            channel_id=GENERAL, ts=ts, action_id="approval:reject", user_id=REVIEWER, value="x"
+        )
+    assert len(bot.received) == 2
+    assert sandbox.violations == []
+
+
+async def test_views_open_needs_a_fresh_unused_trigger(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient, clock: FakeClock
+) -> None:
+    trigger = await fresh_trigger(sandbox, bot, client)
+    opened = await client.views_open(trigger_id=trigger, view=modal(text_input("reason")))
+    view = opened["view"]
+    assert view["id"].startswith("V") and view["hash"] and view["state"] == {"values": {}}
+    assert view["callback_id"] == "approval_edit" and view["private_metadata"] == "req-1"
+    (shown,) = sandbox.open_views(REVIEWER)
+    assert shown["id"] == view["id"] and shown["errors"] == {}
+
+    errors = []
+    for trigger_id, wait_s in [(trigger, 0), ("123.456.abc", 0), (None, 3.1)]:
+        if trigger_id is None:
+            trigger_id = await fresh_trigger(sandbox, bot, client)
+        clock.advance(wait_s)
+        with pytest.raises(SlackApiError) as caught:
+            await client.views_open(trigger_id=trigger_id, view=modal(text_input("reason")))
+        errors.append(caught.value.response["error"])
+    assert errors == ["exchanged_trigger_id", "invalid_trigger_id", "expired_trigger_id"]
+    assert len(sandbox.violations) == 3
+    assert len(sandbox.open_views(REVIEWER)) == 1
+
+
+async def open_form(sandbox: Sandbox, bot: BotStub, client: AsyncWebClient, **extra: Any) -> str:
+    trigger = await fresh_trigger(sandbox, bot, client)
+    opened = await client.views_open(trigger_id=trigger, view=modal(*FORM_BLOCKS, **extra))
+    return opened["view"]["id"]
+
+
+async def test_submit_with_errors_keeps_the_view_then_empty_answer_closes_it(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    bot.answer = lambda r: (200, {"response_action": "errors", "errors": {"arg:query": "Bad SQL"}})
+    status, body = await sandbox.submit_view(
+        view_id=view_id, user_id=REVIEWER, values={"arg:limit": "5", "arg:flags": ["b"]}
+    )
+    assert status == 200 and body is not None and body["response_action"] == "errors"
+    p = bot.last
+    assert p["type"] == "view_submission" and p["user"]["id"] == REVIEWER and p["trigger_id"]
+    assert (p["response_urls"], p["enterprise"], p["is_enterprise_install"]) == ([], None, False)
+    view = p["view"]
+    assert view["id"] == view_id and view["callback_id"] == "approval_edit"
+    assert view["private_metadata"] == "req-1" and view["root_view_id"] == view_id
+    assert view["type"] == "modal" and view["hash"] and "errors" not in view
+    assert view["state"]["values"] == {
+        "arg:query": {"value": {"type": "plain_text_input", "value": "SELECT 1"}},
+        "arg:limit": {"value": {"type": "number_input", "value": "5"}},
+        "arg:db": {"value": {"type": "static_select", "selected_option": options("staging")[0]}},
+        "arg:mode": {"value": {"type": "radio_buttons", "selected_option": None}},
+        "arg:flags": {"value": {"type": "checkboxes", "selected_options": options("b")}},
+    }
+    (shown,) = sandbox.open_views(REVIEWER)
+    assert shown["errors"] == {"arg:query": "Bad SQL"}
+
+    bot.answer = lambda r: (200, "")
+    status, body = await sandbox.submit_view(
+        view_id=view_id, user_id=REVIEWER, values={"arg:query": "SELECT 2", "arg:mode": "ro"}
+    )
+    assert (status, body) == (200, None)
+    values = bot.last["view"]["state"]["values"]
+    assert values["arg:query"]["value"]["value"] == "SELECT 2"
+    assert values["arg:limit"]["value"]["value"] == "5"  # kept from the shown modal
+    assert values["arg:mode"]["value"]["selected_option"]["value"] == "ro"
+    assert sandbox.open_views(REVIEWER) == []
+    assert sandbox.violations == []
+
+
+async def test_submit_applies_update_push_and_clear(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    done = modal({"type": "section", "text": {"type": "mrkdwn", "text": "Done"}}, submit=None)
+    bot.answer = lambda r: (200, {"response_action": "update", "view": done})
+    await sandbox.submit_view(view_id=view_id, user_id=REVIEWER)
+    (shown,) = sandbox.open_views(REVIEWER)
+    assert shown["id"] == view_id and shown["blocks"][0]["text"]["text"] == "Done"
+    with pytest.raises(SandboxError, match="no submit"):
+        await sandbox.submit_view(view_id=view_id, user_id=REVIEWER)
+
+    view_id = await open_form(sandbox, bot, client)
+    bot.answer = lambda r: (200, {"response_action": "push", "view": modal(text_input("why"))})
+    await sandbox.submit_view(view_id=view_id, user_id=REVIEWER)
+    stack = sandbox.open_views(REVIEWER)
+    assert len(stack) == 2 and stack[1]["previous_view_id"] == view_id
+    bot.answer = lambda r: (200, {"response_action": "clear"})
+    await sandbox.submit_view(view_id=stack[1]["id"], user_id=REVIEWER, values={"why": "ok"})
+    assert sandbox.open_views(REVIEWER) == []
+    assert sandbox.violations == []
+
+
+async def test_bad_submission_answers_are_violations(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    bot.answer = lambda r: (200, {"response_action": "errors", "errors": {"nope": "x"}})
+    await sandbox.submit_view(view_id=view_id, user_id=REVIEWER)
+    bot.answer = lambda r: (500, "boom")
+    await sandbox.submit_view(view_id=view_id, user_id=REVIEWER)
+    assert "not an input block" in sandbox.violations[0]
+    assert "HTTP 500" in sandbox.violations[1]
+    assert sandbox.open_views(REVIEWER)[0]["errors"] == {}
+
+
+async def test_slack_client_checks_before_submitting(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    sent = len(bot.received)
+    with pytest.raises(SandboxError, match="would not submit"):
+        await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:query": ""})
+    with pytest.raises(SandboxError, match="would not submit"):
+        await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:limit": "1.5"})
+    with pytest.raises(SandboxError, match="not an option"):
+        await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:db": "dev"})
+    with pytest.raises(SandboxError, match="no input blocks"):
+        await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"nope": "x"})
+    with pytest.raises(SandboxError, match="not open"):
+        await sandbox.submit_view(view_id=view_id, user_id="U0ALICE")
+    assert len(bot.received) == sent
+    assert sandbox.open_views(REVIEWER)[0]["errors"] == {
+        "arg:query": "Please complete this required field.",  # still empty, as the modal shows
+        "arg:limit": "Enter a whole number.",
+    }
+
+
+async def test_close_view_notifies_only_when_asked(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    sent = len(bot.received)
+    await sandbox.close_view(view_id=view_id, user_id=REVIEWER)
+    assert len(bot.received) == sent and sandbox.open_views(REVIEWER) == []
+    view_id = await open_form(sandbox, bot, client, notify_on_close=True)
+    await sandbox.close_view(view_id=view_id, user_id=REVIEWER)
+    assert bot.last["type"] == "view_closed" and bot.last["view"]["id"] == view_id
+    assert bot.last["is_cleared"] is False
+
+
+async def test_response_url_posts_ephemeral_in_channel_and_replaces(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    ts = await post_card(client)
+    await sandbox.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=REVIEWER)
+    url = bot.last["response_url"]
+    status, _, body = await http("POST", url, json={"text": "Only you see this"})
+    assert (status, body) == (200, {"ok": True})
+    (eph,) = sandbox.ephemerals(GENERAL, REVIEWER)
+    assert eph["text"] == "Only you see this"
+    await http("POST", url, json={"text": "Everyone", "response_type": "in_channel"})
+    assert sandbox.messages(GENERAL)[-1]["text"] == "Everyone"
+    await http(
+        "POST", url, json={"text": "Approved by reviewer", "replace_original": True, "blocks": []}
+    )
+    assert sandbox.message(GENERAL, ts)["text"] == "Approved by reviewer"
+    status, _, body = await http("POST", url, json={"blocks": [{"type": "header"}]})
+    assert status == 400 and body["error"] == "invalid_blocks"
+    assert len(sandbox.violations) == 1
+    status, _, _ = await http("POST", sandbox.base_url + "response/unknown", json={"text": "x"})
+    assert status == 404
+
+
+async def test_slash_command_fields_and_immediate_answer(sandbox: Sandbox, bot: BotStub) -> None:
+    bot.answer = lambda r: (200, "Started run r-1")
+    status, body = await sandbox.slash_command(
+        command="/agent", text="count users", user_id=REVIEWER, channel_id=GENERAL
+    )
+    assert (status, body) == (200, "Started run r-1")
+    form = bot.last
+    assert set(form) == {
+        "token",
+        "team_id",
+        "team_domain",
+        "channel_id",
+        "channel_name",
+        "user_id",
+        "user_name",
+        "command",
+        "text",
+        "api_app_id",
+        "is_enterprise_install",
+        "response_url",
+        "trigger_id",
+    }
+    assert (form["command"], form["text"], form["channel_name"]) == (
+        "/agent",
+        "count users",
+        "general",
+    )
+    assert [e["text"] for e in sandbox.ephemerals(GENERAL, REVIEWER)] == ["Started run r-1"]
+    assert sandbox.violations == []
+
+
+async def test_a_slow_answer_is_a_violation_and_is_not_applied(bot: BotStub) -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.2)
+        return web.Response(text="too late")
+
+    bot.slow = slow
+    sb = Sandbox(signing_secret=SECRET, bot_token=TOKEN, request_url=bot.url, ack_deadline_s=0.1)
+    await sb.start()
+    try:
+        status, _ = await sb.slash_command(
+            command="/agent", text="x", user_id=REVIEWER, channel_id=GENERAL
+        )
+    finally:
+        await sb.stop()
+    assert status == 200 and sb.ephemerals() == []
+    assert len(sb.violations) == 1 and "Slack gives up after 0.1 s" in sb.violations[0]
+
+
+async def test_post_signed_reaches_the_bot_forged_or_not(sandbox: Sandbox, bot: BotStub) -> None:
+    body = b"command=%2Fagent&text=x"
+    assert (await sandbox.post_signed(body))[0] == 200
+    assert (await sandbox.post_signed(body, signature="v0=forged"))[0] == 401
+    assert (await sandbox.post_signed(body, timestamp=int(time.time()) - 600))[0] == 401
+    assert bot.rejected == 2 and len(bot.received) == 1
+
+
+async def test_unreachable_bot_is_a_sandbox_error(sandbox: Sandbox) -> None:
+    sandbox.request_url = None
+    with pytest.raises(BotUnreachable):
+        await sandbox.slash_command(
+            command="/agent", text="x", user_id=REVIEWER, channel_id=GENERAL
+        )
+
+
+# -- The page -------------------------------------------------------------------------------
+
+
+async def test_page_serves_html_state_and_actions(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    ts = await post_card(client)
+    await client.chat_postMessage(channel=GENERAL, text="reply", thread_ts=ts)
+    status, headers, html = await http("GET", sandbox.base_url)
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert "<script" in html and "http" not in html.replace(sandbox.base_url, "")
+    for asset in ("static/app.js", "static/style.css"):
+        assert (await http("GET", sandbox.base_url + asset))[0] == 200
+
+    status, _, state = await http("GET", sandbox.base_url + "sandbox/state")
+    assert status == 200 and {"id": GENERAL, "name": "general"} in state["channels"]
+    (card,) = state["messages"][GENERAL]
+    assert card["ts"] == ts and [r["text"] for r in card["replies"]] == ["reply"]
+
+    click = {"channel_id": GENERAL, "ts": ts, "action_id": "approval:approve", "user_id": REVIEWER}
+    status, _, body = await http("POST", sandbox.base_url + "sandbox/click", json=click)
+    assert (status, body["ok"], body["status"]) == (200, True, 200)
+    assert bot.last["actions"][0]["action_id"] == "approval:approve"
+    for bad, code in [
+        ("not json", 400),
+        (json.dumps([1]), 400),
+        (json.dumps({"channel_id": GENERAL}), 400),
+        (json.dumps(click | {"action_id": "approval:nope"}), 409),
+    ]:
+        status, _, body = await http("POST", sandbox.base_url + "sandbox/click", data=bad)
+        assert (status, body["ok"]) == (code, False) and body["error"]
+    status, _, body = await http("POST", sandbox.base_url + "sandbox/submit", json={"view_id": 1})
+    assert status == 400 and not body["ok"]
