@@ -106,7 +106,8 @@ def _describe_top(error: ValidationError) -> Iterator[tuple[str, str]]:
         yield str(path[0]), _describe(error, skip=1)
     elif error.validator == "required":
         missing = [
-            name for name in error.validator_value
+            name
+            for name in error.validator_value
             if error.message == f"{name!r} is a required property"
         ]
         yield (missing[0] if missing else GENERAL_KEY), "This field is required."
@@ -151,9 +152,7 @@ def _alternatives(error: ValidationError) -> tuple[str | None, ValidationError |
     """
     depth = len(error.absolute_path)
     context = list(error.context or [])
-    wrong_type = [
-        e for e in context if e.validator == "type" and len(e.absolute_path) == depth
-    ]
+    wrong_type = [e for e in context if e.validator == "type" and len(e.absolute_path) == depth]
     others = [e for e in context if e not in wrong_type]
     if others:
         return None, best_match(others)
@@ -207,7 +206,8 @@ def _unexpected(error: ValidationError) -> list[str]:
     known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
     patterns = error.schema.get("patternProperties", {}) if isinstance(error.schema, dict) else {}
     return [
-        name for name in error.instance
+        name
+        for name in error.instance
         if name not in known and not any(re.search(p, name) for p in patterns)
     ]
 

@@ -56,14 +56,18 @@ class RedisBus:
 
     async def wait(self, timeout_s: float) -> list[Signal]:
         """See ``Bus.wait``; reconnects by itself after a failure."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         try:
             await self.subscribe()
             assert self._pubsub is not None
-            message = await self._pubsub.get_message(timeout=timeout_s)
-            signals = []
-            while message is not None:
-                signals.extend(_parse(message.get("data")))
-                message = await self._pubsub.get_message(timeout=0)
+            signals: list[Signal] = []
+            # get_message returns None early for subscribe confirmations, so loop.
+            while not signals and (remaining := deadline - loop.time()) > 0:
+                message = await self._pubsub.get_message(timeout=remaining)
+                while message is not None:
+                    signals.extend(_parse(message.get("data")))
+                    message = await self._pubsub.get_message(timeout=0)
             self._backoff_s = 0.0
             return signals
         except (RedisError, OSError) as exc:

@@ -1,0 +1,101 @@
+"""Fixtures: real PostgreSQL and Redis per test, the Slack sandbox, and the running app."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from agent_bridge.backend import Backend, open_backend
+from agent_bridge.redis_bus import RedisBus
+from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET, Settings
+from agent_bridge.store import ApprovalStore
+from tests import services
+from tests.harness import Harness
+
+
+@pytest.fixture(scope="session")
+def template_db() -> Iterator[str]:
+    """A migrated template database (store and checkpointer), made once per session."""
+    problem = services.check_services()
+    if problem:
+        pytest.exit(problem, returncode=3)
+    url = services.recreate_database(services.TEMPLATE_DB)
+
+    async def migrate() -> None:
+        backend = await open_backend(url)
+        try:
+            await backend.release()
+        finally:
+            await backend.close()
+
+    # In a thread of its own: an async test's event loop may already be running here.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, migrate()).result()
+    yield services.TEMPLATE_DB
+    services.drop_database(services.TEMPLATE_DB)
+
+
+@pytest.fixture
+def pg_url(template_db: str) -> Iterator[str]:
+    """URL of a fresh migrated PostgreSQL database for this test only."""
+    name = services.unique_name("agent_bridge_test")
+    yield services.recreate_database(name, template=template_db)
+    services.drop_database(name)
+
+
+@pytest.fixture
+async def pg_backend(pg_url: str) -> AsyncIterator[Backend]:
+    """The store's database and LangGraph's ``AsyncPostgresSaver`` on this test's database."""
+    backend = await open_backend(pg_url)
+    yield backend
+    await backend.close()
+
+
+@pytest.fixture
+def redis_bus_url(template_db: str) -> str:
+    """The tests' Redis database, flushed."""
+    redis.Redis.from_url(services.redis_url()).flushdb()
+    return services.redis_url()
+
+
+@pytest.fixture
+async def bus(redis_bus_url: str) -> AsyncIterator[RedisBus]:
+    """A Redis bus on a channel of this test's own."""
+    bus = RedisBus(redis_bus_url, channel=services.unique_name("signals"))
+    await bus.subscribe()
+    yield bus
+    await bus.close()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, pg_url: str) -> Settings:
+    """Settings of the app under test: real PostgreSQL and Redis, demo agent and policy."""
+    return Settings(
+        slack_bot_token=DEMO_BOT_TOKEN,
+        slack_signing_secret=DEMO_SIGNING_SECRET,
+        database_url=pg_url,
+        redis_url=services.redis_url(),
+        workspace_dir=tmp_path / "workspace",
+        poll_interval_s=0.5,
+        lease_s=30.0,
+    )
+
+
+@pytest.fixture
+async def harness(
+    settings: Settings, pg_backend: Backend, bus: RedisBus
+) -> AsyncIterator[Harness]:
+    """Sandbox + web app + worker, running; every Slack call checked for violations."""
+    harness = Harness(settings=settings, backend=pg_backend, store=ApprovalStore(pg_backend.db),
+                      bus=bus)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+    assert harness.sandbox.violations == []

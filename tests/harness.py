@@ -1,0 +1,160 @@
+"""The running product for end-to-end tests: sandbox Slack, web app and worker.
+
+Everything talks over real sockets: the sandbox posts signed form-encoded payloads to
+the web app; the web app and the worker call the sandbox's Web API with slack_sdk;
+the worker hears the web app through Redis and keeps state in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from agent_bridge.backend import Backend
+from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
+from agent_bridge.redis_bus import RedisBus
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import Worker
+from bot import ids
+from bot.app import EVENTS_PATH
+from bot.processes import WebServer, build_worker, start_web
+from bot.sandbox import Sandbox
+from bot.slack_client import make_client
+
+T = TypeVar("T")
+
+CHANNEL = "C0GENERAL"
+REQUESTER = "U0ALICE"
+REVIEWER = "U0REVIEWER"
+DBA = "U0DBA"
+WAIT_TIMEOUT_S = 20.0
+POLL_S = 0.05
+
+
+class Harness:
+    """Starts and drives the product the way Slack and a reviewer would."""
+
+    def __init__(
+        self, *, settings: Settings, backend: Backend, store: ApprovalStore, bus: RedisBus
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.store = store
+        self.bus = bus
+        self.sandbox = Sandbox(signing_secret=settings.slack_signing_secret,
+                               bot_token=settings.slack_bot_token)
+        self.web_bus = RedisBus(settings.redis_url or "", channel=bus.channel)
+        self.server: WebServer | None = None
+        self.worker: Worker | None = None
+        self._stop = asyncio.Event()
+        self._worker_task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start the sandbox, the web app and the worker."""
+        await self.sandbox.start()
+        self.settings = self.settings.model_copy(update={"slack_api_url": self.sandbox.api_url})
+        client = make_client(token=self.settings.slack_bot_token,
+                             base_url=self.settings.slack_api_url)
+        self.server = await start_web(settings=self.settings, store=self.store, bus=self.web_bus,
+                                      client=client, host="127.0.0.1", port=0)
+        self.sandbox.request_url = self.server.url + EVENTS_PATH
+        self.worker = build_worker(settings=self.settings, store=self.store, bus=self.bus,
+                                   backend=self.backend, client=client)
+        self._worker_task = asyncio.create_task(self.worker.run(self._stop))
+
+    async def stop(self) -> None:
+        """Stop the worker, the web app and the sandbox."""
+        self._stop.set()
+        if self._worker_task is not None:
+            await self._worker_task
+        if self.server is not None:
+            await self.server.stop()
+        await self.web_bus.close()
+        await self.sandbox.stop()
+
+    # -- driving -------------------------------------------------------------
+
+    async def start_run(self, task: str | dict[str, Any]) -> Run:
+        """Send ``/agent <task>`` (a dict is sent as JSON) and return the run it queued."""
+        text = task if isinstance(task, str) else json.dumps(task)
+        status, _ = await self.sandbox.slash_command(command="/agent", text=text,
+                                                     user_id=REQUESTER, channel_id=CHANNEL)
+        assert status == 200
+        rows = await self.store.db.fetch_all("SELECT run_id FROM runs ORDER BY created_at DESC")
+        return await self.store.get_run(rows[0]["run_id"])
+
+    async def requests(self, run: Run, *, count: int) -> list[ApprovalRequest]:
+        """Wait until ``count`` requests of ``run`` are posted; return them in order."""
+
+        async def posted() -> list[ApprovalRequest] | None:
+            found = [r for r in await self.store.requests_for_run(run.run_id) if r.message_ts]
+            return found if len(found) >= count else None
+
+        return await self.wait_for(posted)
+
+    async def click(
+        self, request: ApprovalRequest, decision: DecisionType, *, user_id: str = REVIEWER
+    ) -> tuple[int, str]:
+        """Click the request's ``decision`` button as ``user_id``."""
+        assert request.channel_id and request.message_ts
+        return await self.sandbox.click(
+            channel_id=request.channel_id, ts=request.message_ts,
+            action_id=ids.decision_action_id(decision), user_id=user_id,
+            value=request.request_id,
+        )
+
+    def top_view(self, user_id: str) -> dict[str, Any]:
+        """The modal ``user_id`` has open (top of their stack)."""
+        views = self.sandbox.open_views(user_id)
+        assert views, f"{user_id} has no modal open"
+        return views[-1]
+
+    async def reject(self, request: ApprovalRequest, reason: str, *, user_id: str = DBA) -> None:
+        """Click Reject and submit the reason."""
+        await self.click(request, "reject", user_id=user_id)
+        view = await self.wait_for(lambda: self._open_view(user_id))
+        status, body = await self.sandbox.submit_view(
+            view_id=view["id"], user_id=user_id, values={ids.REASON_BLOCK: reason})
+        assert status == 200 and not body, body
+
+    async def finished(self, run: Run) -> Run:
+        """Wait until ``run`` is done or failed; return it."""
+
+        async def ended() -> Run | None:
+            current = await self.store.get_run(run.run_id)
+            return current if current.state in (RunState.DONE, RunState.FAILED) else None
+
+        return await self.wait_for(ended)
+
+    async def tool_messages(self, run: Run) -> list[Any]:
+        """Every ``ToolMessage`` in the run's checkpoint, oldest first."""
+        assert self.worker is not None
+        config = {"configurable": {"thread_id": run.thread_id}}
+        snapshot = await self.worker.graph.aget_state(config)
+        return [m for m in snapshot.values["messages"] if m.type == "tool"]
+
+    def thread_texts(self, run: Run) -> list[str]:
+        """Fallback texts of the run's Slack thread, parent first."""
+        assert run.thread_ts
+        return [m.get("text", "") for m in self.sandbox.thread(run.channel_id, run.thread_ts)]
+
+    async def _open_view(self, user_id: str) -> dict[str, Any] | None:
+        views = self.sandbox.open_views(user_id)
+        return views[-1] if views else None
+
+    @staticmethod
+    async def wait_for(
+        probe: Callable[[], Awaitable[T | None]], timeout_s: float = WAIT_TIMEOUT_S
+    ) -> T:
+        """Poll ``probe`` until it returns something truthy; fail after ``timeout_s`` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            value = await probe()
+            if value:
+                return value
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {probe}")
+            await asyncio.sleep(POLL_S)

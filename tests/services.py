@@ -1,0 +1,77 @@
+"""Real PostgreSQL and Redis for the tests: where they are, and per-test isolation.
+
+``DATABASE_URL`` / ``REDIS_URL`` name them (defaults: this machine's local services).
+PostgreSQL: a template database migrated once per session, cloned per test
+(``CREATE DATABASE ... TEMPLATE``). Redis: a dedicated database index, flushed per test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import redis
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
+TEMPLATE_DB = "agent_bridge_test_template"
+
+HOW_TO_START = (
+    "The tests need the real services. Start them with\n"
+    "  pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n"
+    "  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no\n"
+    "(or `bash .ci/run`, which starts both), or point DATABASE_URL / REDIS_URL at yours."
+)
+
+
+def admin_url() -> str:
+    """The PostgreSQL URL tests administer databases through."""
+    return os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+
+
+def redis_url() -> str:
+    """The Redis URL of the tests' own database index."""
+    return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+
+
+def database_url(name: str) -> str:
+    """``admin_url()`` pointed at database ``name``."""
+    parts = urlsplit(admin_url())
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def check_services() -> str | None:
+    """Return why the services are unusable, or ``None`` if both answer."""
+    problems = []
+    try:
+        with psycopg.connect(admin_url(), connect_timeout=3):
+            pass
+    except psycopg.Error as exc:
+        problems.append(f"PostgreSQL at {admin_url()}: {exc}".strip())
+    try:
+        redis.Redis.from_url(redis_url(), socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        problems.append(f"Redis at {redis_url()}: {exc}")
+    return "\n".join(problems) + "\n\n" + HOW_TO_START if problems else None
+
+
+def recreate_database(name: str, *, template: str | None = None) -> str:
+    """Drop and create database ``name`` (from ``template``); return its URL."""
+    with psycopg.connect(admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        clause = f' TEMPLATE "{template}"' if template else ""
+        conn.execute(f'CREATE DATABASE "{name}"{clause}')
+    return database_url(name)
+
+
+def drop_database(name: str) -> None:
+    """Drop database ``name`` (closing any connection left to it)."""
+    with psycopg.connect(admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def unique_name(prefix: str) -> str:
+    """A fresh database or channel name."""
+    return f"{prefix}_{secrets.token_hex(4)}"

@@ -1,0 +1,51 @@
+"""The bus contract, against the in-process bus and real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agent_bridge.bus import Bus, InProcessBus, Signal
+from agent_bridge.redis_bus import RedisBus
+
+
+@pytest.fixture(params=["in_process", "redis"])
+async def any_bus(request: pytest.FixtureRequest, bus: RedisBus) -> AsyncIterator[Bus]:
+    if request.param == "redis":
+        yield bus
+        return
+    in_process = InProcessBus()
+    yield in_process
+    await in_process.close()
+
+
+async def test_a_signal_wakes_a_waiting_worker(any_bus: Bus) -> None:
+    waiter = asyncio.create_task(any_bus.wait(5.0))
+    await asyncio.sleep(0.1)
+    await any_bus.publish(Signal(kind="decision_recorded", run_id="run-1"))
+    assert await asyncio.wait_for(waiter, 5.0) == [
+        Signal(kind="decision_recorded", run_id="run-1")]
+
+
+async def test_wait_times_out_with_no_signal(any_bus: Bus) -> None:
+    assert await any_bus.wait(0.2) == []
+
+
+async def test_signals_sent_before_waiting_are_not_lost(any_bus: Bus) -> None:
+    await any_bus.publish(Signal(kind="run_requested", run_id="a"))
+    await any_bus.publish(Signal(kind="run_requested", run_id="b"))
+    got: list[Signal] = []
+    for _ in range(3):
+        got += await any_bus.wait(1.0)
+        if len(got) == 2:
+            break
+    assert [s.run_id for s in got] == ["a", "b"]
+
+
+async def test_a_dead_redis_neither_raises_nor_blocks() -> None:
+    bus = RedisBus("redis://127.0.0.1:1/0")
+    await bus.publish(Signal(kind="run_requested", run_id="a"))
+    assert await bus.wait(0.3) == []
+    await bus.close()

@@ -1,0 +1,117 @@
+"""The approval store's contract, run against PostgreSQL and SQLite (same SQL, both real)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_bridge import migrations
+from agent_bridge.backend import open_backend
+from agent_bridge.errors import SchemaOutdatedError
+from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run, RunState
+from agent_bridge.store import ApprovalStore
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ApprovalStore]:
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    backend = await open_backend(url)
+    await backend.release()
+    yield ApprovalStore(backend.db, clock=lambda: 1_000.0)
+    await backend.close()
+
+
+def make_run(run_id: str = "run-1") -> Run:
+    return Run(run_id=run_id, thread_id=f"thread-{run_id}", task="t", channel_id="C1",
+               user_id="U1")
+
+
+def make_request(request_id: str, *, index: int = 0, interrupt_id: str = "i1") -> ApprovalRequest:
+    return ApprovalRequest(
+        request_id=request_id, run_id="run-1", thread_id="thread-run-1",
+        interrupt_id=interrupt_id, index=index, batch_size=2, tool_name="write_file",
+        args={"path": "a.txt", "content": "x"}, allowed_decisions=["approve", "reject"],
+        args_schema={"type": "object"}, channel_id="C1",
+    )
+
+
+async def test_migrations_twice_are_a_noop(store: ApprovalStore) -> None:
+    assert await migrations.setup(store.db) == migrations.LATEST_VERSION
+    assert await migrations.current_version(store.db) == migrations.LATEST_VERSION
+    await migrations.check_version(store.db)
+
+
+async def test_an_unmigrated_database_is_refused_with_the_command_to_run(tmp_path: Path) -> None:
+    backend = await open_backend(f"sqlite:///{tmp_path / 'empty.db'}")
+    with pytest.raises(SchemaOutdatedError, match="agent-bridge release"):
+        await migrations.check_version(backend.db)
+    await backend.close()
+
+
+async def test_requests_are_idempotent_on_interrupt_and_index(store: ApprovalStore) -> None:
+    await store.create_run(make_run())
+    first = await store.add_requests([make_request("r1"), make_request("r2", index=1)])
+    again = await store.add_requests([make_request("other1"), make_request("other2", index=1)])
+    assert [r.request_id for r in again] == [r.request_id for r in first] == ["r1", "r2"]
+    assert len(await store.requests_for_run("run-1")) == 2
+
+
+async def test_concurrent_decisions_record_exactly_one(store: ApprovalStore) -> None:
+    await store.create_run(make_run())
+    await store.add_requests([make_request("r1")])
+    decisions = [Decision(type="approve"), Decision(type="reject", message="no")] * 5
+    outcomes = await asyncio.gather(*(
+        store.record_decision("r1", d, user_id=f"U{i}") for i, d in enumerate(decisions)))
+    winners = [(i, req) for i, (won, req) in enumerate(outcomes) if won]
+    assert len(winners) == 1
+    index, _ = winners[0]
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.state == ApprovalState.DECIDED
+    assert stored.decided_by == f"U{index}" and stored.decision == decisions[index]
+    assert all(req is not None and req.decided_by == f"U{index}" for _, req in outcomes)
+
+
+async def test_unknown_request_is_neither_won_nor_found(store: ApprovalStore) -> None:
+    assert await store.record_decision("nope", Decision(type="approve"), user_id="U1") == (
+        False, None)
+
+
+async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: ApprovalStore) -> None:
+    now = [1_000.0]
+    store.clock = lambda: now[0]
+    await store.create_run(make_run())
+    assert await store.startable_runs() == ["run-1"]
+    claimed = await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    assert claimed is not None and claimed.state == RunState.RUNNING
+    assert await store.claim_run("run-1", owner="b", lease_s=10, from_state=RunState.QUEUED) is None
+    now[0] += 11
+    assert await store.startable_runs() == ["run-1"]
+    assert await store.claim_run("run-1", owner="b", lease_s=10, from_state=RunState.QUEUED)
+    assert not await store.renew_lease("run-1", owner="a", lease_s=10)
+
+
+async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
+    store: ApprovalStore,
+) -> None:
+    await store.create_run(make_run())
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    await store.release_run("run-1", owner="a", state=RunState.WAITING)
+    await store.add_requests([make_request("r1"), make_request("r2", index=1)])
+    assert await store.runs_needing_work() == ["run-1"]  # messages not posted yet
+    for request_id in ("r1", "r2"):
+        await store.set_message(request_id, channel_id="C1", message_ts=f"1.{request_id}")
+    assert await store.runs_needing_work() == []
+    await store.record_decision("r1", Decision(type="approve"), user_id="U1")
+    assert await store.runs_needing_work() == []
+    assert await store.decided_count("i1") == 1
+    await store.record_decision("r2", Decision(type="approve"), user_id="U1")
+    assert await store.runs_needing_work() == ["run-1"]
+    await store.mark_applied(["r1", "r2"])
+    assert await store.runs_needing_work() == []
+    assert {r.state for r in await store.requests_for_run("run-1")} == {ApprovalState.APPLIED}
