@@ -107,37 +107,54 @@ def code_block(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, b
 def split_code_blocks(text: str, limit: int) -> list[str]:
     """Render all of ``text`` as consecutive code blocks of at most ``limit`` characters.
 
-    Each piece ends at the last line break in its second half when there is one (that
-    line break becomes the boundary between two blocks), so long values read naturally
-    across blocks (used by the full-arguments modal).
+    Used where a value must be shown in full (the full-arguments modal); see
+    :func:`split_escaped` for where the pieces are cut.
 
     Args:
         text: raw agent text (not yet escaped).
         limit: the most characters of each block, fences included.
 
     Returns:
-        One or more ``` fenced, escaped blocks that together hold every character of
-        ``text``.
+        One or more ``` fenced, escaped blocks that together hold all of ``text``.
 
     Raises:
         ValueError: if ``limit`` cannot hold the fences and one entity.
     """
-    room = limit - _CODE_OVERHEAD_CHARS
-    if room < _ENTITY_MAX_CHARS + 1:
-        raise ValueError(f"limit {limit} cannot hold a code block")
-    body = break_fences(escape(text))
+    pieces = split_escaped(break_fences(escape(text)), limit - _CODE_OVERHEAD_CHARS)
+    return [f"{FENCE}\n{piece}\n{FENCE}" for piece in pieces]
+
+
+def split_escaped(escaped: str, limit: int) -> list[str]:
+    """Cut already escaped text into pieces of at most ``limit`` characters.
+
+    A piece ends at the last line break in its second half when there is one (that line
+    break becomes the boundary between pieces), so long text reads naturally across
+    blocks; pieces never split an entity.
+
+    Args:
+        escaped: text returned by :func:`escape`.
+        limit: the most characters of each piece.
+
+    Returns:
+        One or more pieces (one empty piece for empty text).
+
+    Raises:
+        ValueError: if ``limit`` cannot hold one entity.
+    """
+    if limit < _ENTITY_MAX_CHARS + 1:
+        raise ValueError(f"limit {limit} is too small to split text")
     pieces: list[str] = []
-    while len(body) > room:
-        piece = safe_prefix(body, room) or body[:room]
-        newline = piece.rfind("\n", room // 2)
+    while len(escaped) > limit:
+        piece = safe_prefix(escaped, limit) or escaped[:limit]
+        newline = piece.rfind("\n", limit // 2)
         if newline > 0:
             pieces.append(piece[:newline])
-            body = body[newline + 1 :]
+            escaped = escaped[newline + 1 :]
         else:
             pieces.append(piece)
-            body = body[len(piece) :]
-    pieces.append(body)
-    return [f"{FENCE}\n{piece}\n{FENCE}" for piece in pieces]
+            escaped = escaped[len(piece) :]
+    pieces.append(escaped)
+    return pieces
 
 
 def inline_code(text: str, limit: int) -> str:

@@ -1,0 +1,291 @@
+"""Block Kit messages: approval cards, their decided form, and a run's progress notes.
+
+Pure functions of data (no client, no env, no I/O); the notifier posts what they return.
+Every piece of agent text (description, arguments, answers, tool output, errors) goes
+through ``bot.mrkdwn`` (escaped, cut); the one mention rendered is the reviewer's
+``<@U…>``, whose ID comes from Slack, not from the agent.
+
+Limits (https://api.slack.com/reference/block-kit/blocks): 50 blocks per message, 3,000
+characters per section text, 2,000 per button value (ours is only the request ID);
+fallback ``text`` is kept to 3,000 characters; a message's text in all stays under about
+12,000 characters (``msg_blocks_too_long``, slackapi/bolt-js#2509), hence the budgets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run
+from bot import ids
+from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
+from bot.mrkdwn import code_block, escape, inline_code, split_escaped, truncate
+
+FALLBACK_TEXT_MAX_CHARS = 3000
+DESCRIPTION_MAX_CHARS = 1000
+ARGS_BUDGET_CHARS = 6000
+"""Characters of argument values on one card; the rest of the ~12,000 is for the others."""
+OUTCOME_MAX_CHARS = 2000
+"""Reason, answer or new arguments shown on a decided card."""
+ANSWER_BUDGET_CHARS = 9000
+"""Characters of a final answer shown across its sections."""
+LABEL_MAX_CHARS = 200
+TOOL_NAME_MAX_CHARS = 200
+
+Message = tuple[str, list[dict[str, Any]]]
+"""``(fallback text, blocks)`` for ``chat.postMessage`` / ``chat.update``."""
+
+_BUTTONS: dict[DecisionType, tuple[str, str | None]] = {
+    "approve": ("Approve", "primary"),
+    "edit": ("Edit", None),
+    "reject": ("Reject", "danger"),
+    "respond": ("Respond", None),
+}
+_OUTCOMES: dict[str, tuple[str, str]] = {
+    "approve": ("✅", "Approved"),
+    "edit": ("✏️", "Edited"),
+    "reject": ("❌", "Rejected"),
+    "respond": ("💬", "Responded"),
+}
+_SLACK_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""A user ID that cannot break out of ``<@…>`` (no ``|``, ``<``, ``>``, ``&``, ``^``)."""
+
+
+def render_approval(
+    request: ApprovalRequest, *, decided_count: int = 0, run_label: str | None = None
+) -> list[dict[str, Any]]:
+    """Render the card asking a reviewer to decide on one gated tool call.
+
+    Args:
+        request: the approval request; its ``allowed_decisions`` pick the buttons.
+        decided_count: how many calls of the same batch are decided (shown when
+            ``request.batch_size > 1``).
+        run_label: a short label of the run (say its task), shown escaped in the context.
+
+    Returns:
+        Blocks: heading (tool name and description), one section per argument, a "View
+        full arguments" button (``ids.VIEW_ARGS_ACTION``) when anything was cut, one
+        button per allowed decision in the order approve, edit, reject, respond (action
+        ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
+    """
+    blocks = _card(request, ":raised_hand: *Approval needed:*")
+    buttons = [_decision_button(d, request.request_id) for d in DECISION_TYPES
+               if d in request.allowed_decisions]
+    if buttons:
+        blocks.append({"type": "actions", "elements": buttons})
+    progress = f"{decided_count} of {request.batch_size} decided"
+    return blocks + _context(request, run_label, progress)
+
+
+def render_decided(
+    request: ApprovalRequest, *, run_label: str | None = None
+) -> list[dict[str, Any]]:
+    """Render the card after a decision: no decision buttons, and who decided how, when.
+
+    Args:
+        request: a decided request (``decision``, ``decided_by``, ``decided_at``).
+        run_label: as for :func:`render_approval`.
+
+    Returns:
+        The card's blocks (the "View full arguments" button stays when the card was
+        cut) and a section with the outcome: ✅ Approved / ✏️ Edited (new arguments) /
+        ❌ Rejected (reason) / 💬 Responded (answer), by ``<@reviewer>``, at a Slack date.
+    """
+    blocks = _card(request, "*Tool call:*")
+    text = f"{_outcome_line(request)}{_outcome_details(request)}"
+    blocks.append(_section(text))
+    return blocks + _context(request, run_label, None)
+
+
+def approval_text(request: ApprovalRequest) -> str:
+    """Notification text of an approval card (escaped, ≤ 3,000 characters)."""
+    raw = f"Approval needed: {request.tool_name}"
+    if request.description:
+        raw += f" — {request.description}"
+    return truncate(raw, FALLBACK_TEXT_MAX_CHARS)[0]
+
+
+def decided_text(request: ApprovalRequest) -> str:
+    """Notification text of a decided card, e.g. "✅ Approved: write_file"."""
+    emoji, verb = _outcome(request)
+    return truncate(f"{emoji} {verb}: {request.tool_name}", FALLBACK_TEXT_MAX_CHARS)[0]
+
+
+def already_decided_text(request: ApprovalRequest) -> str:
+    """The private note for a click that lost the race: who decided, how and when."""
+    return f"This request was already decided: {_outcome_line(request)}."
+
+
+def stale_text() -> str:
+    """The private note for a button whose request is gone or whose run has finished."""
+    return (
+        "This approval request is no longer open (its run has finished or was "
+        "cancelled), so nothing was recorded."
+    )
+
+
+def render_run_started(run: Run) -> Message:
+    """Render the first message of a run: its task. Returns ``(text, blocks)``."""
+    task, _ = truncate(run.task, 2000)
+    blocks = [
+        _section(f":hourglass_flowing_sand: *Working on it*\n{task}"),
+        {"type": "context", "elements": [_mrkdwn(f"Run {inline_code(run.run_id, 100)}")]},
+    ]
+    return truncate(f"Working on: {run.task}", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+
+
+def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
+    """Render a tool's output (or failure) in the run's thread. Returns ``(text, blocks)``."""
+    name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
+    heading = f":white_check_mark: {name} returned:" if ok else f":x: {name} failed:"
+    body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
+    blocks = [_section(f"{heading}\n{body}" if content else f"{heading} _no output_")]
+    if cut:
+        blocks.append(_note(f"Output shortened: {len(content):,} characters in all."))
+    text = f"{tool_name} {'returned' if ok else 'failed'}: {content}"
+    return truncate(text, FALLBACK_TEXT_MAX_CHARS)[0], blocks
+
+
+def render_final_answer(text: str) -> Message:
+    """Render the agent's final answer, split across sections. Returns ``(text, blocks)``."""
+    shown, cut = truncate(text or "(no answer)", ANSWER_BUDGET_CHARS)
+    blocks = [_section(piece) for piece in split_escaped(shown, SECTION_TEXT_MAX_CHARS)]
+    if cut:
+        blocks.append(_note(f"Answer shortened: {len(text):,} characters in all."))
+    return truncate(text or "(no answer)", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+
+
+def render_run_failed(error: str) -> Message:
+    """Render a run's failure with its error. Returns ``(text, blocks)``."""
+    heading = ":x: *The run failed*"
+    body, _ = code_block(error or "unknown error", SECTION_TEXT_MAX_CHARS - len(heading) - 1)
+    return truncate(f"The run failed: {error}", FALLBACK_TEXT_MAX_CHARS)[0], [
+        _section(f"{heading}\n{body}")
+    ]
+
+
+def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
+    """Render a note that an ungated tool call ran. Returns ``(text, blocks)``."""
+    name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
+    heading = f":information_source: {name} ran without review (the policy does not gate it)."
+    body, cut = code_block(arg_text(args), SECTION_TEXT_MAX_CHARS - len(heading) - 1)
+    blocks = [_section(f"{heading}\n{body}")]
+    if cut:
+        blocks.append(_note("Arguments shortened."))
+    return truncate(f"{tool_name} ran without review", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+
+
+def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
+    """Heading, argument sections and, when anything was cut, the full-arguments button."""
+    heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
+    description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
+    blocks = [_section(f"{heading}\n{description}" if description else heading)]
+    sections, args_cut = arg_sections(request.args, ARGS_BUDGET_CHARS)
+    blocks.extend(sections)
+    if description_cut or args_cut or _edited_cut(request):
+        blocks.append({
+            **_section("Some of this call is shortened here."),
+            "accessory": {
+                "type": "button",
+                "action_id": ids.VIEW_ARGS_ACTION,
+                "text": _plain("View full arguments"),
+                "value": request.request_id,
+            },
+        })
+    return blocks
+
+
+def _decision_button(decision: DecisionType, request_id: str) -> dict[str, Any]:
+    label, style = _BUTTONS[decision]
+    button = {
+        "type": "button",
+        "action_id": ids.decision_action_id(decision),
+        "text": _plain(label),
+        "value": request_id,
+    }
+    return {**button, "style": style} if style else button
+
+
+def _context(
+    request: ApprovalRequest, run_label: str | None, progress: str | None
+) -> list[dict[str, Any]]:
+    parts = []
+    if run_label:
+        parts.append(truncate(run_label, LABEL_MAX_CHARS)[0])
+    if request.batch_size > 1:
+        if progress:
+            parts.append(progress)
+        parts.append(f"Call {request.index + 1} of {request.batch_size}")
+    if not parts:
+        return []
+    return [{"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}]
+
+
+def _outcome(request: ApprovalRequest) -> tuple[str, str]:
+    if request.decision is None:
+        return "☑️", "Decided"
+    return _OUTCOMES[request.decision.type]
+
+
+def _outcome_line(request: ApprovalRequest) -> str:
+    """``✅ *Approved* by <@U1> <!date^…>``: how, who (when a valid ID), when (if known)."""
+    emoji, verb = _outcome(request)
+    line = f"{emoji} *{verb}*"
+    if request.decided_by and _SLACK_ID.fullmatch(request.decided_by):
+        line += f" by <@{request.decided_by}>"
+    if request.decided_at is not None:
+        line += f" {slack_date(request.decided_at)}"
+    return line
+
+
+def _outcome_details(request: ApprovalRequest) -> str:
+    decision = request.decision
+    if decision is None:
+        return ""
+    if decision.type == "edit":
+        body, _ = code_block(_edited_json(request), OUTCOME_MAX_CHARS)
+        return f"\n*New arguments:*\n{body}"
+    if decision.type in ("reject", "respond") and decision.message:
+        said = "Reason" if decision.type == "reject" else "Answer"
+        return f"\n*{said}:* {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"
+    return ""
+
+
+def _edited_json(request: ApprovalRequest) -> str:
+    edited = request.decision.edited_args if request.decision else None
+    return json.dumps(edited or {}, indent=2, ensure_ascii=False, default=str)
+
+
+def _edited_cut(request: ApprovalRequest) -> bool:
+    decision = request.decision
+    return bool(decision and decision.type == "edit") and code_block(
+        _edited_json(request), OUTCOME_MAX_CHARS
+    )[1]
+
+
+def slack_date(unix_s: float) -> str:
+    """Slack's localised date, e.g. ``<!date^1700000000^{date_short_pretty} {time}|…>``.
+
+    The fallback (shown where Slack cannot localise) is the UTC time, ``2023-11-14 22:13
+    UTC``. https://api.slack.com/reference/surfaces/formatting#date-formatting
+    """
+    fallback = datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(unix_s)}^{{date_short_pretty}} {{time}}|{fallback}>"
+
+
+def _note(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [_mrkdwn(escape(text))]}
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _mrkdwn(text: str) -> dict[str, str]:
+    return {"type": "mrkdwn", "text": text}
+
+
+def _plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}

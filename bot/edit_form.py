@@ -1,0 +1,324 @@
+"""The typed edit form: Slack input blocks for a tool's arguments, and back to arguments.
+
+``render_inputs`` renders the fields ``bot.form_fields.build_form`` lays out from the
+tool's JSON schema; ``parse_submission`` turns the modal's ``view.state.values`` back
+into arguments and checks them with ``agent_bridge.arguments.check_args``, so nothing the
+tool would refuse is recorded (DESIGN.md invariant 4). Pure: no I/O.
+
+Untouched fields keep the proposed value exactly: when an input comes back with the text
+it was rendered with (ignoring surrounding whitespace and ``\\r\\n`` line endings, which
+Slack's inputs may normalise), the proposed value is used rather than a re-parse of its
+text, so a float's digits, an object's key order or a file's trailing newline survive an
+edit of another field. An input rendered empty (argument absent, ``null`` or ``""``) and
+returned empty keeps the proposal as it was (absent stays absent). An input the reviewer
+*cleared* becomes ``null`` if the schema allows it, else is left out if optional (the
+tool's default applies), else ``""`` for a string, else "This field is required.".
+A value too long for any input (over 3,000 characters) is shown read-only and kept as
+proposed; a reviewer who must change it rejects the call with a reason instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from agent_bridge.arguments import GENERAL_KEY, check_args
+from bot import ids
+from bot.form_fields import INPUT_MAX_CHARS, Form, FormField, build_form, option_value
+from bot.mrkdwn import code_block, inline_code
+
+MULTILINE_OVER_CHARS = 80
+"""Strings longer than this (or with a line break) get a multiline input."""
+LABEL_MAX_CHARS = 2000
+HINT_MAX_CHARS = 2000
+OPTION_LABEL_MAX_CHARS = 75
+_PREVIEW_CHARS = 1000
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_KEEP = object()
+"""Parse outcome: use the proposed value (or its absence) unchanged."""
+_OMIT = object()
+"""Parse outcome: leave the argument out."""
+
+
+def render_inputs(args_schema: dict[str, Any], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Render the edit form's blocks for a call of a tool with ``args_schema``.
+
+    Args:
+        args_schema: JSON schema of the tool's arguments (``model_json_schema()``).
+        args: the proposed arguments, used as initial values.
+
+    Returns:
+        At most 95 blocks: one ``input`` per argument (``block_id`` =
+        ``ids.arg_block_id(name)``, action ``ids.ARG_ACTION``, label = the name, hint =
+        its description, ``optional`` unless required), a read-only ``section`` under
+        that block ID for a value too long to edit, or the single JSON input
+        ``ids.ARGS_JSON_BLOCK`` when the schema has no ``properties``.
+    """
+    form = build_form(args_schema, args)
+    if form.mode == "json":
+        element = _text_element(form.json_text, multiline=True)
+        hint = "All arguments as one JSON object."
+        return [_input(ids.ARGS_JSON_BLOCK, "Arguments (JSON)", element, False, hint)]
+    if form.mode == "kept":
+        return [_section(
+            f"These arguments are {len(form.json_text):,} characters of JSON, more than an "
+            f"input holds ({INPUT_MAX_CHARS:,}), so they cannot be edited here and are "
+            "kept as proposed. To change them, reject the call with a reason."
+        )]
+    if not form.fields:
+        return [_section("This tool takes no arguments.")]
+    return [_field_block(field) for field in form.fields]
+
+
+def parse_submission(
+    args_schema: dict[str, Any], args: dict[str, Any], state_values: dict[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Turn a submitted edit form back into checked arguments.
+
+    Args:
+        args_schema: the schema the form was rendered from.
+        args: the proposed arguments the form was rendered with.
+        state_values: ``view.state.values``: ``{block_id: {action_id: {"type": ...,
+            "value": str | None}}}`` (``selected_option`` for selects and radio buttons).
+
+    Returns:
+        ``(new_args, {})``, or ``(None, {block_id: message})`` with plain-words errors for
+        Slack's ``response_action: "errors"``. Errors about no input of their own go to
+        the first input (``ids.ARGS_JSON_BLOCK`` in JSON mode), prefixed with the
+        argument's name; key ``""`` only when the form has no input at all.
+
+    Raises:
+        jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
+    """
+    form = build_form(args_schema, args)
+    if form.mode == "kept":
+        return _checked(args_schema, dict(args), {}, GENERAL_KEY, set())
+    if form.mode == "json":
+        return _parse_json_mode(args_schema, args, form, state_values)
+    result: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for field in form.fields:
+        block_id = ids.arg_block_id(field.name)
+        action = state_values.get(block_id, {}).get(ids.ARG_ACTION)
+        outcome, error = _KEEP, ""
+        if field.kind != "kept" and action is not None:
+            outcome, error = _parse_field(field, _submitted(action))
+        if error:
+            errors[block_id] = error
+            continue
+        if outcome is _KEEP:
+            outcome = field.proposed if field.present else _OMIT
+        if outcome is not _OMIT:
+            result[field.name] = outcome
+    editable = {f.name for f in form.fields if f.kind != "kept"}
+    first = next((ids.arg_block_id(f.name) for f in form.fields if f.name in editable), "")
+    return _checked(args_schema, result, errors, first, editable)
+
+
+def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
+    """Return ``(value | _KEEP | _OMIT, error message or "")`` for one submitted input."""
+    text = (raw or "") if field.kind == "string" else (raw or "").strip()
+    if not text:
+        if field.initial is None:
+            return _KEEP, ""
+        if field.nullable:
+            return None, ""
+        if not field.required:
+            return _OMIT, ""
+        return ("", "") if field.kind == "string" else (_OMIT, "This field is required.")
+    if field.initial is not None and _same_text(text, field.initial):
+        return _KEEP, ""
+    if field.kind == "string":
+        return text, ""
+    if field.kind == "integer":
+        number = _number(text)
+        if not isinstance(number, int):
+            return _OMIT, "Must be a whole number."
+        return number, ""
+    if field.kind == "number":
+        number = _number(text)
+        return (_OMIT, "Must be a number.") if number is None else (number, "")
+    try:
+        return _loads(text), ""
+    except ValueError as error:
+        if field.kind == "choice":
+            return _OMIT, "Choose one of the listed values."
+        return _OMIT, f"Not valid JSON: {error}"
+
+
+def _parse_json_mode(
+    args_schema: dict[str, Any], args: dict[str, Any], form: Form, state_values: dict[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    block = ids.ARGS_JSON_BLOCK
+    action = state_values.get(block, {}).get(ids.ARG_ACTION)
+    text = form.json_text if action is None else (_submitted(action) or "").strip()
+    if not text:
+        return None, {block: "This field is required."}
+    if _same_text(text, form.json_text):
+        return _checked(args_schema, dict(args), {}, block, set())
+    try:
+        new_args = _loads(text)
+    except ValueError as error:
+        return None, {block: f"Not valid JSON: {error}"}
+    if not isinstance(new_args, dict):
+        return None, {block: 'Must be a JSON object, like {"name": "value"}.'}
+    return _checked(args_schema, new_args, {}, block, set())
+
+
+def _checked(
+    args_schema: dict[str, Any],
+    new_args: dict[str, Any],
+    errors: dict[str, str],
+    fallback: str,
+    editable: set[str],
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Add ``check_args`` errors to the parse ``errors``, keyed by the block to show them on.
+
+    A parse error wins over a check error for the same input (the argument was left out
+    because it could not be read, so the check would only say it is missing).
+    """
+    for name, message in check_args(args_schema, new_args).items():
+        if name in editable:
+            errors.setdefault(ids.arg_block_id(name), message)
+        else:
+            said = f"{name}: {message}" if name else message
+            errors[fallback] = f"{errors[fallback]} {said}" if fallback in errors else said
+    return (None, errors) if errors else (new_args, {})
+
+
+def _submitted(action: dict[str, Any]) -> str | None:
+    """The text of an input's state, or the value of its selected option."""
+    if "selected_option" in action:
+        option = action.get("selected_option")
+        return option.get("value") if isinstance(option, dict) else None
+    value = action.get("value")
+    return value if isinstance(value, str) else None
+
+
+def _same_text(submitted: str, rendered: str) -> bool:
+    return submitted.replace("\r\n", "\n").strip() == rendered.replace("\r\n", "\n").strip()
+
+
+def _number(text: str) -> int | float | None:
+    if not _NUMBER.fullmatch(text):
+        return None
+    if _INTEGER.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:
+            return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON) and absurd nesting.
+
+    Raises:
+        ValueError: with a plain message such as "Expecting ',' delimiter (line 1,
+            column 9)".
+    """
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{error.msg} (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _field_block(field: FormField) -> dict[str, Any]:
+    block_id = ids.arg_block_id(field.name)
+    if field.kind == "kept":
+        preview, _ = code_block(field.initial or "", _PREVIEW_CHARS)
+        return _section(
+            f"{inline_code(field.name, 200)} is {len(field.initial or ''):,} characters, more "
+            f"than an input holds ({INPUT_MAX_CHARS:,}), so it cannot be edited here and is "
+            f"kept as proposed. To change it, reject the call with a reason.\n{preview}",
+            block_id,
+        )
+    if field.kind in ("integer", "number"):
+        element: dict[str, Any] = {
+            "type": "number_input",
+            "action_id": ids.ARG_ACTION,
+            "is_decimal_allowed": field.kind == "number",
+        }
+        if field.initial is not None:
+            element["initial_value"] = field.initial
+    elif field.kind == "choice":
+        options = [_option(choice) for choice in field.choices]
+        element = {"type": "static_select", "action_id": ids.ARG_ACTION, "options": options}
+        if field.initial is not None:
+            element["initial_option"] = next(
+                o for o in options if o["value"] == field.initial
+            )
+    else:
+        multiline = field.kind == "json" or (
+            field.initial is not None
+            and (len(field.initial) > MULTILINE_OVER_CHARS or "\n" in field.initial)
+        )
+        element = _text_element(field.initial, multiline=multiline)
+    if field.placeholder and field.kind != "choice":
+        element["placeholder"] = _plain(field.placeholder)
+    hint = field.hint
+    if field.kind == "json":
+        hint = f"{hint} (a JSON value)" if hint else "A JSON value."
+    optional = not field.required or (field.present and field.initial is None)
+    return _input(block_id, field.name or '""', element, optional, hint)
+
+
+def _input(
+    block_id: str, label: str, element: dict[str, Any], optional: bool, hint: str
+) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": block_id,
+        "label": _plain(_clip(label, LABEL_MAX_CHARS)),
+        "element": element,
+        "optional": optional,
+    }
+    if hint:
+        block["hint"] = _plain(_clip(hint, HINT_MAX_CHARS))
+    return block
+
+
+def _text_element(initial: str | None, *, multiline: bool) -> dict[str, Any]:
+    element: dict[str, Any] = {
+        "type": "plain_text_input",
+        "action_id": ids.ARG_ACTION,
+        "multiline": multiline,
+        "max_length": INPUT_MAX_CHARS,
+    }
+    if initial:
+        element["initial_value"] = initial
+    return element
+
+
+def _option(choice: Any) -> dict[str, Any]:
+    if choice is None:
+        label = "(none)"
+    elif isinstance(choice, str) and choice.strip():
+        label = choice
+    else:
+        label = option_value(choice)
+    return {"text": _plain(_clip(label, OPTION_LABEL_MAX_CHARS)), "value": option_value(choice)}
+
+
+def _section(text: str, block_id: str | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def _plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

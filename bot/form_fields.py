@@ -1,0 +1,277 @@
+"""Which Slack widget each tool argument gets in the edit form, and with what value.
+
+``build_form`` reads the tool's JSON schema (pydantic's ``model_json_schema()``:
+``$defs``/``$ref``, ``anyOf`` with ``null`` for ``Optional``, ``enum``, ``const``,
+``default``, ``description``) and the proposed arguments, and returns one
+:class:`FormField` per argument. ``bot.edit_form`` renders those fields and parses them
+back, so the rendering and the parsing always agree on the widgets.
+
+Rules (the limits are Slack's, https://api.slack.com/reference/block-kit/block-elements):
+
+- string → ``string``; integer → ``integer``; number → ``number``; boolean, ``enum``,
+  ``const`` → ``choice`` (a select of at most 100 options whose values, the JSON of each
+  choice, are ≤ 150 characters; ``null`` is added when the schema allows it).
+- objects, lists, unions, no type, and any proposed value that does not fit its widget
+  (a number where a string is wanted, a value missing from the enum...) → ``json``.
+- a value whose text is longer than an input holds (3,000 characters) → ``kept``: shown
+  read-only and kept as proposed, never silently cut.
+- no ``properties`` → the whole arguments in one JSON input (``Form.mode == "json"``);
+  if that is too long, one JSON field per argument; if even that cannot be laid out,
+  ``"kept"`` (the arguments cannot be edited in Slack and stay as proposed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from bot import ids
+
+INPUT_MAX_CHARS = 3000
+"""Longest ``initial_value`` of a ``plain_text_input``."""
+OPTIONS_MAX = 100
+OPTION_VALUE_MAX_CHARS = 150
+PLACEHOLDER_MAX_CHARS = 150
+BLOCK_ID_MAX_CHARS = 255
+FORM_MAX_FIELDS = 95
+"""Inputs per form: a modal holds 100 blocks and the edit modal adds its heading."""
+NUMBER_MAX_CHARS = 40
+"""Longer number texts go to a JSON input rather than a ``number_input``."""
+_MAX_REF_HOPS = 8
+
+Kind = Literal["string", "integer", "number", "choice", "json", "kept"]
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One argument in the edit form: its widget and what it was rendered with."""
+
+    name: str
+    kind: Kind
+    required: bool
+    nullable: bool
+    present: bool
+    """The argument is in the proposed arguments (``proposed`` is its value)."""
+    proposed: Any
+    initial: str | None
+    """Text put in the input, or the JSON value of the selected option; None: empty."""
+    hint: str = ""
+    placeholder: str = ""
+    choices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Form:
+    """The edit form of one call: typed fields, one JSON input, or nothing editable."""
+
+    mode: Literal["typed", "json", "kept"]
+    fields: tuple[FormField, ...] = ()
+    json_text: str = ""
+    """JSON of all arguments (``json`` and ``kept`` modes)."""
+
+
+def build_form(args_schema: dict[str, Any], args: dict[str, Any]) -> Form:
+    """Lay out the edit form of a call with ``args`` of a tool with ``args_schema``.
+
+    Args:
+        args_schema: JSON schema of the tool's arguments.
+        args: the proposed arguments.
+
+    Returns:
+        The form; fields follow the schema's property order, then arguments the schema
+        does not know (as JSON fields, so nothing is dropped unseen).
+    """
+    properties = args_schema.get("properties")
+    if not isinstance(properties, dict):
+        return _untyped_form(args)
+    names = [*properties, *(name for name in args if name not in properties)]
+    if not _fits(names):
+        return _untyped_form(args)
+    required = set(args_schema.get("required") or [])
+    fields = []
+    for name in names:
+        if name in properties:
+            schema, nullable = resolve(properties[name], args_schema)
+            fields.append(_field(name, schema, nullable, name in required, args))
+        else:
+            fields.append(_field(name, {}, False, False, args, "Not in the tool's schema."))
+    return Form("typed", tuple(fields))
+
+
+def json_text(value: Any) -> str:
+    """Pretty JSON of ``value`` (compact when pretty would not fit an input)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) > INPUT_MAX_CHARS:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text
+
+
+def option_value(value: Any) -> str:
+    """The ``value`` of the select option standing for ``value`` (its compact JSON)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def resolve(schema: Any, root: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Follow ``$ref``, one-item ``allOf`` and ``anyOf``/``oneOf`` ``[X, null]`` to X.
+
+    Args:
+        schema: one property's schema.
+        root: the whole schema, where ``#/$defs/...`` references point.
+
+    Returns:
+        ``(schema, nullable)``: the merged schema (outer keys such as ``description`` and
+        ``default`` win over the referenced ones) and whether ``null`` is allowed.
+    """
+    nullable = False
+    for _ in range(_MAX_REF_HOPS):
+        if not isinstance(schema, dict):
+            return {}, nullable
+        rest = {k: v for k, v in schema.items() if k not in ("$ref", "allOf", "anyOf", "oneOf")}
+        alternatives = schema.get("anyOf") or schema.get("oneOf")
+        if isinstance(schema.get("$ref"), str):
+            target = _pointer(root, schema["$ref"])
+            if target is None:
+                break
+            schema = {**target, **rest}
+        elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+            schema = {**schema["allOf"][0], **rest}
+        elif isinstance(alternatives, list):
+            kept = [a for a in alternatives if not _is_null(a)]
+            nullable = nullable or len(kept) < len(alternatives)
+            if len(kept) != 1:
+                return rest, nullable
+            schema = {**kept[0], **rest}
+        else:
+            break
+    if not isinstance(schema, dict):
+        return {}, nullable
+    types = schema.get("type")
+    if isinstance(types, list):
+        kept_types = [t for t in types if t != "null"]
+        nullable = nullable or len(kept_types) < len(types)
+        schema = {**schema, "type": kept_types[0] if len(kept_types) == 1 else kept_types}
+    return schema, nullable
+
+
+def _fits(names: list[str]) -> bool:
+    return len(names) <= FORM_MAX_FIELDS and all(
+        len(ids.arg_block_id(name)) <= BLOCK_ID_MAX_CHARS for name in names
+    )
+
+
+def _untyped_form(args: dict[str, Any]) -> Form:
+    text = json_text(args)
+    if len(text) <= INPUT_MAX_CHARS:
+        return Form("json", json_text=text)
+    if not _fits(list(args)):
+        return Form("kept", json_text=text)
+    return Form("typed", tuple(_field(name, {}, False, False, args) for name in args))
+
+
+def _field(
+    name: str,
+    schema: dict[str, Any],
+    nullable: bool,
+    required: bool,
+    args: dict[str, Any],
+    note: str = "",
+) -> FormField:
+    """Choose the widget for one argument from its resolved schema and proposed value."""
+    present, value = name in args, args.get(name)
+    common: dict[str, Any] = {
+        "name": name,
+        "required": required,
+        "nullable": nullable,
+        "present": present,
+        "proposed": value,
+        "hint": " ".join(filter(None, [str(schema.get("description") or "").strip(), note])),
+        "placeholder": "" if present else _placeholder(schema),
+    }
+    empty = not present or (value is None and nullable)
+    choices = _choices(schema, nullable)
+    kind: Kind = "json"
+    initial = None if not present or (value is None and nullable) else json_text(value)
+    if choices is not None:
+        values = [option_value(c) for c in choices]
+        if (
+            len(choices) <= OPTIONS_MAX
+            and len(set(values)) == len(values)
+            and all(len(v) <= OPTION_VALUE_MAX_CHARS for v in values)
+            and (not present or option_value(value) in values)
+        ):
+            chosen = option_value(value) if present else None
+            return FormField(kind="choice", initial=chosen, choices=choices, **common)
+    elif schema.get("type") == "string" and (empty or isinstance(value, str)):
+        kind, initial = "string", (value or None) if present else None
+    elif schema.get("type") in ("integer", "number") and (empty or _is_number(value)):
+        text = None if empty else number_text(value)
+        is_int = schema["type"] == "integer"
+        if (text is None or len(text) <= NUMBER_MAX_CHARS) and (
+            empty or not is_int or isinstance(value, int)
+        ):
+            kind, initial = ("integer" if is_int else "number"), text
+    if initial is not None and len(initial) > INPUT_MAX_CHARS:
+        kind = "kept"
+    return FormField(kind=kind, initial=initial, **common)
+
+
+def number_text(value: int | float) -> str:
+    """Positional text of a number for a ``number_input`` (floats keep a ``.``).
+
+    ``repr`` gives the shortest digits that read back as the same float; ``Decimal``
+    writes them without an exponent (``1e-07`` → ``0.0000001``), which Slack's number
+    input accepts.
+    """
+    if isinstance(value, int):
+        return str(value)
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value)
+    )
+
+
+def _placeholder(schema: dict[str, Any]) -> str:
+    if "default" not in schema:
+        return ""
+    default = schema["default"]
+    shown = default if isinstance(default, str) else option_value(default)
+    text = f"Default: {shown}"
+    return text if len(text) <= PLACEHOLDER_MAX_CHARS else text[: PLACEHOLDER_MAX_CHARS - 1] + "…"
+
+
+def _pointer(root: dict[str, Any], ref: str) -> dict[str, Any] | None:
+    """Resolve a local reference such as ``#/$defs/Name``; None when it is not one."""
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node if isinstance(node, dict) else None
+
+
+def _is_null(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "null"
+
+
+def _choices(schema: dict[str, Any], nullable: bool) -> tuple[Any, ...] | None:
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        values = list(schema["enum"])
+    elif "const" in schema:
+        values = [schema["const"]]
+    elif schema.get("type") == "boolean":
+        values = [True, False]
+    else:
+        return None
+    if nullable and not any(v is None for v in values):
+        values.append(None)
+    return tuple(values)

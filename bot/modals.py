@@ -1,0 +1,173 @@
+"""Block Kit modals: edit, reject, respond, and the read-only full arguments.
+
+Pure functions of an ``ApprovalRequest`` returning a view dict for ``views.open``. Each
+carries the request ID in ``private_metadata`` (never the arguments) and its
+``callback_id`` from ``bot.ids``; agent text is escaped and cut by ``bot.mrkdwn``.
+
+Limits (https://api.slack.com/reference/surfaces/views): title, submit and close ≤ 24
+characters; at most 100 blocks; ``private_metadata`` ≤ 3,000 characters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agent_bridge.models import ApprovalRequest
+from bot import ids
+from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
+from bot.edit_form import render_inputs
+from bot.mrkdwn import ENTITIES, ZERO_WIDTH_SPACE, escape, inline_code, split_escaped, truncate
+
+VIEW_MAX_BLOCKS = 100
+INPUT_MAX_CHARS = 3000
+DESCRIPTION_MAX_CHARS = 1000
+QUESTION_BUDGET_CHARS = 6000
+"""Characters of argument values shown above the answer box of the respond modal."""
+_FENCES = re.compile(r"^```\n|\n```$", re.MULTILINE)
+
+
+def render_edit_modal(request: ApprovalRequest) -> dict[str, Any]:
+    """Render the modal to edit a call's arguments (``ids.EDIT_CALLBACK``).
+
+    Returns:
+        A view whose inputs come from ``bot.edit_form.render_inputs`` (typed from
+        ``request.args_schema``, prefilled with ``request.args``).
+    """
+    intro = (
+        f"Change the arguments of {_tool(request)}; submitting runs it with them."
+        f"{_description(request)}"
+    )
+    blocks = [_section(intro), *render_inputs(request.args_schema, request.args)]
+    return _modal(ids.EDIT_CALLBACK, "Edit tool call", blocks, request, submit="Run with edits")
+
+
+def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
+    """Render the modal asking for an optional reason (``ids.REJECT_CALLBACK``).
+
+    Returns:
+        A view with one optional multiline input (``ids.REASON_BLOCK`` /
+        ``ids.REASON_ACTION``); the reason is sent to the agent.
+    """
+    intro = (
+        f"Reject {_tool(request)}? The agent is told, with your reason if you give one."
+        f"{_description(request)}"
+    )
+    reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, "Reason", optional=True)
+    return _modal(ids.REJECT_CALLBACK, "Reject tool call", [_section(intro), reason],
+                  request, submit="Reject")
+
+
+def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
+    """Render the modal answering the agent instead of running the call.
+
+    Returns:
+        A view (``ids.RESPOND_CALLBACK``) showing the question (the description and
+        arguments, escaped and cut) and one required multiline input
+        (``ids.ANSWER_BLOCK`` / ``ids.ANSWER_ACTION``).
+    """
+    blocks = [_section(f"{_tool(request)} asks:{_description(request)}")]
+    sections, cut = arg_sections(request.args, QUESTION_BUDGET_CHARS)
+    blocks.extend(sections)
+    if cut:
+        blocks.append(_context("Some values are shortened; the card's View full arguments "
+                               "button shows them whole."))
+    blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, "Your answer"))
+    return _modal(ids.RESPOND_CALLBACK, "Respond to the agent", blocks, request, submit="Send")
+
+
+def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
+    """Render a read-only modal with every character of the call (no submit button).
+
+    Returns:
+        A view: the tool, its whole description, every argument in full (split across
+        as many sections as needed) and, after an edit, the new arguments in full. When
+        that is more than 100 blocks, the last block says how many characters of the
+        call are left out.
+    """
+    blocks = [_section(f"Every argument of {_tool(request)}, in full.")]
+    if request.description.strip():
+        blocks.extend(_section(piece) for piece in split_escaped(
+            escape(request.description.strip()), SECTION_TEXT_MAX_CHARS
+        ))
+    blocks.extend(full_sections(request.args))
+    decision = request.decision
+    if decision is not None and decision.type == "edit":
+        blocks.append(_section("*New arguments*"))
+        blocks.extend(full_sections(decision.edited_args or {}))
+    if len(blocks) > VIEW_MAX_BLOCKS:
+        left_out = sum(_raw_chars(b["text"]["text"]) for b in blocks[VIEW_MAX_BLOCKS - 1 :])
+        blocks = blocks[: VIEW_MAX_BLOCKS - 1]
+        blocks.append(_context(
+            f"About {left_out:,} more characters are not shown: more than a Slack modal holds."
+        ))
+    return _modal(None, "Full arguments", blocks, request, close="Close")
+
+
+def _modal(
+    callback_id: str | None,
+    title: str,
+    blocks: list[dict[str, Any]],
+    request: ApprovalRequest,
+    *,
+    submit: str | None = None,
+    close: str = "Cancel",
+) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "type": "modal",
+        "title": _plain(title),
+        "close": _plain(close),
+        "private_metadata": request.request_id,
+        "blocks": blocks,
+    }
+    if callback_id:
+        view["callback_id"] = callback_id
+    if submit:
+        view["submit"] = _plain(submit)
+    return view
+
+
+def _tool(request: ApprovalRequest) -> str:
+    return inline_code(request.tool_name, 200)
+
+
+def _description(request: ApprovalRequest) -> str:
+    text, _ = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
+    return f"\n{text}" if text else ""
+
+
+def _text_input(
+    block_id: str, action_id: str, label: str, *, optional: bool = False
+) -> dict[str, Any]:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": _plain(label),
+        "optional": optional,
+        "element": {
+            "type": "plain_text_input",
+            "action_id": action_id,
+            "multiline": True,
+            "max_length": INPUT_MAX_CHARS,
+        },
+    }
+
+
+def _raw_chars(text: str) -> int:
+    """Roughly how many characters of agent text an escaped, fenced section holds."""
+    text = _FENCES.sub("", text).replace(ZERO_WIDTH_SPACE, "")
+    for char, entity in reversed(ENTITIES.items()):  # "&amp;" last: "&amp;lt;" is "&lt;"
+        text = text.replace(entity, char)
+    return len(text)
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
