@@ -87,12 +87,18 @@ def settings(tmp_path: Path, pg_url: str) -> Settings:
 
 
 @pytest.fixture
+def agent_settings(settings: Settings) -> Settings:
+    """The settings the harness runs with; a test module overrides it to bring its agent."""
+    return settings
+
+
+@pytest.fixture
 async def harness(
-    settings: Settings, pg_backend: Backend, bus: RedisBus
+    agent_settings: Settings, pg_backend: Backend, bus: RedisBus
 ) -> AsyncIterator[Harness]:
     """Sandbox + web app + worker, running; every Slack call checked for violations."""
-    harness = Harness(settings=settings, backend=pg_backend, store=ApprovalStore(pg_backend.db),
-                      bus=bus)
+    harness = Harness(settings=agent_settings, backend=pg_backend,
+                      store=ApprovalStore(pg_backend.db), bus=bus)
     await harness.start()
     try:
         yield harness

@@ -1,0 +1,175 @@
+"""End to end: /agent → worker → approval messages → clicks → resume from PostgreSQL.
+
+Real PostgreSQL and Redis, the sandbox Slack over HTTP (signed form-encoded payloads),
+the Bolt web app and a running worker; issue #2's scenarios (a)-(g), except (c),
+which is in test_edit_errors.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from bot import ids
+from bot.sandbox import live_mentions
+from tests.harness import DBA, REVIEWER, Harness
+
+REASON = "Archive the rows before deleting them."
+
+
+def orders_count(harness: Harness) -> int:
+    with sqlite3.connect(harness.settings.workspace_dir / "orders.db") as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM orders").fetchone()[0])
+
+
+def files_dir(harness: Harness) -> Path:
+    return harness.settings.workspace_dir / "files"
+
+
+async def test_documentation_scenario(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
+    assert write.interrupt_id == sql.interrupt_id and (write.index, sql.index) == (0, 1)
+    message = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
+    buttons = [e["action_id"] for b in message["blocks"] if b["type"] == "actions"
+               for e in b["elements"] if e["action_id"].startswith(ids.ACTION_PREFIX)]
+    assert buttons == [ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")]
+    sql_message = harness.sandbox.message(sql.channel_id or "", sql.message_ts or "")
+    assert "SQL execution requires DBA approval" in json.dumps(sql_message["blocks"])
+
+    assert (await harness.click(write, "approve"))[0] == 200
+    await harness.reject(sql, REASON)
+    done = await harness.finished(run)
+
+    assert done.state == RunState.DONE
+    assert (files_dir(harness) / "archive/old_orders.csv").read_text().startswith("id,customer")
+    assert orders_count(harness) == 5  # the DELETE never ran
+    results = {m.name: m for m in await harness.tool_messages(run)}
+    assert results["write_file"].content.startswith("Wrote ")
+    assert REASON in results["execute_sql"].content and results["execute_sql"].status == "error"
+    assert json.loads(results["read_data"].content)[0]["customer"] == "Ada"
+    assert REASON in (done.final_answer or "")
+    texts = harness.thread_texts(done)
+    assert any(REASON in t for t in texts), texts
+    assert any("Wrote 78 characters" in t for t in texts), texts
+    assert any(t.startswith("Done.") or "Done." in t for t in texts), texts
+    decided = await harness.store.requests_for_run(run.run_id)
+    assert {r.state for r in decided} == {ApprovalState.APPLIED}
+    card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
+    assert not [e for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]
+                if e["action_id"].startswith(ids.ACTION_PREFIX)]
+    assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
+
+
+async def test_edit_changes_the_path_written(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "edit")
+    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    assert len(view["title"]["text"]) <= 24
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER,
+        values={ids.arg_block_id("path"): "archive/edited.csv"})
+    assert status == 200 and not body, body
+    await harness.reject(sql, REASON)
+    await harness.finished(run)
+    assert (files_dir(harness) / "archive/edited.csv").exists()
+    assert not (files_dir(harness) / "archive/old_orders.csv").exists()
+    stored = await harness.store.get_request(write.request_id)
+    assert stored and stored.decision and stored.decision.edited_args
+    assert stored.decision.edited_args["path"] == "archive/edited.csv"
+
+
+async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    users = ["U0REVIEWER", "U0DBA", "U0ALICE", "U0REVIEWER", "U0DBA"]
+    answers = await asyncio.gather(*(harness.click(write, "approve", user_id=u) for u in users))
+    assert [status for status, _ in answers] == [200] * 5
+    await harness.reject(sql, REASON)
+    await harness.finished(run)
+    stored = await harness.store.get_request(write.request_id)
+    assert stored is not None and stored.decided_by in users
+    writes = [m for m in await harness.tool_messages(run) if m.name == "write_file"]
+    assert len(writes) == 1
+    notes = await harness.wait_for(lambda: _ephemerals(harness, "already decided", 4))
+    assert len(notes) == 4
+    assert {n["user"] for n in notes} | {stored.decided_by} == set(users)
+
+
+async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, _ = await harness.requests(run, count=2)
+    body = _approve_body(harness, write.request_id, write.channel_id or "", write.message_ts or "")
+    forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
+    stale = await harness.sandbox.post_signed(body, timestamp=int(time.time()) - 600)
+    assert forged[0] == 401 and stale[0] == 401
+    verifier = SignatureVerifier(harness.settings.slack_signing_secret)
+    old = int(time.time()) - 600
+    replay = await harness.sandbox.post_signed(
+        body, timestamp=old, signature=verifier.generate_signature(timestamp=str(old), body=body))
+    assert replay[0] == 401
+    stored = await harness.store.get_request(write.request_id)
+    assert stored is not None and stored.state == ApprovalState.PENDING
+
+
+async def test_agent_text_never_becomes_a_live_mention(harness: Harness) -> None:
+    hostile = "<!channel> ping <@U123> and <!here> see <https://evil.example|innocent> & co"
+    run = await harness.start_run({"tool_calls": [
+        {"name": "write_file", "args": {"path": "notes.txt", "content": hostile}}]})
+    (write,) = await harness.requests(run, count=1)
+    await harness.click(write, "reject", user_id=REVIEWER)
+    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    await harness.sandbox.submit_view(view_id=view["id"], user_id=REVIEWER,
+                                      values={ids.REASON_BLOCK: hostile})
+    await harness.finished(run)
+    sent = json.dumps([c["args"] for c in harness.sandbox.calls])
+    assert "ping" in sent  # the hostile text did reach Slack, escaped
+    found = set(live_mentions(sent.replace("\\u003c", "<").replace("\\u003e", ">")))
+    assert not found & {"<!channel>", "<@U123>", "<!here>", "<https://evil.example|innocent>"}
+
+
+async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    for decision in ("edit", "reject", "respond"):
+        await harness.click(write, decision)  # type: ignore[arg-type]
+    await harness.click(write, "approve")
+    await harness.reject(sql, REASON)
+    await harness.finished(run)
+    methods = {c["method"] for c in harness.sandbox.calls}
+    assert {"chat.postMessage", "chat.update", "views.open"} <= methods
+    assert all(c["ok"] for c in harness.sandbox.calls), [c for c in harness.sandbox.calls
+                                                         if not c["ok"]]
+    assert harness.sandbox.violations == []
+
+
+async def _view(harness: Harness, user_id: str) -> dict[str, Any] | None:
+    views = harness.sandbox.open_views(user_id)
+    return views[-1] if views else None
+
+
+async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str, Any]] | None:
+    notes = [n for n in harness.sandbox.ephemerals() if text in n.get("text", "")]
+    return notes if len(notes) >= count else None
+
+
+def _approve_body(harness: Harness, request_id: str, channel_id: str, ts: str) -> bytes:
+    payload = {
+        "type": "block_actions", "user": {"id": DBA, "username": "dba"}, "trigger_id": "1.2.3",
+        "container": {"type": "message", "channel_id": channel_id, "message_ts": ts},
+        "team": {"id": "T0SANDBOX"}, "api_app_id": "A0SANDBOX",
+        "actions": [{"action_id": ids.decision_action_id("approve"), "block_id": "b",
+                     "value": request_id, "type": "button", "action_ts": "1"}],
+    }
+    return urlencode({"payload": json.dumps(payload)}).encode()
