@@ -38,15 +38,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DEMO_PAGE_PORT,
         help=f"port of the sandbox page (default {DEMO_PAGE_PORT})",
     )
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default=None,
+                        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; return its exit code (2 for a configuration error)."""
     args = parse_args(argv)
+    level = args.log_level or ("WARNING" if args.command == "demo" else "INFO")
     logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
         settings = Settings()
