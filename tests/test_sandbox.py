@@ -21,7 +21,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import BotUnreachable, Sandbox, SandboxError, live_mentions
+from bot.sandbox import BotUnreachable, NotSubmitted, Sandbox, SandboxError, live_mentions
 from bot.sandbox.validation import check_message, check_view
 
 SECRET = "test-signing-secret"
@@ -617,9 +617,9 @@ async def test_slack_client_checks_before_submitting(
 ) -> None:
     view_id = await open_form(sandbox, bot, client)
     sent = len(bot.received)
-    with pytest.raises(SandboxError, match="would not submit"):
+    with pytest.raises(NotSubmitted, match="would not submit"):
         await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:query": ""})
-    with pytest.raises(SandboxError, match="would not submit"):
+    with pytest.raises(NotSubmitted, match="would not submit"):
         await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:limit": "1.5"})
     with pytest.raises(SandboxError, match="not an option"):
         await sandbox.submit_view(view_id=view_id, user_id=REVIEWER, values={"arg:db": "dev"})
@@ -768,3 +768,41 @@ async def test_page_serves_html_state_and_actions(
         assert (status, body["ok"]) == (code, False) and body["error"]
     status, _, body = await http("POST", sandbox.base_url + "sandbox/submit", json={"view_id": 1})
     assert status == 400 and not body["ok"]
+
+
+async def test_page_endpoints_drive_commands_and_modals(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    base = sandbox.base_url + "sandbox/"
+    command = {"channel_id": GENERAL, "user_id": "U0ALICE", "command": "/agent", "text": "go"}
+    status, _, body = await http("POST", base + "command", json=command)
+    assert (status, body["ok"]) == (200, True)
+    assert (bot.last["command"], bot.last["text"], bot.last["user_id"]) == (
+        "/agent",
+        "go",
+        "U0ALICE",
+    )
+
+    view_id = await open_form(sandbox, bot, client)
+    submit = {"view_id": view_id, "user_id": REVIEWER, "values": {"arg:query": None}}
+    status, _, body = await http("POST", base + "submit", json=submit)
+    assert status == 422 and body["field_errors"] == {
+        "arg:query": "Please complete this required field."
+    }
+    _, _, state = await http("GET", base + "state")
+    assert state["views"][REVIEWER][0]["errors"] == body["field_errors"]
+
+    submit["values"] = {"arg:query": "SELECT 1", "arg:flags": ["a"], "arg:mode": None}
+    status, _, body = await http("POST", base + "submit", json=submit)
+    assert (status, body) == (200, {"ok": True, "status": 200, "body": None})
+    assert bot.last["view"]["state"]["values"]["arg:flags"]["value"]["selected_options"]
+    assert sandbox.open_views(REVIEWER) == []
+
+    view_id = await open_form(sandbox, bot, client)
+    status, _, body = await http("POST", base + "close", json={"view_id": view_id})
+    assert status == 400 and not body["ok"]
+    status, _, body = await http(
+        "POST", base + "close", json={"view_id": view_id, "user_id": REVIEWER}
+    )
+    assert (status, body["ok"]) == (200, True) and sandbox.open_views(REVIEWER) == []
+    assert sandbox.violations == []

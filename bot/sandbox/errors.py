@@ -18,3 +18,15 @@ class BotUnreachable(SandboxError):
 
     Start the bot (or set ``Sandbox.request_url``) and try again.
     """
+
+
+class NotSubmitted(SandboxError):
+    """Slack's client would refuse to submit the modal (a required input is empty...).
+
+    The bot is not called; ``errors`` (``block_id -> message``) are shown under the
+    inputs, as Slack shows them. Fill the inputs in and submit again.
+    """
+
+    def __init__(self, view_id: str, errors: dict[str, str]) -> None:
+        super().__init__(f"Slack's client would not submit view {view_id}: {errors}")
+        self.errors = errors

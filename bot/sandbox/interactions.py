@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.sandbox.core import Core
 from bot.sandbox.delivery import ACK_DEADLINE_S, Delivery, Reply, form_body, payload_body
-from bot.sandbox.errors import SandboxError
+from bot.sandbox.errors import NotSubmitted, SandboxError
 from bot.sandbox.payloads import (
     block_actions_payload,
     client_side_errors,
@@ -120,8 +120,9 @@ class Interactions:
 
         Raises:
             SandboxError: The view is not the user's top view, has no submit button,
-                ``values`` do not fit it, or Slack's client would refuse to submit
-                (a required input is empty, too long, not a number...).
+                or ``values`` do not fit it.
+            NotSubmitted: Slack's client would refuse to submit (a required input is
+                empty, too long, not a number...); the errors are shown on the view.
         """
         view = self._top_view(view_id, user_id)
         if view.get("submit") is None:
@@ -131,7 +132,7 @@ class Interactions:
         view["state"] = {"values": state}
         if errors:
             view["errors"] = errors
-            raise SandboxError(f"Slack's client would not submit view {view_id}: {errors}")
+            raise NotSubmitted(view_id, errors)
         payload = view_submission_payload(
             team_id=self.core.workspace.team_id,
             user_id=user_id,

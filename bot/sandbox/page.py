@@ -2,7 +2,8 @@
 
 The page polls ``GET /sandbox/state`` and acts through small JSON endpoints that call
 the same :class:`~bot.sandbox.interactions.Interactions` the tests use. Bad input is
-answered 4xx with ``{"ok": false, "error"}``; an unreachable bot is a 502.
+answered 4xx with ``{"ok": false, "error"}`` (422 with ``field_errors`` when Slack's
+client would not submit a modal); an unreachable bot is a 502.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.sandbox.core import Core
-from bot.sandbox.errors import BotUnreachable, SandboxError
+from bot.sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
 from bot.sandbox.interactions import Interactions
 from bot.sandbox.state import BOT_USER_ID
 
@@ -135,6 +136,9 @@ def _json_endpoint(action: Action) -> Callable[[web.Request], Awaitable[web.Resp
             return _error(400, str(e))
         except BotUnreachable as e:
             return _error(502, str(e))
+        except NotSubmitted as e:
+            answer = {"ok": False, "error": str(e), "field_errors": e.errors}
+            return web.json_response(answer, status=422)
         except SandboxError as e:
             return _error(409, str(e))
 
