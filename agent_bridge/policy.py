@@ -51,15 +51,21 @@ class ToolPolicy(BaseModel):
     description_callable: str | None = Field(default=None, alias="callable")
     when: str | None = None
 
-    def middleware_config(self) -> dict[str, Any]:
-        """Return this tool's ``InterruptOnConfig`` dict."""
+    def middleware_config(self, *, default_description: str) -> dict[str, Any]:
+        """Return this tool's ``InterruptOnConfig`` dict.
+
+        Args:
+            default_description: Shown when the tool has no description of its own.
+                The middleware's own default appends the arguments as a Python repr;
+                the card shows them already, readably.
+        """
         if not self.allowed_decisions:
             raise ConfigurationError("allowed_decisions must list at least one decision.")
         config: dict[str, Any] = {"allowed_decisions": list(dict.fromkeys(self.allowed_decisions))}
         if self.description_callable:
             config["description"] = import_object(self.description_callable)
-        elif self.description is not None:
-            config["description"] = self.description
+        else:
+            config["description"] = self.description or default_description
         if self.when:
             config["when"] = import_object(self.when)
         return config
@@ -89,7 +95,9 @@ class Policy(BaseModel):
         for name in self.tools:
             tool_policy = self.gated(name)
             if tool_policy is not None:
-                interrupt_on[name] = tool_policy.middleware_config()
+                interrupt_on[name] = tool_policy.middleware_config(
+                    default_description=self.description_prefix
+                )
         kwargs: dict[str, Any] = {
             "interrupt_on": interrupt_on,
             "description_prefix": self.description_prefix,
