@@ -34,6 +34,9 @@ const Mrkdwn = (() => {
     hourglass: "⌛", hourglass_flowing_sand: "⏳", no_entry: "⛔", lock: "🔒", pencil2: "✏️",
     speech_balloon: "💬", eyes: "👀", tada: "🎉", rotating_light: "🚨", information_source: "ℹ️",
     stopwatch: "⏱️", memo: "📝", gear: "⚙️", question: "❓", thumbsup: "👍", "+1": "👍",
+    raised_hand: "✋", hand: "✋", construction: "🚧", mag: "🔍", clipboard: "📋",
+    wastebasket: "🗑️", arrows_counterclockwise: "🔄", leftwards_arrow_with_hook: "↩️",
+    heavy_multiplication_x: "✖️", large_green_circle: "🟢", red_circle: "🔴",
   };
 
   function control(token, names) {
