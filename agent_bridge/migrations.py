@@ -62,6 +62,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX approval_requests_state ON approval_requests (state)",
         "CREATE INDEX approval_requests_run ON approval_requests (run_id)",
     ),
+    (
+        """CREATE TABLE run_notices (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            notice_key TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (run_id, notice_key)
+        )""",
+        "ALTER TABLE approval_requests ADD COLUMN note TEXT",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

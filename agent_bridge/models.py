@@ -139,4 +139,6 @@ class ApprovalRequest(BaseModel):
     message_ts: str | None = None
     thread_ts: str | None = None
     """Thread the approval message was posted in, if any."""
+    note: str | None = None
+    """Why the request is pending again (the graph refused the recorded answer)."""
     created_at: float = 0.0

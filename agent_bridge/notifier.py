@@ -7,7 +7,7 @@ message could not be posted.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.models import ApprovalRequest, Run
@@ -26,6 +26,15 @@ class Notifier(Protocol):
 
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
         """Post the request's message; return ``(channel_id, ts)``."""
+        ...
+
+    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """Redraw the request's message as it now stands (e.g. reopened with a note)."""
+        ...
+
+    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+        """Note in the run's thread that a gated tool's call ran without review
+        (its ``when`` predicate let it through)."""
         ...
 
     async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:

@@ -72,6 +72,11 @@ RECORD_DECISION = """UPDATE approval_requests
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
     WHERE request_id = :request_id AND state = 'decided'"""
+REOPEN_REQUEST = """UPDATE approval_requests
+    SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note
+    WHERE request_id = :request_id AND state = 'decided'"""
+INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
+    VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
 COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
     WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""
 
@@ -282,6 +287,31 @@ class ApprovalStore:
         now = self.clock()
         for request_id in request_ids:
             await self.db.execute(MARK_APPLIED, {"request_id": request_id, "now": now})
+
+    async def reopen(self, request_ids: Sequence[str], *, note: str) -> list[ApprovalRequest]:
+        """Put decided requests back to pending, saying why (the graph refused the answer).
+
+        Returns:
+            The reopened requests.
+        """
+        reopened = []
+        for request_id in request_ids:
+            if await self.db.execute(REOPEN_REQUEST, {"request_id": request_id, "note": note}):
+                request = await self.get_request(request_id)
+                if request is not None:
+                    reopened.append(request)
+        return reopened
+
+    async def claim_notice(self, run_id: str, key: str) -> bool:
+        """Return ``True`` the first time ``key`` is claimed for the run, ``False`` after.
+
+        The worker posts a tool result, a note or the final answer only after claiming
+        it, so a resumed graph that replays earlier results never posts them twice.
+        """
+        changed = await self.db.execute(
+            INSERT_NOTICE, {"run_id": run_id, "notice_key": key, "now": self.clock()}
+        )
+        return changed == 1
 
     async def decided_count(self, interrupt_id: str) -> int:
         """Return how many requests of the interrupt are no longer pending."""

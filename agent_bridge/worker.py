@@ -15,6 +15,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -23,7 +24,7 @@ from langgraph.types import Command
 from agent_bridge.bus import Bus
 from agent_bridge.decisions import plan_resume
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.interrupts import approval_requests, is_hitl
+from agent_bridge.interrupts import approval_requests, is_hitl, pending_tool_calls
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy
@@ -35,6 +36,19 @@ STORE_BACKOFF_MAX_S = 30.0
 """Longest pause between sweeps while the database is unreachable, seconds."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
+
+
+@dataclass
+class ToolCalls:
+    """What ``_stream`` knows about the tool calls whose results it posts.
+
+    Attributes:
+        reviewed: Tool call IDs that had an approval request.
+        args: Tool call ID -> arguments the model proposed.
+    """
+
+    reviewed: set[str | None]
+    args: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def message_text(message: BaseMessage) -> str:
@@ -219,7 +233,18 @@ class Worker:
             graph_input = None  # a worker died mid-step: continue from the checkpoint
         else:
             return await self._finish(run, snapshot)
-        await self._stream(run, graph_input, config)
+        calls = ToolCalls(
+            reviewed={r.tool_call_id for r in await self.store.requests_for_run(run.run_id)},
+            args={
+                c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
+            },
+        )
+        try:
+            await self._stream(run, graph_input, config, calls)
+        except Exception as exc:
+            if not applying or not await self._reopen_refused(run, config, applying, exc):
+                raise
+            return RunState.WAITING, None
         await self.store.mark_applied(applying)
         snapshot = await self.graph.aget_state(config)
         if snapshot.interrupts:
@@ -227,27 +252,75 @@ class Worker:
             return RunState.WAITING, None
         return await self._finish(run, snapshot)
 
-    async def _stream(self, run: Run, graph_input: Any, config: dict[str, Any]) -> None:
-        """Run the graph, posting each tool result (and rejection) as it comes."""
+    async def _stream(
+        self, run: Run, graph_input: Any, config: dict[str, Any], calls: ToolCalls
+    ) -> None:
+        """Run the graph, posting each tool result (and rejection) as it comes.
+
+        A resumed graph replays results of calls that finished before the pause; the
+        store's notices make sure each is posted once.
+        """
         async for chunk in self.graph.astream(
             graph_input, config, stream_mode="updates", version="v2"
         ):
             for update in (chunk.get("data") or {}).values():
                 messages = update.get("messages") if isinstance(update, dict) else None
                 for message in messages or []:
-                    if isinstance(message, ToolMessage):
-                        await self._post_tool_result(run, message)
+                    if isinstance(message, AIMessage):
+                        calls.args.update({c["id"]: c["args"] for c in message.tool_calls})
+                    elif isinstance(message, ToolMessage):
+                        await self._post_tool_result(run, message, calls)
 
-    async def _post_tool_result(self, run: Run, message: ToolMessage) -> None:
+    async def _post_tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
+        call_id = message.tool_call_id or str(message.id)
+        if not await self.store.claim_notice(run.run_id, f"tool:{call_id}"):
+            return
+        name = message.name or "tool"
         try:
+            if self.policy.gated(name) and call_id not in calls.reviewed:
+                await self.notifier.ran_without_review(
+                    run, tool_name=name, args=calls.args.get(call_id, {})
+                )
             await self.notifier.tool_ran(
-                run,
-                tool_name=message.name or "tool",
-                content=message_text(message),
-                ok=message.status != "error",
+                run, tool_name=name, content=message_text(message), ok=message.status != "error"
             )
         except NotifyError as exc:
-            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, message.name, exc)
+            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
+
+    async def _reopen_refused(
+        self, run: Run, config: dict[str, Any], applying: list[str], exc: Exception
+    ) -> bool:
+        """After a failed resume: if the graph refused the answers (their interrupts are
+        still pending), put the requests back to pending with the reason and return
+        ``True`` so the reviewer can answer again; else ``False``."""
+        snapshot = await self.graph.aget_state(config)
+        pending = {i.id for i in snapshot.interrupts}
+        refused = [
+            r.request_id
+            for r in await self.store.requests_for_run(run.run_id)
+            if r.request_id in applying and r.interrupt_id in pending
+        ]
+        if not refused:
+            return False
+        note = f"the agent refused the answer ({type(exc).__name__}: {exc})"
+        logger.error(
+            "run=%s thread=%s resume refused, requests %s reopened: %s",
+            run.run_id,
+            run.thread_id,
+            refused,
+            exc,
+        )
+        for request in await self.store.reopen(refused, note=note):
+            try:
+                await self.notifier.approval_updated(request, run=run)
+            except NotifyError as notify_exc:
+                logger.warning(
+                    "run=%s request=%s card not redrawn: %s",
+                    run.run_id,
+                    request.request_id,
+                    notify_exc,
+                )
+        return True
 
     async def _post_approvals(self, run: Run, snapshot: Any) -> None:
         """Store a request per gated call of the pending interrupts; post unposted ones."""
@@ -295,6 +368,7 @@ class Worker:
         messages = snapshot.values.get("messages", [])
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         answer = message_text(last) if last else ""
-        await self.notifier.run_finished(run, answer=answer)
+        if await self.store.claim_notice(run.run_id, "final_answer"):
+            await self.notifier.run_finished(run, answer=answer)
         logger.info("run=%s thread=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer

@@ -10,6 +10,10 @@ from typing import Any
 
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
+from bot.mrkdwn import truncate
+
+NOTE_MAX_CHARS = 2000
+"""A context element holds 3,000 characters; the note is cut well inside that."""
 
 
 def run_label(request: ApprovalRequest, run: Run) -> str | None:
@@ -33,5 +37,18 @@ def current_card(
         blocks = render_approval(
             request, decided_count=decided_count, run_label=run_label(request, run)
         )
+        if request.note:
+            note, _ = truncate(request.note, NOTE_MAX_CHARS)
+            blocks.append(
+                {
+                    "type": "context",
+                    "elements": [
+                        {
+                            "type": "mrkdwn",
+                            "text": f":warning: Not applied, please decide again: {note}",
+                        }
+                    ],
+                }
+            )
         return approval_text(request), blocks
     return decided_text(request), render_decided(request)

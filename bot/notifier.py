@@ -7,6 +7,7 @@ call; Slack errors become ``NotifyError`` so the worker never sees slack_sdk typ
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -16,6 +17,7 @@ from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import NotifyError
 from bot.blocks import (
     render_final_answer,
+    render_ran_without_review,
     render_run_failed,
     render_run_started,
     render_tool_result,
@@ -46,6 +48,23 @@ class SlackNotifier:
         text, blocks = current_card(request, run)
         ts = await self._post(channel_id, text, blocks, thread_ts=request.thread_ts)
         return channel_id, ts
+
+    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.approval_updated``."""
+        if request.channel_id is None or request.message_ts is None:
+            return
+        text, blocks = current_card(request, run)
+        try:
+            await self.client.chat_update(
+                channel=request.channel_id, ts=request.message_ts, text=text, blocks=blocks
+            )
+        except (SlackApiError, ClientError, TimeoutError) as exc:
+            raise NotifyError(f"chat.update of {request.message_ts} failed: {exc}") from exc
+
+    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+        """See ``Notifier.ran_without_review``."""
+        text, blocks = render_ran_without_review(tool_name, args)
+        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
 
     async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
         """See ``Notifier.tool_ran``."""
