@@ -38,8 +38,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DEMO_PAGE_PORT,
         help=f"port of the sandbox page (default {DEMO_PAGE_PORT})",
     )
-    parser.add_argument("--log-level", default=None,
-                        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo)")
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo)",
+    )
     return parser.parse_args(argv)
 
 
