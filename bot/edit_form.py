@@ -12,21 +12,27 @@ text, so a float's digits, an object's key order or a file's trailing newline su
 edit of another field. An input rendered empty (argument absent, ``null`` or ``""``) and
 returned empty keeps the proposal as it was (absent stays absent). An input the reviewer
 *cleared* becomes ``null`` if the schema allows it, else is left out if optional (the
-tool's default applies), else ``""`` for a string, else "This field is required.".
+tool's default applies), else gets "This field is required." (as Slack itself says of an
+empty required input; a proposed ``""`` stays reachable by leaving the field untouched).
 A value too long for any input (over 3,000 characters) is shown read-only and kept as
 proposed; a reviewer who must change it rejects the call with a reason instead.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from typing import Any
 
 from agent_bridge.arguments import GENERAL_KEY, check_args
 from bot import ids
-from bot.form_fields import INPUT_MAX_CHARS, Form, FormField, build_form, option_value
+from bot.form_fields import (
+    INPUT_MAX_CHARS,
+    Form,
+    FormField,
+    build_form,
+    option_value,
+    parse_json,
+    parse_number,
+)
 from bot.mrkdwn import code_block, inline_code
 
 MULTILINE_OVER_CHARS = 80
@@ -35,8 +41,6 @@ LABEL_MAX_CHARS = 2000
 HINT_MAX_CHARS = 2000
 OPTION_LABEL_MAX_CHARS = 75
 _PREVIEW_CHARS = 1000
-_INTEGER = re.compile(r"[+-]?\d+")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _KEEP = object()
 """Parse outcome: use the proposed value (or its absence) unchanged."""
 _OMIT = object()
@@ -63,11 +67,13 @@ def render_inputs(args_schema: dict[str, Any], args: dict[str, Any]) -> list[dic
         hint = "All arguments as one JSON object."
         return [_input(ids.ARGS_JSON_BLOCK, "Arguments (JSON)", element, False, hint)]
     if form.mode == "kept":
-        return [_section(
-            f"These arguments are {len(form.json_text):,} characters of JSON, more than an "
-            f"input holds ({INPUT_MAX_CHARS:,}), so they cannot be edited here and are "
-            "kept as proposed. To change them, reject the call with a reason."
-        )]
+        return [
+            _section(
+                f"These arguments are {len(form.json_text):,} characters of JSON, more than an "
+                f"input holds ({INPUT_MAX_CHARS:,}), so they cannot be edited here and are "
+                "kept as proposed. To change them, reject the call with a reason."
+            )
+        ]
     if not form.fields:
         return [_section("This tool takes no arguments.")]
     return [_field_block(field) for field in form.fields]
@@ -88,7 +94,8 @@ def parse_submission(
         ``(new_args, {})``, or ``(None, {block_id: message})`` with plain-words errors for
         Slack's ``response_action: "errors"``. Errors about no input of their own go to
         the first input (``ids.ARGS_JSON_BLOCK`` in JSON mode), prefixed with the
-        argument's name; key ``""`` only when the form has no input at all.
+        argument's name; key ``""`` only when the form has no input at all. An input
+        missing from ``state_values`` keeps its proposed value.
 
     Raises:
         jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
@@ -128,21 +135,21 @@ def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
             return None, ""
         if not field.required:
             return _OMIT, ""
-        return ("", "") if field.kind == "string" else (_OMIT, "This field is required.")
+        return _OMIT, "This field is required."
     if field.initial is not None and _same_text(text, field.initial):
         return _KEEP, ""
     if field.kind == "string":
         return text, ""
     if field.kind == "integer":
-        number = _number(text)
+        number = parse_number(text)
         if not isinstance(number, int):
             return _OMIT, "Must be a whole number."
         return number, ""
     if field.kind == "number":
-        number = _number(text)
+        number = parse_number(text)
         return (_OMIT, "Must be a number.") if number is None else (number, "")
     try:
-        return _loads(text), ""
+        return parse_json(text), ""
     except ValueError as error:
         if field.kind == "choice":
             return _OMIT, "Choose one of the listed values."
@@ -160,7 +167,7 @@ def _parse_json_mode(
     if _same_text(text, form.json_text):
         return _checked(args_schema, dict(args), {}, block, set())
     try:
-        new_args = _loads(text)
+        new_args = parse_json(text)
     except ValueError as error:
         return None, {block: f"Not valid JSON: {error}"}
     if not isinstance(new_args, dict):
@@ -202,36 +209,6 @@ def _same_text(submitted: str, rendered: str) -> bool:
     return submitted.replace("\r\n", "\n").strip() == rendered.replace("\r\n", "\n").strip()
 
 
-def _number(text: str) -> int | float | None:
-    if not _NUMBER.fullmatch(text):
-        return None
-    if _INTEGER.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:
-            return None
-    number = float(text)
-    return number if math.isfinite(number) else None
-
-
-def _loads(text: str) -> Any:
-    """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON) and absurd nesting.
-
-    Raises:
-        ValueError: with a plain message such as "Expecting ',' delimiter (line 1,
-            column 9)".
-    """
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON value")
-
-    try:
-        return json.loads(text, parse_constant=refuse)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{error.msg} (line {error.lineno}, column {error.colno})") from None
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
 def _field_block(field: FormField) -> dict[str, Any]:
     block_id = ids.arg_block_id(field.name)
     if field.kind == "kept":
@@ -254,9 +231,7 @@ def _field_block(field: FormField) -> dict[str, Any]:
         options = [_option(choice) for choice in field.choices]
         element = {"type": "static_select", "action_id": ids.ARG_ACTION, "options": options}
         if field.initial is not None:
-            element["initial_option"] = next(
-                o for o in options if o["value"] == field.initial
-            )
+            element["initial_option"] = next(o for o in options if o["value"] == field.initial)
     else:
         multiline = field.kind == "json" or (
             field.initial is not None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
@@ -41,6 +42,8 @@ FORM_MAX_FIELDS = 95
 NUMBER_MAX_CHARS = 40
 """Longer number texts go to a JSON input rather than a ``number_input``."""
 _MAX_REF_HOPS = 8
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 Kind = Literal["string", "integer", "number", "choice", "json", "kept"]
 
@@ -229,6 +232,39 @@ def number_text(value: int | float) -> str:
         return str(value)
     text = format(Decimal(repr(value)), "f")
     return text if "." in text else text + ".0"
+
+
+def parse_number(text: str) -> int | float | None:
+    """Read a number typed into a ``number_input``: an int when it has no ``.`` or
+    exponent, else a finite float; None when it is not a plain decimal number."""
+    if not _NUMBER.fullmatch(text):
+        return None
+    if _INTEGER.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:
+            return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON) and absurd nesting.
+
+    Raises:
+        ValueError: with a plain message such as "Expecting ',' delimiter (line 1,
+            column 9)".
+    """
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{error.msg} (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _is_number(value: Any) -> bool:

@@ -240,8 +240,9 @@ def test_decided_card_shows_who_how_and_when_without_decision_buttons(
     kind: str, name: str
 ) -> None:
     request = decided(REQUESTS[name], DECISIONS[kind])
-    blocks = render_decided(request)
+    blocks = render_decided(request, run_label="Tidy the docs")
     assert_valid_blocks(blocks, MESSAGE_MAX_BLOCKS)
+    assert sum(len(s) for s in strings(blocks)) <= MESSAGE_TEXT_MAX_CHARS
     assert not decision_buttons(blocks)
     text = "\n".join(strings(blocks))
     emoji_verb = {"approve": "✅ *Approved*", "edit": "✏️ *Edited*", "reject": "❌ *Rejected*",

@@ -1,0 +1,431 @@
+"""The typed edit form: schema → Slack inputs → submitted state → arguments, exactly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from pydantic import BaseModel, Field
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+
+from agent_bridge.arguments import check_args, tool_args_schema
+from agent_bridge.models import ApprovalRequest
+from bot import ids
+from bot.edit_form import parse_submission, render_inputs
+from bot.modals import render_edit_modal
+
+EVIL = "<!channel> <@U123> & <https://evil|innocent>"
+
+# --- strategies: argument schemas with values that satisfy them -----------------------
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**20), max_value=10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
+NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
+
+Kinded = tuple[dict[str, Any], st.SearchStrategy[Any]]
+
+
+def primitive() -> st.SearchStrategy[Kinded]:
+    enum = st.lists(SCALARS, min_size=1, max_size=6, unique_by=json.dumps).map(
+        lambda values: ({"enum": values}, st.sampled_from(values))
+    )
+    return st.one_of(
+        st.just(({"type": "string"}, st.text(max_size=150))),
+        st.just(({"type": "string", "format": "x"}, st.text(min_size=2990, max_size=3010))),
+        st.just(({"type": "integer"}, st.integers(min_value=-(10**30), max_value=10**30))),
+        st.just(({"type": "number"}, st.floats(allow_nan=False, allow_infinity=False)
+                 | st.integers(min_value=-1000, max_value=1000))),
+        st.just(({"type": "boolean"}, st.booleans())),
+        enum,
+        SCALARS.map(lambda value: ({"const": value}, st.just(value))),
+    )
+
+
+@st.composite
+def nested(draw: st.DrawFn) -> Kinded:
+    choice = draw(st.sampled_from(["object", "array", "any"]))
+    if choice == "any":
+        return {}, JSON_VALUES
+    if choice == "array":
+        item_schema, item_values = draw(primitive())
+        return {"type": "array", "items": item_schema}, st.lists(item_values, max_size=4)
+    fields = draw(st.dictionaries(NAMES, primitive(), min_size=1, max_size=3))
+    schema = {
+        "type": "object",
+        "properties": {name: s for name, (s, _) in fields.items()},
+        "required": list(fields),
+    }
+    return schema, st.fixed_dictionaries({name: v for name, (_, v) in fields.items()})
+
+
+@st.composite
+def schemas_and_args(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    fields = draw(st.dictionaries(NAMES, primitive() | nested(), min_size=1, max_size=6))
+    properties: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    required: list[str] = []
+    args: dict[str, Any] = {}
+    for name, (schema, values) in fields.items():
+        schema = {**schema, "title": name.title()}
+        if draw(st.booleans()):
+            schema["description"] = draw(st.sampled_from([f"The {name}.", EVIL, "é" * 300]))
+        if draw(st.integers(0, 3)) == 0:  # as pydantic does for models and enums
+            defs[name.title()] = schema
+            schema = {"$ref": f"#/$defs/{name.title()}"}
+        if draw(st.booleans()):  # Optional[X] = None
+            schema = {"anyOf": [schema, {"type": "null"}], "default": None}
+            values = values | st.none()
+        properties[name] = schema
+        if draw(st.booleans()):
+            required.append(name)
+            args[name] = draw(values)
+        elif draw(st.booleans()):
+            args[name] = draw(values)
+    root: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+    if defs:
+        root["$defs"] = defs
+    return root, args
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def simulate(blocks: list[dict[str, Any]], *, retype: bool = False) -> dict[str, Any]:
+    """Slack's ``view.state.values`` for a form submitted as rendered.
+
+    ``retype``: write each JSON and number input the way a person might retype the same
+    value (other spacing, a ``+`` sign), so the values are parsed rather than kept.
+    """
+    state: dict[str, Any] = {}
+    for block in blocks:
+        if block["type"] != "input":
+            continue
+        element = block["element"]
+        if element["type"] == "static_select":
+            value = {"type": "static_select", "selected_option": element.get("initial_option")}
+        else:
+            text = element.get("initial_value")
+            if retype and text and element["type"] == "number_input" and text[0] != "-":
+                text = "+" + text
+            elif retype and text and element.get("multiline") and _is_json(text):
+                text = json.dumps(json.loads(text), indent=4, ensure_ascii=False) + "\n "
+            value = {"type": element["type"], "value": text}
+        state[block["block_id"]] = {element["action_id"]: value}
+    return state
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every scalar tagged by its type, so 1, 1.0 and True differ."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def assert_valid_modal(schema: dict[str, Any], args: dict[str, Any]) -> None:
+    view = render_edit_modal(ApprovalRequest(
+        request_id="req-1", run_id="r", thread_id="t", interrupt_id="i", tool_name="tool",
+        args=args, args_schema=schema, allowed_decisions=["edit"],
+    ))
+    View(**view).validate_json()
+    assert len(view["blocks"]) <= 100
+    for block in view["blocks"]:
+        parsed = Block.parse(block)
+        parsed.validate_json()
+        assert parsed.to_dict() == block
+        if block["type"] == "input":
+            element = block["element"]
+            assert len(element.get("initial_value", "")) <= 3000
+            for option in element.get("options", []):
+                assert len(option["value"]) <= 150 and len(option["text"]["text"]) <= 75
+        else:
+            assert len(block["text"]["text"]) <= 3000
+
+
+def state_of(**values: Any) -> dict[str, Any]:
+    """State values from ``name=raw``: str → text input, dict → selected option."""
+    state = {}
+    for name, raw in values.items():
+        if isinstance(raw, dict):
+            value = {"type": "static_select", "selected_option": raw}
+        else:
+            value = {"type": "plain_text_input", "value": raw}
+        state[ids.arg_block_id(name)] = {ids.ARG_ACTION: value}
+    return state
+
+
+# --- properties ----------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=schemas_and_args())
+def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
+    schema, args = case
+    assert check_args(schema, args) == {}
+    blocks = render_inputs(schema, args)
+    new_args, errors = parse_submission(schema, args, simulate(blocks))
+    assert errors == {}
+    assert typed(new_args) == typed(args)
+    assert_valid_modal(schema, args)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=schemas_and_args())
+def test_retyped_values_parse_back_to_the_same_arguments(case: tuple[dict, dict]) -> None:
+    schema, args = case
+    blocks = render_inputs(schema, args)
+    new_args, errors = parse_submission(schema, args, simulate(blocks, retype=True))
+    assert errors == {}
+    assert json.dumps(typed(new_args), sort_keys=True) == json.dumps(typed(args), sort_keys=True)
+
+
+# --- real tools -------------------------------------------------------------------------------
+
+class Options(BaseModel):
+    retries: int = 3
+    mode: Literal["fast", "safe"] = "safe"
+
+
+@tool
+def write_file(path: str, content: str) -> str:
+    """Write ``content`` to the file at ``path``."""
+    return "ok"
+
+
+@tool(parse_docstring=True)
+def run_sql(
+    query: str,
+    limit: int | None = None,
+    color: Literal["red", "green"] = "red",
+    options: Options | None = None,
+    tags: list[str] | None = None,
+    ratio: float = 0.5,
+    dry_run: bool = False,
+) -> str:
+    """Run a SQL query.
+
+    Args:
+        query: The SQL statement.
+        limit: Most rows to return.
+        color: Highlight colour.
+        options: Execution options.
+        tags: Labels for the audit log.
+        ratio: Sample ratio.
+        dry_run: Only explain the plan.
+    """
+    return ""
+
+
+RUN_SQL_ARGS = {
+    "query": "SELECT *\nFROM users\nWHERE id = 1",
+    "limit": 10,
+    "color": "green",
+    "options": {"retries": 2, "mode": "fast"},
+    "tags": ["audit"],
+    "ratio": 0.25,
+    "dry_run": True,
+}
+
+
+def elements(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {b["block_id"]: b["element"] for b in blocks if b["type"] == "input"}
+
+
+def test_schema_of_a_real_tool_gives_typed_inputs() -> None:
+    schema = tool_args_schema(run_sql)
+    assert schema == run_sql.tool_call_schema.model_json_schema()
+    blocks = render_inputs(schema, RUN_SQL_ARGS)
+    found = elements(blocks)
+    assert found["arg:query"]["type"] == "plain_text_input" and found["arg:query"]["multiline"]
+    assert found["arg:limit"] == {"type": "number_input", "action_id": ids.ARG_ACTION,
+                                  "is_decimal_allowed": False, "initial_value": "10"}
+    assert found["arg:ratio"]["is_decimal_allowed"] is True
+    assert [o["value"] for o in found["arg:color"]["options"]] == ['"red"', '"green"']
+    assert found["arg:color"]["initial_option"]["value"] == '"green"'
+    assert [o["value"] for o in found["arg:dry_run"]["options"]] == ["true", "false"]
+    assert json.loads(found["arg:options"]["initial_value"]) == {"retries": 2, "mode": "fast"}
+    query = next(b for b in blocks if b["block_id"] == "arg:query")
+    assert (query["label"]["text"], query["hint"]["text"], query["optional"]) == (
+        "query", "The SQL statement.", False)
+    assert next(b for b in blocks if b["block_id"] == "arg:limit")["optional"] is True
+    assert parse_submission(schema, RUN_SQL_ARGS, simulate(blocks)) == (RUN_SQL_ARGS, {})
+    assert_valid_modal(schema, RUN_SQL_ARGS)
+
+
+def test_write_file_form_edits_a_value() -> None:
+    schema = tool_args_schema(write_file)
+    args = {"path": "/tmp/a.txt", "content": "old"}
+    state = simulate(render_inputs(schema, args))
+    state["arg:content"][ids.ARG_ACTION]["value"] = "new\ncontent"
+    assert parse_submission(schema, args, state) == ({"path": "/tmp/a.txt",
+                                                      "content": "new\ncontent"}, {})
+
+
+def test_tool_args_schema_of_dict_and_missing_schemas() -> None:
+    dict_tool = StructuredTool.from_function(
+        func=lambda a: a, name="d", description="d",
+        args_schema={"type": "object", "properties": {"a": {"type": "string"}}},
+    )
+    assert tool_args_schema(dict_tool)["properties"] == {"a": {"type": "string"}}
+
+    class Bare(BaseTool):
+        name: str = "bare"
+        description: str = "no schema"
+
+        @property
+        def tool_call_schema(self) -> Any:  # type: ignore[override]
+            return None
+
+        def _run(self) -> str:
+            return ""
+
+    assert tool_args_schema(Bare()) == {"type": "object"}
+
+
+# --- invalid answers: exact errors --------------------------------------------------------
+
+SQL_SCHEMA = tool_args_schema(run_sql)
+
+
+@pytest.mark.parametrize(
+    ("changes", "errors"),
+    [
+        ({"options": '{"retries": 2 "mode": "fast"}'},
+         {"arg:options": "Not valid JSON: Expecting ',' delimiter (line 1, column 15)"}),
+        ({"options": "NaN"}, {"arg:options": "Not valid JSON: NaN is not a JSON value"}),
+        ({"query": None}, {"arg:query": "This field is required."}),
+        ({"limit": "2.5"}, {"arg:limit": "Must be a whole number."}),
+        ({"limit": "ten"}, {"arg:limit": "Must be a whole number."}),
+        ({"ratio": "half"}, {"arg:ratio": "Must be a number."}),
+        ({"color": {"text": {"type": "plain_text", "text": "blue"}, "value": '"blue"'}},
+         {"arg:color": 'Must be one of: "red", "green".'}),
+        ({"options": '{"retries": "many"}'},
+         {"arg:options": "At retries: Must be a whole number."}),
+        ({"tags": '["a", 3]'}, {"arg:tags": "At [1]: Must be a string."}),
+        ({"options": "[1]", "limit": "x"},
+         {"arg:options": "Must be an object or null.", "arg:limit": "Must be a whole number."}),
+    ],
+)
+def test_invalid_answers_give_plain_field_errors(
+    changes: dict[str, Any], errors: dict[str, str]
+) -> None:
+    state = simulate(render_inputs(SQL_SCHEMA, RUN_SQL_ARGS))
+    for name, raw in changes.items():
+        state.update(state_of(**{name: raw}))
+    assert parse_submission(SQL_SCHEMA, RUN_SQL_ARGS, state) == (None, errors)
+
+
+def test_a_missing_required_argument_is_asked_for() -> None:
+    args = {"content": "x"}
+    blocks = render_inputs(tool_args_schema(write_file), args)
+    assert next(b for b in blocks if b["block_id"] == "arg:path")["optional"] is False
+    assert parse_submission(tool_args_schema(write_file), args, simulate(blocks)) == (
+        None, {"arg:path": "This field is required."})
+
+
+def test_cleared_fields_become_null_or_are_left_out() -> None:
+    state = simulate(render_inputs(SQL_SCHEMA, RUN_SQL_ARGS))
+    state.update(state_of(limit=None, ratio="", tags="  "))
+    new_args, errors = parse_submission(SQL_SCHEMA, RUN_SQL_ARGS, state)
+    assert errors == {}
+    assert new_args is not None
+    assert new_args["limit"] is None and new_args["tags"] is None  # Optional: null
+    assert "ratio" not in new_args  # has a default: left out, the tool's default applies
+
+
+def test_a_value_too_long_to_edit_is_shown_read_only_and_kept() -> None:
+    schema = tool_args_schema(write_file)
+    args = {"path": "/big.txt", "content": "z" * 5000}
+    blocks = render_inputs(schema, args)
+    kept = next(b for b in blocks if b["block_id"] == "arg:content")
+    assert kept["type"] == "section"
+    assert "5,000 characters" in kept["text"]["text"] and "kept as proposed" in kept["text"]["text"]
+    state = simulate(blocks)
+    state["arg:path"][ids.ARG_ACTION]["value"] = "/other.txt"
+    assert parse_submission(schema, args, state) == (
+        {"path": "/other.txt", "content": "z" * 5000}, {})
+    assert_valid_modal(schema, args)
+
+
+def test_untyped_schema_uses_one_json_input() -> None:
+    args = {"a": 1, "b": [1, 2]}
+    blocks = render_inputs({}, args)
+    assert [b["block_id"] for b in blocks] == [ids.ARGS_JSON_BLOCK]
+    assert json.loads(blocks[0]["element"]["initial_value"]) == args
+    assert parse_submission({}, args, simulate(blocks)) == (args, {})
+    state = {ids.ARGS_JSON_BLOCK: {ids.ARG_ACTION: {"type": "plain_text_input",
+                                                     "value": '{"a": 2}'}}}
+    assert parse_submission({}, args, state) == ({"a": 2}, {})
+    state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "[1]"
+    assert parse_submission({}, args, state) == (
+        None, {ids.ARGS_JSON_BLOCK: 'Must be a JSON object, like {"name": "value"}.'})
+    state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "{"
+    assert parse_submission({}, args, state) == (None, {
+        ids.ARGS_JSON_BLOCK: "Not valid JSON: Expecting property name enclosed in double "
+                             "quotes (line 1, column 2)"})
+
+
+def test_untyped_schema_with_long_arguments_gets_one_input_per_argument() -> None:
+    args = {"small": {"k": 1}, "big": "q" * 4000}
+    blocks = render_inputs({"type": "object"}, args)
+    assert [(b["block_id"], b["type"]) for b in blocks] == [
+        ("arg:small", "input"), ("arg:big", "section")]
+    assert parse_submission({"type": "object"}, args, simulate(blocks)) == (args, {})
+
+
+def test_arguments_the_schema_does_not_know_are_shown_not_dropped() -> None:
+    schema = {**tool_args_schema(write_file), "additionalProperties": False}
+    args = {"path": "/a", "content": "b", "mode": "0644"}
+    blocks = render_inputs(schema, args)
+    extra = next(b for b in blocks if b["block_id"] == "arg:mode")
+    assert extra["hint"]["text"] == "Not in the tool's schema. (a JSON value)"
+    assert parse_submission(schema, args, simulate(blocks)) == (
+        None, {"arg:mode": "The tool has no argument with this name."})
+    state = simulate(blocks)
+    state.update(state_of(mode=None))
+    assert parse_submission(schema, args, state) == ({"path": "/a", "content": "b"}, {})
+
+
+class Point(BaseModel):
+    x: int
+    y: int = Field(ge=0, description="Height, not negative.")
+
+
+def test_check_args_speaks_plainly() -> None:
+    @tool
+    def plot(point: Point, label: str = "p", size: int | None = None) -> str:
+        """Plot a point."""
+        return ""
+
+    schema = tool_args_schema(plot)
+    assert check_args(schema, {"point": {"x": 1, "y": 2}}) == {}
+    assert check_args(schema, {}) == {"point": "This field is required."}
+    negative = {"point": {"x": 1, "y": -1}}
+    assert check_args(schema, negative) == {"point": "At y: Must be at least 0."}
+    assert check_args(schema, {"point": {"y": 1}}) == {"point": "Missing required field 'x'."}
+    assert check_args(schema, {"point": {"x": 1, "y": 0}, "size": "big", "label": 5}) == {
+        "size": "Must be a whole number or null.", "label": "Must be a string."}
+    assert check_args(schema, []) == {"": "The arguments must be a JSON object."}  # type: ignore[arg-type]
