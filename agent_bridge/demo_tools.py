@@ -4,6 +4,8 @@
   is refused with a tool error.
 - ``execute_sql(query)`` runs against a demo SQLite database seeded with ``orders``.
 - ``read_data(table)`` reads rows from a table of that database.
+- ``ask_user(question)`` is answered by a person: the policy allows only ``respond``,
+  so the tool itself never runs and the reviewer's answer is its result.
 
 ``make_tools(settings)`` is the demo's ``AGENT`` (``agent_bridge.demo_tools:make_tools``).
 """
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 
 READ_ROWS_LIMIT = 20
 """Most rows ``read_data`` and a SELECT return, so a result fits a Slack message."""
+
+NO_ANSWER = "No one answered: ask_user is meant to be answered with Respond."
 
 SEED_ORDERS: tuple[tuple[int, str, float, str], ...] = (
     (1, "Ada", 120.00, "2023-01-15"),
@@ -106,7 +110,7 @@ class DemoWorkspace:
         return json.dumps([dict(zip(columns, row, strict=True)) for row in rows])
 
     def tools(self) -> list[BaseTool]:
-        """Return the three tools bound to this workspace."""
+        """Return the demo's tools bound to this workspace."""
 
         def write_file(path: str, content: str) -> str:
             """Write text content to a file at a path relative to the workspace."""
@@ -120,9 +124,13 @@ class DemoWorkspace:
             """Read rows from a table of the orders database."""
             return self.read_data(table)
 
+        def ask_user(question: str) -> str:
+            """Ask the user a question; a person answers it (the Respond decision)."""
+            return NO_ANSWER
+
         return [
             StructuredTool.from_function(fn, handle_tool_error=True)
-            for fn in (write_file, execute_sql, read_data)
+            for fn in (write_file, execute_sql, read_data, ask_user)
         ]
 
 

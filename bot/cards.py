@@ -12,6 +12,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
 from bot.mrkdwn import truncate
 
+RUN_LABEL_TASK_CHARS = 80
 NOTE_MAX_CHARS = 2000
 """A context element holds 3,000 characters; the note is cut well inside that."""
 
@@ -20,7 +21,7 @@ def run_label(request: ApprovalRequest, run: Run) -> str | None:
     """Context line for a card posted outside its run's thread (``APPROVALS_CHANNEL``)."""
     if request.thread_ts:
         return None
-    return f"Run {run.run_id} · started by <@{run.user_id}> in <#{run.channel_id}>"
+    return f"{run.run_id}: {run.task[:RUN_LABEL_TASK_CHARS]}"
 
 
 def current_card(

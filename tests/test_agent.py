@@ -41,7 +41,8 @@ def test_after_results_the_answer_quotes_each_result() -> None:
 
 def test_demo_policy_gates_write_and_sql_not_read() -> None:
     kwargs = load_policy(None).middleware_kwargs()
-    assert set(kwargs["interrupt_on"]) == {"write_file", "execute_sql"}
+    assert set(kwargs["interrupt_on"]) == {"write_file", "execute_sql", "ask_user"}
+    assert kwargs["interrupt_on"]["ask_user"]["allowed_decisions"] == ["respond"]
     assert kwargs["interrupt_on"]["execute_sql"] == {
         "allowed_decisions": ["approve", "reject"],
         "description": "🚨 SQL execution requires DBA approval"}
