@@ -71,8 +71,11 @@ def render_approval(
         ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
     """
     blocks = _card(request, ":raised_hand: *Approval needed:*")
-    buttons = [_decision_button(d, request.request_id) for d in DECISION_TYPES
-               if d in request.allowed_decisions]
+    buttons = [
+        _decision_button(d, request.request_id)
+        for d in DECISION_TYPES
+        if d in request.allowed_decisions
+    ]
     if buttons:
         blocks.append({"type": "actions", "elements": buttons})
     progress = f"{decided_count} of {request.batch_size} decided"
@@ -185,15 +188,17 @@ def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
     sections, args_cut = arg_sections(request.args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
     if description_cut or args_cut or _edited_cut(request):
-        blocks.append({
-            **_section("Some of this call is shortened here."),
-            "accessory": {
-                "type": "button",
-                "action_id": ids.VIEW_ARGS_ACTION,
-                "text": _plain("View full arguments"),
-                "value": request.request_id,
-            },
-        })
+        blocks.append(
+            {
+                **_section("Some of this call is shortened here."),
+                "accessory": {
+                    "type": "button",
+                    "action_id": ids.VIEW_ARGS_ACTION,
+                    "text": _plain("View full arguments"),
+                    "value": request.request_id,
+                },
+            }
+        )
     return blocks
 
 
@@ -260,9 +265,10 @@ def _edited_json(request: ApprovalRequest) -> str:
 
 def _edited_cut(request: ApprovalRequest) -> bool:
     decision = request.decision
-    return bool(decision and decision.type == "edit") and code_block(
-        _edited_json(request), OUTCOME_MAX_CHARS
-    )[1]
+    return (
+        bool(decision and decision.type == "edit")
+        and code_block(_edited_json(request), OUTCOME_MAX_CHARS)[1]
+    )
 
 
 def slack_date(unix_s: float) -> str:

@@ -54,8 +54,9 @@ def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
         f"{_description(request)}"
     )
     reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, "Reason", optional=True)
-    return _modal(ids.REJECT_CALLBACK, "Reject tool call", [_section(intro), reason],
-                  request, submit="Reject")
+    return _modal(
+        ids.REJECT_CALLBACK, "Reject tool call", [_section(intro), reason], request, submit="Reject"
+    )
 
 
 def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
@@ -70,8 +71,11 @@ def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
     sections, cut = arg_sections(request.args, QUESTION_BUDGET_CHARS)
     blocks.extend(sections)
     if cut:
-        blocks.append(_context("Some values are shortened; the card's View full arguments "
-                               "button shows them whole."))
+        blocks.append(
+            _context(
+                "Some values are shortened; the card's View full arguments button shows them whole."
+            )
+        )
     blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, "Your answer"))
     return _modal(ids.RESPOND_CALLBACK, "Respond to the agent", blocks, request, submit="Send")
 
@@ -87,9 +91,10 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
     """
     blocks = [_section(f"Every argument of {_tool(request)}, in full.")]
     if request.description.strip():
-        blocks.extend(_section(piece) for piece in split_escaped(
-            escape(request.description.strip()), SECTION_TEXT_MAX_CHARS
-        ))
+        blocks.extend(
+            _section(piece)
+            for piece in split_escaped(escape(request.description.strip()), SECTION_TEXT_MAX_CHARS)
+        )
     blocks.extend(full_sections(request.args))
     decision = request.decision
     if decision is not None and decision.type == "edit":
@@ -98,9 +103,11 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
     if len(blocks) > VIEW_MAX_BLOCKS:
         left_out = sum(_raw_chars(b["text"]["text"]) for b in blocks[VIEW_MAX_BLOCKS - 1 :])
         blocks = blocks[: VIEW_MAX_BLOCKS - 1]
-        blocks.append(_context(
-            f"About {left_out:,} more characters are not shown: more than a Slack modal holds."
-        ))
+        blocks.append(
+            _context(
+                f"About {left_out:,} more characters are not shown: more than a Slack modal holds."
+            )
+        )
     return _modal(None, "Full arguments", blocks, request, close="Close")
 
 

@@ -32,8 +32,9 @@ SCALARS = (
 )
 JSON_VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
@@ -49,8 +50,13 @@ def primitive() -> st.SearchStrategy[Kinded]:
         st.just(({"type": "string"}, st.text(max_size=150))),
         st.just(({"type": "string", "format": "x"}, st.text(min_size=2990, max_size=3010))),
         st.just(({"type": "integer"}, st.integers(min_value=-(10**30), max_value=10**30))),
-        st.just(({"type": "number"}, st.floats(allow_nan=False, allow_infinity=False)
-                 | st.integers(min_value=-1000, max_value=1000))),
+        st.just(
+            (
+                {"type": "number"},
+                st.floats(allow_nan=False, allow_infinity=False)
+                | st.integers(min_value=-1000, max_value=1000),
+            )
+        ),
         st.just(({"type": "boolean"}, st.booleans())),
         enum,
         SCALARS.map(lambda value: ({"const": value}, st.just(value))),
@@ -105,6 +111,7 @@ def schemas_and_args(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
 
 # --- helpers -----------------------------------------------------------------------------
 
+
 def simulate(blocks: list[dict[str, Any]], *, retype: bool = False) -> dict[str, Any]:
     """Slack's ``view.state.values`` for a form submitted as rendered.
 
@@ -147,10 +154,18 @@ def typed(value: Any) -> Any:
 
 
 def assert_valid_modal(schema: dict[str, Any], args: dict[str, Any]) -> None:
-    view = render_edit_modal(ApprovalRequest(
-        request_id="req-1", run_id="r", thread_id="t", interrupt_id="i", tool_name="tool",
-        args=args, args_schema=schema, allowed_decisions=["edit"],
-    ))
+    view = render_edit_modal(
+        ApprovalRequest(
+            request_id="req-1",
+            run_id="r",
+            thread_id="t",
+            interrupt_id="i",
+            tool_name="tool",
+            args=args,
+            args_schema=schema,
+            allowed_decisions=["edit"],
+        )
+    )
     View(**view).validate_json()
     assert len(view["blocks"]) <= 100
     for block in view["blocks"]:
@@ -180,6 +195,7 @@ def state_of(**values: Any) -> dict[str, Any]:
 
 # --- properties ----------------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=schemas_and_args())
 def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
@@ -203,6 +219,7 @@ def test_retyped_values_parse_back_to_the_same_arguments(case: tuple[dict, dict]
 
 
 # --- real tools -------------------------------------------------------------------------------
+
 
 class Options(BaseModel):
     retries: int = 3
@@ -260,8 +277,12 @@ def test_schema_of_a_real_tool_gives_typed_inputs() -> None:
     blocks = render_inputs(schema, RUN_SQL_ARGS)
     found = elements(blocks)
     assert found["arg:query"]["type"] == "plain_text_input" and found["arg:query"]["multiline"]
-    assert found["arg:limit"] == {"type": "number_input", "action_id": ids.ARG_ACTION,
-                                  "is_decimal_allowed": False, "initial_value": "10"}
+    assert found["arg:limit"] == {
+        "type": "number_input",
+        "action_id": ids.ARG_ACTION,
+        "is_decimal_allowed": False,
+        "initial_value": "10",
+    }
     assert found["arg:ratio"]["is_decimal_allowed"] is True
     assert [o["value"] for o in found["arg:color"]["options"]] == ['"red"', '"green"']
     assert found["arg:color"]["initial_option"]["value"] == '"green"'
@@ -269,7 +290,10 @@ def test_schema_of_a_real_tool_gives_typed_inputs() -> None:
     assert json.loads(found["arg:options"]["initial_value"]) == {"retries": 2, "mode": "fast"}
     query = next(b for b in blocks if b["block_id"] == "arg:query")
     assert (query["label"]["text"], query["hint"]["text"], query["optional"]) == (
-        "query", "The SQL statement.", False)
+        "query",
+        "The SQL statement.",
+        False,
+    )
     assert next(b for b in blocks if b["block_id"] == "arg:limit")["optional"] is True
     assert parse_submission(schema, RUN_SQL_ARGS, simulate(blocks)) == (RUN_SQL_ARGS, {})
     assert_valid_modal(schema, RUN_SQL_ARGS)
@@ -280,13 +304,17 @@ def test_write_file_form_edits_a_value() -> None:
     args = {"path": "/tmp/a.txt", "content": "old"}
     state = simulate(render_inputs(schema, args))
     state["arg:content"][ids.ARG_ACTION]["value"] = "new\ncontent"
-    assert parse_submission(schema, args, state) == ({"path": "/tmp/a.txt",
-                                                      "content": "new\ncontent"}, {})
+    assert parse_submission(schema, args, state) == (
+        {"path": "/tmp/a.txt", "content": "new\ncontent"},
+        {},
+    )
 
 
 def test_tool_args_schema_of_dict_and_missing_schemas() -> None:
     dict_tool = StructuredTool.from_function(
-        func=lambda a: a, name="d", description="d",
+        func=lambda a: a,
+        name="d",
+        description="d",
         args_schema={"type": "object", "properties": {"a": {"type": "string"}}},
     )
     assert tool_args_schema(dict_tool)["properties"] == {"a": {"type": "string"}}
@@ -313,20 +341,28 @@ SQL_SCHEMA = tool_args_schema(run_sql)
 @pytest.mark.parametrize(
     ("changes", "errors"),
     [
-        ({"options": '{"retries": 2 "mode": "fast"}'},
-         {"arg:options": "Not valid JSON: Expecting ',' delimiter (line 1, column 15)"}),
+        (
+            {"options": '{"retries": 2 "mode": "fast"}'},
+            {"arg:options": "Not valid JSON: Expecting ',' delimiter (line 1, column 15)"},
+        ),
         ({"options": "NaN"}, {"arg:options": "Not valid JSON: NaN is not a JSON value"}),
         ({"query": None}, {"arg:query": "This field is required."}),
         ({"limit": "2.5"}, {"arg:limit": "Must be a whole number."}),
         ({"limit": "ten"}, {"arg:limit": "Must be a whole number."}),
         ({"ratio": "half"}, {"arg:ratio": "Must be a number."}),
-        ({"color": {"text": {"type": "plain_text", "text": "blue"}, "value": '"blue"'}},
-         {"arg:color": 'Must be one of: "red", "green".'}),
-        ({"options": '{"retries": "many"}'},
-         {"arg:options": "At retries: Must be a whole number."}),
+        (
+            {"color": {"text": {"type": "plain_text", "text": "blue"}, "value": '"blue"'}},
+            {"arg:color": 'Must be one of: "red", "green".'},
+        ),
+        (
+            {"options": '{"retries": "many"}'},
+            {"arg:options": "At retries: Must be a whole number."},
+        ),
         ({"tags": '["a", 3]'}, {"arg:tags": "At [1]: Must be a string."}),
-        ({"options": "[1]", "limit": "x"},
-         {"arg:options": "Must be an object or null.", "arg:limit": "Must be a whole number."}),
+        (
+            {"options": "[1]", "limit": "x"},
+            {"arg:options": "Must be an object or null.", "arg:limit": "Must be a whole number."},
+        ),
     ],
 )
 def test_invalid_answers_give_plain_field_errors(
@@ -343,7 +379,9 @@ def test_a_missing_required_argument_is_asked_for() -> None:
     blocks = render_inputs(tool_args_schema(write_file), args)
     assert next(b for b in blocks if b["block_id"] == "arg:path")["optional"] is False
     assert parse_submission(tool_args_schema(write_file), args, simulate(blocks)) == (
-        None, {"arg:path": "This field is required."})
+        None,
+        {"arg:path": "This field is required."},
+    )
 
 
 def test_cleared_fields_become_null_or_are_left_out() -> None:
@@ -366,7 +404,9 @@ def test_a_value_too_long_to_edit_is_shown_read_only_and_kept() -> None:
     state = simulate(blocks)
     state["arg:path"][ids.ARG_ACTION]["value"] = "/other.txt"
     assert parse_submission(schema, args, state) == (
-        {"path": "/other.txt", "content": "z" * 5000}, {})
+        {"path": "/other.txt", "content": "z" * 5000},
+        {},
+    )
     assert_valid_modal(schema, args)
 
 
@@ -376,23 +416,32 @@ def test_untyped_schema_uses_one_json_input() -> None:
     assert [b["block_id"] for b in blocks] == [ids.ARGS_JSON_BLOCK]
     assert json.loads(blocks[0]["element"]["initial_value"]) == args
     assert parse_submission({}, args, simulate(blocks)) == (args, {})
-    state = {ids.ARGS_JSON_BLOCK: {ids.ARG_ACTION: {"type": "plain_text_input",
-                                                     "value": '{"a": 2}'}}}
+    state = {
+        ids.ARGS_JSON_BLOCK: {ids.ARG_ACTION: {"type": "plain_text_input", "value": '{"a": 2}'}}
+    }
     assert parse_submission({}, args, state) == ({"a": 2}, {})
     state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "[1]"
     assert parse_submission({}, args, state) == (
-        None, {ids.ARGS_JSON_BLOCK: 'Must be a JSON object, like {"name": "value"}.'})
+        None,
+        {ids.ARGS_JSON_BLOCK: 'Must be a JSON object, like {"name": "value"}.'},
+    )
     state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "{"
-    assert parse_submission({}, args, state) == (None, {
-        ids.ARGS_JSON_BLOCK: "Not valid JSON: Expecting property name enclosed in double "
-                             "quotes (line 1, column 2)"})
+    assert parse_submission({}, args, state) == (
+        None,
+        {
+            ids.ARGS_JSON_BLOCK: "Not valid JSON: Expecting property name enclosed in double "
+            "quotes (line 1, column 2)"
+        },
+    )
 
 
 def test_untyped_schema_with_long_arguments_gets_one_input_per_argument() -> None:
     args = {"small": {"k": 1}, "big": "q" * 4000}
     blocks = render_inputs({"type": "object"}, args)
     assert [(b["block_id"], b["type"]) for b in blocks] == [
-        ("arg:small", "input"), ("arg:big", "section")]
+        ("arg:small", "input"),
+        ("arg:big", "section"),
+    ]
     assert parse_submission({"type": "object"}, args, simulate(blocks)) == (args, {})
 
 
@@ -403,7 +452,9 @@ def test_arguments_the_schema_does_not_know_are_shown_not_dropped() -> None:
     extra = next(b for b in blocks if b["block_id"] == "arg:mode")
     assert extra["hint"]["text"] == "Not in the tool's schema. (a JSON value)"
     assert parse_submission(schema, args, simulate(blocks)) == (
-        None, {"arg:mode": "The tool has no argument with this name."})
+        None,
+        {"arg:mode": "The tool has no argument with this name."},
+    )
     state = simulate(blocks)
     state.update(state_of(mode=None))
     assert parse_submission(schema, args, state) == ({"path": "/a", "content": "b"}, {})
@@ -427,5 +478,7 @@ def test_check_args_speaks_plainly() -> None:
     assert check_args(schema, negative) == {"point": "At y: Must be at least 0."}
     assert check_args(schema, {"point": {"y": 1}}) == {"point": "Missing required field 'x'."}
     assert check_args(schema, {"point": {"x": 1, "y": 0}, "size": "big", "label": 5}) == {
-        "size": "Must be a whole number or null.", "label": "Must be a string."}
+        "size": "Must be a whole number or null.",
+        "label": "Must be a string.",
+    }
     assert check_args(schema, []) == {"": "The arguments must be a JSON object."}  # type: ignore[arg-type]

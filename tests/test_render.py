@@ -76,8 +76,12 @@ def make_request(**changes: Any) -> ApprovalRequest:
 REQUESTS = {
     "simple": make_request(),
     "all decisions": make_request(allowed_decisions=["respond", "reject", "edit", "approve"]),
-    "respond only": make_request(tool_name="ask_user", args={"question": "Which?"},
-                                 allowed_decisions=["respond"], args_schema={}),
+    "respond only": make_request(
+        tool_name="ask_user",
+        args={"question": "Which?"},
+        allowed_decisions=["respond"],
+        args_schema={},
+    ),
     "no args": make_request(args={}, args_schema={"type": "object", "properties": {}}),
     "evil everywhere": make_request(
         tool_name=f"tool {EVIL}",
@@ -87,8 +91,9 @@ REQUESTS = {
     "unicode rtl": make_request(description=RTL, args={"path": RTL, "content": RTL * 3}),
     "big value": make_request(args={"path": "/big", "content": BIG}),
     "long description": make_request(description="d" * 50_000),
-    "many args": make_request(args={f"arg{i}": f"value {i} {EVIL}" for i in range(30)},
-                              args_schema={}),
+    "many args": make_request(
+        args={f"arg{i}": f"value {i} {EVIL}" for i in range(30)}, args_schema={}
+    ),
     "batch": make_request(batch_size=3, index=1, mode="batched"),
     "odd names": make_request(args={"": 1, "a`b": 2, "<!here>": 3, "x" * 400: 4}),
 }
@@ -174,10 +179,14 @@ def has_view_args(blocks: list[dict[str, Any]]) -> bool:
 
 
 def decided(request: ApprovalRequest, decision: Decision) -> ApprovalRequest:
-    return request.model_copy(update={
-        "decision": decision, "decided_by": "U0REVIEWER", "decided_at": 1_700_000_000.0,
-        "state": ApprovalState.DECIDED,
-    })
+    return request.model_copy(
+        update={
+            "decision": decision,
+            "decided_by": "U0REVIEWER",
+            "decided_at": 1_700_000_000.0,
+            "state": ApprovalState.DECIDED,
+        }
+    )
 
 
 @pytest.mark.parametrize("name", REQUESTS)
@@ -236,17 +245,19 @@ def test_batch_progress_and_position_are_shown() -> None:
 
 @pytest.mark.parametrize("kind", DECISIONS)
 @pytest.mark.parametrize("name", ["simple", "evil everywhere", "big value", "many args"])
-def test_decided_card_shows_who_how_and_when_without_decision_buttons(
-    kind: str, name: str
-) -> None:
+def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str, name: str) -> None:
     request = decided(REQUESTS[name], DECISIONS[kind])
     blocks = render_decided(request, run_label="Tidy the docs")
     assert_valid_blocks(blocks, MESSAGE_MAX_BLOCKS)
     assert sum(len(s) for s in strings(blocks)) <= MESSAGE_TEXT_MAX_CHARS
     assert not decision_buttons(blocks)
     text = "\n".join(strings(blocks))
-    emoji_verb = {"approve": "✅ *Approved*", "edit": "✏️ *Edited*", "reject": "❌ *Rejected*",
-                  "respond": "💬 *Responded*"}[kind]
+    emoji_verb = {
+        "approve": "✅ *Approved*",
+        "edit": "✏️ *Edited*",
+        "reject": "❌ *Rejected*",
+        "respond": "💬 *Responded*",
+    }[kind]
     when = "<!date^1700000000^{date_short_pretty} {time}|2023-11-14 22:13 UTC>"
     assert f"{emoji_verb} by <@U0REVIEWER> {when}" in text
     if kind == "reject":
@@ -285,7 +296,10 @@ def test_modals_are_valid_and_safe(name: str) -> None:
     for view in (edit, reject, respond, full):
         assert_valid_view(view)
     assert (edit["callback_id"], reject["callback_id"], respond["callback_id"]) == (
-        ids.EDIT_CALLBACK, ids.REJECT_CALLBACK, ids.RESPOND_CALLBACK)
+        ids.EDIT_CALLBACK,
+        ids.REJECT_CALLBACK,
+        ids.RESPOND_CALLBACK,
+    )
     assert "submit" not in full
     for view in (reject, respond, full):
         assert_no_markup(view)
@@ -296,11 +310,17 @@ def test_modals_are_valid_and_safe(name: str) -> None:
 def test_reject_and_respond_modals_have_their_inputs() -> None:
     reject = render_reject_modal(REQUESTS["simple"])["blocks"][-1]
     assert (reject["block_id"], reject["element"]["action_id"], reject["optional"]) == (
-        ids.REASON_BLOCK, ids.REASON_ACTION, True)
+        ids.REASON_BLOCK,
+        ids.REASON_ACTION,
+        True,
+    )
     respond = render_respond_modal(REQUESTS["respond only"])
     answer = respond["blocks"][-1]
     assert (answer["block_id"], answer["element"]["action_id"], answer["optional"]) == (
-        ids.ANSWER_BLOCK, ids.ANSWER_ACTION, False)
+        ids.ANSWER_BLOCK,
+        ids.ANSWER_ACTION,
+        False,
+    )
     assert answer["element"]["multiline"] is True
     assert '```\n"Which?"\n```' in "\n".join(strings(respond["blocks"][:-1]))
 
@@ -312,8 +332,12 @@ def shown_text(view: dict[str, Any]) -> str:
         if block["type"] != "section":
             continue
         for body in re.findall(r"```\n(.*?)\n```", block["text"]["text"], flags=re.DOTALL):
-            parts.append(body.replace(ZERO_WIDTH_SPACE, "").replace("&lt;", "<")
-                         .replace("&gt;", ">").replace("&amp;", "&"))
+            parts.append(
+                body.replace(ZERO_WIDTH_SPACE, "")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+            )
     return "".join(parts)
 
 
@@ -348,8 +372,13 @@ def test_full_args_modal_includes_edited_arguments() -> None:
 
 
 def test_run_messages_are_valid_and_safe() -> None:
-    run = Run(run_id="run-1", thread_id="t-1", task=f"Clean up {EVIL} " + RTL,
-              channel_id="C1", user_id="U1")
+    run = Run(
+        run_id="run-1",
+        thread_id="t-1",
+        task=f"Clean up {EVIL} " + RTL,
+        channel_id="C1",
+        user_id="U1",
+    )
     messages = [
         render_run_started(run),
         render_tool_result("write_file", f"wrote {EVIL}", ok=True),
@@ -376,8 +405,10 @@ def test_escape_touches_only_the_three_characters() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from("a&<>`\n\u0301é"), max_size=60),
-       limit=st.integers(min_value=1, max_value=80))
+@given(
+    text=st.text(alphabet=st.sampled_from("a&<>`\n\u0301é"), max_size=60),
+    limit=st.integers(min_value=1, max_value=80),
+)
 def test_truncate_never_splits_an_entity(text: str, limit: int) -> None:
     cut, was_cut = truncate(text, limit)
     assert len(cut) <= limit
@@ -388,8 +419,10 @@ def test_truncate_never_splits_an_entity(text: str, limit: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from("a&<>`\n"), max_size=80),
-       limit=st.integers(min_value=14, max_value=60))
+@given(
+    text=st.text(alphabet=st.sampled_from("a&<>`\n"), max_size=80),
+    limit=st.integers(min_value=14, max_value=60),
+)
 def test_a_code_block_cannot_be_closed_by_its_value(text: str, limit: int) -> None:
     block, _ = code_block(text, limit)
     assert len(block) <= limit
@@ -397,13 +430,21 @@ def test_a_code_block_cannot_be_closed_by_its_value(text: str, limit: int) -> No
     pieces = split_code_blocks(text, limit)
     assert all(len(p) <= limit and p.count("```") == 2 for p in pieces)
     # the pieces hold every character; a line break may serve as the boundary
-    whole, at = break_fences(escape(text)), 0
-    for piece in (p[4:-4] for p in pieces):
-        if whole[at : at + 1] == "\n" and not whole.startswith(piece, at):
-            at += 1
-        assert whole.startswith(piece, at)
-        at += len(piece)
-    assert at == len(whole)
+    whole = break_fences(escape(text))
+    assert _rebuilds(whole, [p[4:-4] for p in pieces], 0)
+
+
+def _rebuilds(whole: str, pieces: list[str], at: int) -> bool:
+    """Whether ``pieces`` spell ``whole`` from ``at``, a boundary maybe eating one line break."""
+    if not pieces:
+        return at == len(whole)
+    first, rest = pieces[0], pieces[1:]
+    return (whole.startswith(first, at) and _rebuilds(whole, rest, at + len(first))) or (
+        at > 0
+        and whole[at : at + 1] == "\n"
+        and whole.startswith(first, at + 1)
+        and _rebuilds(whole, rest, at + 1 + len(first))
+    )
 
 
 def test_unicode_and_rtl_text_renders() -> None:
