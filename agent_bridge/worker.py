@@ -1,11 +1,9 @@
-"""The worker: runs threads, posts approval requests, resumes with recorded decisions.
+"""The worker loop: which runs to advance, when, and under whose lease.
 
 It waits on "signal, poll interval or stop" (the bus rings, the database is swept),
-then starts queued runs and advances waiting runs that have decisions to apply. A run
-is advanced only under its lease (a per-thread lock in the database, so two workers
-never drive one thread), and before resuming the checkpoint is asked which interrupts
-are still pending: a decision whose interrupt is gone was applied already and is only
-marked so (DESIGN invariant 3).
+then starts queued runs and advances waiting runs that have decisions to apply or
+messages to post. A run is advanced only under its lease (a per-thread lock in the
+database, so two workers never drive one thread); ``RunDriver`` does the advancing.
 """
 
 from __future__ import annotations
@@ -14,20 +12,12 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langgraph.types import Command
 
 from agent_bridge.bus import Bus
-from agent_bridge.decisions import plan_resume
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.interrupts import approval_requests, is_hitl, pending_tool_calls
-from agent_bridge.models import ApprovalState, Run, RunState
-from agent_bridge.notifier import Notifier, NotifyError
-from agent_bridge.policy import Policy
+from agent_bridge.models import RunState
+from agent_bridge.notifier import NotifyError
+from agent_bridge.run_driver import RunDriver
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
@@ -38,42 +28,13 @@ STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
 
-@dataclass
-class ToolCalls:
-    """What ``_stream`` knows about the tool calls whose results it posts.
-
-    Attributes:
-        reviewed: Tool call IDs that had an approval request.
-        args: Tool call ID -> arguments the model proposed.
-    """
-
-    reviewed: set[str | None]
-    args: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def message_text(message: BaseMessage) -> str:
-    """Return a message's text content (string content, or its text blocks joined)."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = [
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in message.content
-        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-    ]
-    return "\n".join(parts)
-
-
 class Worker:
     """Drives runs: one asyncio task per run being advanced.
 
     Args:
         store: The approval store (the truth).
         bus: Where wake-up signals arrive.
-        graph: The compiled agent graph (with its checkpointer).
-        notifier: Posts to Slack.
-        policy: The approval policy the graph was built with.
-        args_schemas: Tool name -> JSON schema of its arguments.
-        approvals_channel: Channel for approval messages; ``None``: the run's thread.
+        driver: Advances one run's graph.
         poll_interval_s: Sweep period when no signal arrives, seconds.
         lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
         owner: This worker's name in leases (random by default).
@@ -84,22 +45,14 @@ class Worker:
         *,
         store: ApprovalStore,
         bus: Bus,
-        graph: Any,
-        notifier: Notifier,
-        policy: Policy,
-        args_schemas: Mapping[str, dict[str, Any]],
-        approvals_channel: str | None = None,
+        driver: RunDriver,
         poll_interval_s: float = 5.0,
         lease_s: float = 60.0,
         owner: str | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
-        self.graph = graph
-        self.notifier = notifier
-        self.policy = policy
-        self.args_schemas = dict(args_schemas)
-        self.approvals_channel = approvals_channel
+        self.driver = driver
         self.poll_interval_s = poll_interval_s
         self.lease_s = lease_s
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
@@ -164,7 +117,7 @@ class Worker:
             return
         heartbeat = asyncio.create_task(self._heartbeat(run_id))
         try:
-            state, answer = await self._drive(run)
+            state, answer = await self.driver.drive(run)
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except (StoreUnavailableError, NotifyError) as exc:
             logger.warning(
@@ -193,182 +146,3 @@ class Worker:
                     return
             except StoreUnavailableError as exc:
                 logger.warning("run=%s lease not renewed: %s", run_id, exc)
-
-    async def _drive(self, run: Run) -> tuple[RunState, str | None]:
-        """Advance ``run`` once; return the state to leave it in and its final answer."""
-        if run.thread_ts is None:
-            thread_ts = await self.notifier.run_started(run)
-            await self.store.set_run_thread(run.run_id, thread_ts)
-            run = run.model_copy(update={"thread_ts": thread_ts})
-        config = {"configurable": {"thread_id": run.thread_id}}
-        snapshot = await self.graph.aget_state(config)
-        applying: list[str] = []
-        graph_input: Any
-        if not snapshot.values:
-            graph_input = {"messages": [{"role": "user", "content": run.task}]}
-        elif snapshot.interrupts:
-            plan = plan_resume(
-                await self.store.requests_for_run(run.run_id),
-                {i.id for i in snapshot.interrupts},
-            )
-            await self.store.mark_applied(plan.already_applied)
-            for request_id, errors in plan.invalid.items():
-                logger.error(
-                    "run=%s request=%s decision refused before resume: %s",
-                    run.run_id,
-                    request_id,
-                    errors,
-                )
-            if not plan.resume:
-                await self._post_approvals(run, snapshot)
-                return RunState.WAITING, None
-            logger.info(
-                "run=%s thread=%s resuming interrupts=%s",
-                run.run_id,
-                run.thread_id,
-                sorted(plan.resume),
-            )
-            graph_input, applying = Command(resume=plan.resume), plan.applying
-        elif snapshot.next:
-            graph_input = None  # a worker died mid-step: continue from the checkpoint
-        else:
-            return await self._finish(run, snapshot)
-        calls = ToolCalls(
-            reviewed={r.tool_call_id for r in await self.store.requests_for_run(run.run_id)},
-            args={
-                c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
-            },
-        )
-        try:
-            await self._stream(run, graph_input, config, calls)
-        except Exception as exc:
-            if not applying or not await self._reopen_refused(run, config, applying, exc):
-                raise
-            return RunState.WAITING, None
-        await self.store.mark_applied(applying)
-        snapshot = await self.graph.aget_state(config)
-        if snapshot.interrupts:
-            await self._post_approvals(run, snapshot)
-            return RunState.WAITING, None
-        return await self._finish(run, snapshot)
-
-    async def _stream(
-        self, run: Run, graph_input: Any, config: dict[str, Any], calls: ToolCalls
-    ) -> None:
-        """Run the graph, posting each tool result (and rejection) as it comes.
-
-        A resumed graph replays results of calls that finished before the pause; the
-        store's notices make sure each is posted once.
-        """
-        async for chunk in self.graph.astream(
-            graph_input, config, stream_mode="updates", version="v2"
-        ):
-            for update in (chunk.get("data") or {}).values():
-                messages = update.get("messages") if isinstance(update, dict) else None
-                for message in messages or []:
-                    if isinstance(message, AIMessage):
-                        calls.args.update({c["id"]: c["args"] for c in message.tool_calls})
-                    elif isinstance(message, ToolMessage):
-                        await self._post_tool_result(run, message, calls)
-
-    async def _post_tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
-        call_id = message.tool_call_id or str(message.id)
-        if not await self.store.claim_notice(run.run_id, f"tool:{call_id}"):
-            return
-        name = message.name or "tool"
-        try:
-            if self.policy.gated(name) and call_id not in calls.reviewed:
-                await self.notifier.ran_without_review(
-                    run, tool_name=name, args=calls.args.get(call_id, {})
-                )
-            await self.notifier.tool_ran(
-                run, tool_name=name, content=message_text(message), ok=message.status != "error"
-            )
-        except NotifyError as exc:
-            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
-
-    async def _reopen_refused(
-        self, run: Run, config: dict[str, Any], applying: list[str], exc: Exception
-    ) -> bool:
-        """After a failed resume: if the graph refused the answers (their interrupts are
-        still pending), put the requests back to pending with the reason and return
-        ``True`` so the reviewer can answer again; else ``False``."""
-        snapshot = await self.graph.aget_state(config)
-        pending = {i.id for i in snapshot.interrupts}
-        refused = [
-            r.request_id
-            for r in await self.store.requests_for_run(run.run_id)
-            if r.request_id in applying and r.interrupt_id in pending
-        ]
-        if not refused:
-            return False
-        note = f"the agent refused the answer ({type(exc).__name__}: {exc})"
-        logger.error(
-            "run=%s thread=%s resume refused, requests %s reopened: %s",
-            run.run_id,
-            run.thread_id,
-            refused,
-            exc,
-        )
-        for request in await self.store.reopen(refused, note=note):
-            try:
-                await self.notifier.approval_updated(request, run=run)
-            except NotifyError as notify_exc:
-                logger.warning(
-                    "run=%s request=%s card not redrawn: %s",
-                    run.run_id,
-                    request.request_id,
-                    notify_exc,
-                )
-        return True
-
-    async def _post_approvals(self, run: Run, snapshot: Any) -> None:
-        """Store a request per gated call of the pending interrupts; post unposted ones."""
-        ours = [i for i in snapshot.interrupts if is_hitl(i)]
-        for other in (i for i in snapshot.interrupts if not is_hitl(i)):
-            logger.error(
-                "run=%s interrupt=%s is not a HumanInTheLoopMiddleware interrupt; "
-                "it cannot be answered from Slack",
-                run.run_id,
-                other.id,
-            )
-        requests = approval_requests(
-            run,
-            ours,
-            messages=snapshot.values.get("messages", []),
-            policy=self.policy,
-            args_schemas=self.args_schemas,
-            channel_id=self.approvals_channel or run.channel_id,
-            thread_ts=None if self.approvals_channel else run.thread_ts,
-        )
-        for request in await self.store.add_requests(requests):
-            if request.message_ts is not None or request.state != ApprovalState.PENDING:
-                continue
-            try:
-                channel_id, ts = await self.notifier.approval_requested(request, run=run)
-            except NotifyError as exc:
-                logger.warning(
-                    "run=%s interrupt=%s request=%s not posted, will retry: %s",
-                    run.run_id,
-                    request.interrupt_id,
-                    request.request_id,
-                    exc,
-                )
-                continue
-            await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
-            logger.info(
-                "run=%s interrupt=%s index=%s request=%s posted",
-                run.run_id,
-                request.interrupt_id,
-                request.index,
-                request.request_id,
-            )
-
-    async def _finish(self, run: Run, snapshot: Any) -> tuple[RunState, str]:
-        messages = snapshot.values.get("messages", [])
-        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-        answer = message_text(last) if last else ""
-        if await self.store.claim_notice(run.run_id, "final_answer"):
-            await self.notifier.run_finished(run, answer=answer)
-        logger.info("run=%s thread=%s done", run.run_id, run.thread_id)
-        return RunState.DONE, answer

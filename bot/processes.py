@@ -23,6 +23,7 @@ from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.migrations import check_version
 from agent_bridge.policy import load_policy
 from agent_bridge.redis_bus import RedisBus
+from agent_bridge.run_driver import RunDriver
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
@@ -92,14 +93,18 @@ def build_worker(
         policy=policy,
         checkpointer=backend.checkpointer,
     )
-    return Worker(
+    driver = RunDriver(
         store=store,
-        bus=bus,
         graph=graph,
         notifier=SlackNotifier(client),
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
+    )
+    return Worker(
+        store=store,
+        bus=bus,
+        driver=driver,
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
     )

@@ -44,8 +44,9 @@ class Harness:
         self.backend = backend
         self.store = store
         self.bus = bus
-        self.sandbox = Sandbox(signing_secret=settings.slack_signing_secret,
-                               bot_token=settings.slack_bot_token)
+        self.sandbox = Sandbox(
+            signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
+        )
         self.web_bus = RedisBus(settings.redis_url or "", channel=bus.channel)
         self.server: WebServer | None = None
         self.worker: Worker | None = None
@@ -56,13 +57,25 @@ class Harness:
         """Start the sandbox, the web app and the worker."""
         await self.sandbox.start()
         self.settings = self.settings.model_copy(update={"slack_api_url": self.sandbox.api_url})
-        client = make_client(token=self.settings.slack_bot_token,
-                             base_url=self.settings.slack_api_url)
-        self.server = await start_web(settings=self.settings, store=self.store, bus=self.web_bus,
-                                      client=client, host="127.0.0.1", port=0)
+        client = make_client(
+            token=self.settings.slack_bot_token, base_url=self.settings.slack_api_url
+        )
+        self.server = await start_web(
+            settings=self.settings,
+            store=self.store,
+            bus=self.web_bus,
+            client=client,
+            host="127.0.0.1",
+            port=0,
+        )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
-        self.worker = build_worker(settings=self.settings, store=self.store, bus=self.bus,
-                                   backend=self.backend, client=client)
+        self.worker = build_worker(
+            settings=self.settings,
+            store=self.store,
+            bus=self.bus,
+            backend=self.backend,
+            client=client,
+        )
         self._worker_task = asyncio.create_task(self.worker.run(self._stop))
 
     async def stop(self) -> None:
@@ -80,8 +93,9 @@ class Harness:
     async def start_run(self, task: str | dict[str, Any]) -> Run:
         """Send ``/agent <task>`` (a dict is sent as JSON) and return the run it queued."""
         text = task if isinstance(task, str) else json.dumps(task)
-        status, _ = await self.sandbox.slash_command(command="/agent", text=text,
-                                                     user_id=REQUESTER, channel_id=CHANNEL)
+        status, _ = await self.sandbox.slash_command(
+            command="/agent", text=text, user_id=REQUESTER, channel_id=CHANNEL
+        )
         assert status == 200
         rows = await self.store.db.fetch_all("SELECT run_id FROM runs ORDER BY created_at DESC")
         return await self.store.get_run(rows[0]["run_id"])
@@ -101,8 +115,10 @@ class Harness:
         """Click the request's ``decision`` button as ``user_id``."""
         assert request.channel_id and request.message_ts
         return await self.sandbox.click(
-            channel_id=request.channel_id, ts=request.message_ts,
-            action_id=ids.decision_action_id(decision), user_id=user_id,
+            channel_id=request.channel_id,
+            ts=request.message_ts,
+            action_id=ids.decision_action_id(decision),
+            user_id=user_id,
             value=request.request_id,
         )
 
@@ -117,7 +133,8 @@ class Harness:
         await self.click(request, "reject", user_id=user_id)
         view = await self.wait_for(lambda: self._open_view(user_id))
         status, body = await self.sandbox.submit_view(
-            view_id=view["id"], user_id=user_id, values={ids.REASON_BLOCK: reason})
+            view_id=view["id"], user_id=user_id, values={ids.REASON_BLOCK: reason}
+        )
         assert status == 200 and not body, body
 
     async def finished(self, run: Run) -> Run:
@@ -133,7 +150,7 @@ class Harness:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first."""
         assert self.worker is not None
         config = {"configurable": {"thread_id": run.thread_id}}
-        snapshot = await self.worker.graph.aget_state(config)
+        snapshot = await self.worker.driver.graph.aget_state(config)
         return [m for m in snapshot.values["messages"] if m.type == "tool"]
 
     def thread_texts(self, run: Run) -> list[str]:
