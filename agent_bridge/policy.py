@@ -27,7 +27,10 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
 from agent_bridge.models import DECISION_TYPES, DecisionType, InterruptMode
 
-DEMO_POLICY_PATH = Path(__file__).with_name("demo_policy.yml")
+POLICIES_DIR = Path(__file__).with_name("policies")
+"""Example policies shipped with the package: ``demo.yml``, ``per_call.yml``,
+``conditional.yml``."""
+DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
 
 KEEP_MIDDLEWARE_DEFAULT = "default"
 """``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""

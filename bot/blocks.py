@@ -170,9 +170,12 @@ def render_run_failed(error: str) -> Message:
 
 
 def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
-    """Render a note that an ungated tool call ran. Returns ``(text, blocks)``."""
+    """Render a note that a gated tool's call ran without review (its ``when`` predicate
+    let it through). Returns ``(text, blocks)``."""
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
-    heading = f":information_source: {name} ran without review (the policy does not gate it)."
+    heading = (
+        f":information_source: {name} ran without review (the policy's `when` rule let it through)."
+    )
     body, cut = code_block(arg_text(args), SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}")]
     if cut:

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.policy import POLICIES_DIR
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
 from bot import ids
 from tests.harness import DBA, REVIEWER, Harness
 
-FIXTURES = Path(__file__).parent / "fixtures"
 REASON = "Archive the rows before deleting them."
 MODES = ["batched", "per_call"]
 
@@ -24,27 +24,33 @@ MODES = ["batched", "per_call"]
 @pytest.fixture(params=MODES)
 def agent_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
     if request.param == "per_call":
-        return settings.model_copy(update={"policy": FIXTURES / "per_call_policy.yml"})
+        return settings.model_copy(update={"policy": POLICIES_DIR / "per_call.yml"})
     return settings
 
 
 def buttons(harness: Harness, request: Any) -> list[str]:
     message = harness.sandbox.message(request.channel_id, request.message_ts)
-    return [e["action_id"].removeprefix(ids.ACTION_PREFIX) for b in message["blocks"]
-            if b["type"] == "actions" for e in b["elements"]
-            if e["action_id"].startswith(ids.ACTION_PREFIX)]
+    return [
+        e["action_id"].removeprefix(ids.ACTION_PREFIX)
+        for b in message["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    ]
 
 
 async def submit(harness: Harness, user_id: str, values: dict[str, str]) -> None:
     view = await harness.wait_for(lambda: _view(harness, user_id))
-    status, body = await harness.sandbox.submit_view(view_id=view["id"], user_id=user_id,
-                                                     values=values)
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=user_id, values=values
+    )
     assert status == 200 and not body, body
 
 
 async def test_respond_answers_ask_user_as_a_successful_tool_result(harness: Harness) -> None:
-    run = await harness.start_run({"tool_calls": [
-        {"name": "ask_user", "args": {"question": "Which year counts as old?"}}]})
+    run = await harness.start_run(
+        {"tool_calls": [{"name": "ask_user", "args": {"question": "Which year counts as old?"}}]}
+    )
     (ask,) = await harness.requests(run, count=1)
     assert buttons(harness, ask) == ["respond"]
     await harness.click(ask, "respond")
@@ -99,8 +105,9 @@ class TestBatched:
     ) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
-        assert "0 of 2 decided" in json.dumps(harness.sandbox.message(
-            sql.channel_id or "", sql.message_ts or "")["blocks"])
+        assert "0 of 2 decided" in json.dumps(
+            harness.sandbox.message(sql.channel_id or "", sql.message_ts or "")["blocks"]
+        )
         await harness.click(write, "approve")
         await harness.wait_for(lambda: _has(harness, sql, "1 of 2 decided"))
         assert buttons(harness, sql) == ["approve", "reject"]
@@ -114,7 +121,7 @@ class TestBatched:
 class TestPerCall:
     @pytest.fixture
     def agent_settings(self, settings: Settings) -> Settings:
-        return settings.model_copy(update={"policy": FIXTURES / "per_call_policy.yml"})
+        return settings.model_copy(update={"policy": POLICIES_DIR / "per_call.yml"})
 
     async def test_each_call_is_its_own_interrupt_and_resumes_at_once(
         self, harness: Harness
@@ -134,29 +141,35 @@ class TestPerCall:
         await harness.reject(sql, REASON)
         done = await harness.finished(run)
         assert done.state == RunState.DONE
-        cards = [c for c in harness.sandbox.calls if c["method"] == "chat.postMessage"
-                 and "Approval needed" in json.dumps(c["args"].get("blocks", ""))]
+        cards = [
+            c
+            for c in harness.sandbox.calls
+            if c["method"] == "chat.postMessage"
+            and "Approval needed" in json.dumps(c["args"].get("blocks", ""))
+        ]
         assert len(cards) == 2  # the re-raised SQL interrupt was not posted again
         results = [m.name for m in await harness.tool_messages(run)]
         assert sorted(results) == ["execute_sql", "read_data", "write_file"]
         posted = [t for t in harness.thread_texts(done) if "returned" in t or "failed" in t]
         assert len(posted) == 3, posted  # replayed results are not posted twice
 
-    async def test_an_answer_the_graph_refuses_goes_back_to_pending(
-        self, harness: Harness
-    ) -> None:
-        run = await harness.start_run({"tool_calls": [
-            {"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]})
+    async def test_an_answer_the_graph_refuses_goes_back_to_pending(self, harness: Harness) -> None:
+        run = await harness.start_run(
+            {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
+        )
         (write,) = await harness.requests(run, count=1)
         # A deploy loosened the stored schema: our check passes, LangGraph's does not.
         await harness.store.db.execute(
             "UPDATE approval_requests SET args_schema = :schema WHERE request_id = :id",
-            {"schema": json.dumps({"type": "object"}), "id": write.request_id})
+            {"schema": json.dumps({"type": "object"}), "id": write.request_id},
+        )
         await harness.click(write, "edit")
         view = await harness.wait_for(lambda: _view(harness, REVIEWER))
         status, body = await harness.sandbox.submit_view(
-            view_id=view["id"], user_id=REVIEWER,
-            values={ids.ARGS_JSON_BLOCK: json.dumps({"path": 7, "content": "x"})})
+            view_id=view["id"],
+            user_id=REVIEWER,
+            values={ids.ARGS_JSON_BLOCK: json.dumps({"path": 7, "content": "x"})},
+        )
         assert status == 200 and not body, body
 
         async def reopened() -> Any:
@@ -175,16 +188,20 @@ class TestPerCall:
 class TestConditionalGating:
     @pytest.fixture
     def agent_settings(self, settings: Settings) -> Settings:
-        return settings.model_copy(update={"policy": FIXTURES / "when_policy.yml"})
+        return settings.model_copy(update={"policy": POLICIES_DIR / "conditional.yml"})
 
     async def test_only_risky_calls_are_reviewed_and_the_rest_are_noted(
         self, harness: Harness
     ) -> None:
-        run = await harness.start_run({"tool_calls": [
-            {"name": "write_file", "args": {"path": "notes.txt", "content": "safe"}},
-            {"name": "execute_sql", "args": {"query": "SELECT COUNT(*) FROM orders"}},
-            {"name": "execute_sql", "args": {"query": "DELETE FROM orders"}},
-        ]})
+        run = await harness.start_run(
+            {
+                "tool_calls": [
+                    {"name": "write_file", "args": {"path": "notes.txt", "content": "safe"}},
+                    {"name": "execute_sql", "args": {"query": "SELECT COUNT(*) FROM orders"}},
+                    {"name": "execute_sql", "args": {"query": "DELETE FROM orders"}},
+                ]
+            }
+        )
         (delete,) = await harness.requests(run, count=1)
         assert delete.args == {"query": "DELETE FROM orders"}
         await harness.reject(delete, REASON, user_id=DBA)
