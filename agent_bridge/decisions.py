@@ -11,7 +11,7 @@ interrupt ID (``Command(resume={interrupt_id: decision})``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agent_bridge.arguments import check_args
@@ -61,12 +61,19 @@ class ResumePlan:
         self.invalid: dict[str, dict[str, str]] = {}
 
 
-def plan_resume(requests: Sequence[ApprovalRequest], pending: Collection[str]) -> ResumePlan:
+def plan_resume(
+    requests: Sequence[ApprovalRequest],
+    pending: Collection[str],
+    *,
+    current_schemas: Mapping[str, dict[str, Any]] | None = None,
+) -> ResumePlan:
     """Decide which decided requests can be sent now.
 
     Args:
         requests: The run's approval requests (any state).
         pending: IDs of interrupts still pending in the thread's checkpoint.
+        current_schemas: Tool name -> argument schema of the running code. An edit made
+            against a schema a deploy has since changed is re-checked against this one.
 
     Returns:
         A ``ResumePlan``.
@@ -82,7 +89,11 @@ def plan_resume(requests: Sequence[ApprovalRequest], pending: Collection[str]) -
         if interrupt_id not in pending:
             plan.already_applied.extend(r.request_id for r in decided)
             continue
-        errors = {r.request_id: check_decision(r, r.decision) for r in decided if r.decision}
+        errors = {
+            r.request_id: check_decision(_with_schema(r, current_schemas), r.decision)
+            for r in decided
+            if r.decision
+        }
         bad = {k: v for k, v in errors.items() if v}
         if bad:
             plan.invalid.update(bad)
@@ -99,3 +110,13 @@ def plan_resume(requests: Sequence[ApprovalRequest], pending: Collection[str]) -
             }
             plan.applying.extend(r.request_id for r in ordered)
     return plan
+
+
+def _with_schema(
+    request: ApprovalRequest, schemas: Mapping[str, dict[str, Any]] | None
+) -> ApprovalRequest:
+    """``request`` with its tool's current argument schema, if the code knows one."""
+    current = (schemas or {}).get(request.tool_name)
+    if current is None or current == request.args_schema:
+        return request
+    return request.model_copy(update={"args_schema": current})

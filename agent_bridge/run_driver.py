@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import Command
 
-from agent_bridge.decisions import plan_resume
+from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.interrupts import approval_requests, is_hitl, pending_tool_calls
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
@@ -24,6 +24,12 @@ from agent_bridge.policy import Policy
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
+
+
+def _invalid_note(errors: dict[str, str]) -> str:
+    """The card note for a decision that no longer fits the tool (e.g. after a deploy)."""
+    details = "; ".join(f"{k}: {v}" if k else v for k, v in errors.items())
+    return f"the answer no longer fits the tool's arguments ({details})"
 
 
 @dataclass
@@ -81,46 +87,47 @@ class RunDriver:
         self.approvals_channel = approvals_channel
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
-        """Advance ``run`` once; return the state to leave it in and its final answer."""
+        """Advance ``run`` once; return the state to leave it in and its final answer.
+
+        Raises:
+            StoreUnavailableError, NotifyError: The database or Slack failed; the run's
+                lease will expire and a later sweep retries from the checkpoint.
+            Exception: Whatever the graph raised (the run has failed).
+        """
         if run.thread_ts is None:
             thread_ts = await self.notifier.run_started(run)
             await self.store.set_run_thread(run.run_id, thread_ts)
             run = run.model_copy(update={"thread_ts": thread_ts})
         config = {"configurable": {"thread_id": run.thread_id}}
         snapshot = await self.graph.aget_state(config)
-        applying: list[str] = []
+        requests = await self.store.requests_for_run(run.run_id)
+        plan = plan_resume(
+            requests, {i.id for i in snapshot.interrupts}, current_schemas=self.args_schemas
+        )
+        # The checkpoint is the truth: a decision whose interrupt is gone was applied.
+        await self.store.mark_applied(plan.already_applied)
+        for request_id, errors in plan.invalid.items():
+            await self._reopen(run, request_id, _invalid_note(errors), schema_changed=True)
         graph_input: Any
-        if not snapshot.values:
-            graph_input = {"messages": [{"role": "user", "content": run.task}]}
-        elif snapshot.interrupts:
-            plan = plan_resume(
-                await self.store.requests_for_run(run.run_id),
-                {i.id for i in snapshot.interrupts},
-            )
-            await self.store.mark_applied(plan.already_applied)
-            for request_id, errors in plan.invalid.items():
-                logger.error(
-                    "run=%s request=%s decision refused before resume: %s",
-                    run.run_id,
-                    request_id,
-                    errors,
-                )
-            if not plan.resume:
-                await self._post_approvals(run, snapshot)
-                return RunState.WAITING, None
+        if snapshot.interrupts and not plan.resume:
+            await self._post_approvals(run, snapshot)
+            return RunState.WAITING, None
+        if snapshot.interrupts:
             logger.info(
                 "run=%s thread=%s resuming interrupts=%s",
                 run.run_id,
                 run.thread_id,
                 sorted(plan.resume),
             )
-            graph_input, applying = Command(resume=plan.resume), plan.applying
+            graph_input = Command(resume=plan.resume)
+        elif not snapshot.values:
+            graph_input = {"messages": [{"role": "user", "content": run.task}]}
         elif snapshot.next:
             graph_input = None  # a worker died mid-step: continue from the checkpoint
         else:
             return await self._finish(run, snapshot)
         calls = ToolCalls(
-            reviewed={r.tool_call_id for r in await self.store.requests_for_run(run.run_id)},
+            reviewed={r.tool_call_id for r in requests},
             args={
                 c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
             },
@@ -128,11 +135,20 @@ class RunDriver:
         try:
             await self._stream(run, graph_input, config, calls)
         except Exception as exc:
-            if not applying or not await self._reopen_refused(run, config, applying, exc):
+            if not plan.applying or not await self._reopen_refused(run, config, plan, exc):
                 raise
             return RunState.WAITING, None
-        await self.store.mark_applied(applying)
         snapshot = await self.graph.aget_state(config)
+        unconsumed = set(plan.resume) & {i.id for i in snapshot.interrupts}
+        if unconsumed:
+            logger.error(
+                "run=%s thread=%s resume consumed nothing for interrupts %s",
+                run.run_id,
+                run.thread_id,
+                sorted(unconsumed),
+            )
+            await self._reopen_refused(run, config, plan, None)
+        await self.store.mark_applied(plan.applying)
         if snapshot.interrupts:
             await self._post_approvals(run, snapshot)
             return RunState.WAITING, None
@@ -174,39 +190,44 @@ class RunDriver:
             logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
 
     async def _reopen_refused(
-        self, run: Run, config: dict[str, Any], applying: list[str], exc: Exception
+        self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
     ) -> bool:
-        """After a failed resume: if the graph refused the answers (their interrupts are
-        still pending), put the requests back to pending with the reason and return
-        ``True`` so the reviewer can answer again; else ``False``."""
+        """After a resume the graph refused (raised ``exc``, or consumed nothing): put the
+        requests of interrupts still pending back to pending, with the reason, so the
+        reviewer can answer again. Returns whether any was reopened."""
         snapshot = await self.graph.aget_state(config)
         pending = {i.id for i in snapshot.interrupts}
         refused = [
             r.request_id
             for r in await self.store.requests_for_run(run.run_id)
-            if r.request_id in applying and r.interrupt_id in pending
+            if r.request_id in plan.applying and r.interrupt_id in pending
         ]
-        if not refused:
-            return False
-        note = f"the agent refused the answer ({type(exc).__name__}: {exc})"
-        logger.error(
-            "run=%s thread=%s resume refused, requests %s reopened: %s",
-            run.run_id,
-            run.thread_id,
-            refused,
-            exc,
-        )
-        for request in await self.store.reopen(refused, note=note):
-            try:
-                await self.notifier.approval_updated(request, run=run)
-            except NotifyError as notify_exc:
-                logger.warning(
-                    "run=%s request=%s card not redrawn: %s",
-                    run.run_id,
-                    request.request_id,
-                    notify_exc,
-                )
-        return True
+        reason = f"{type(exc).__name__}: {exc}" if exc else "the graph consumed no answer"
+        for request_id in refused:
+            logger.error(
+                "run=%s thread=%s request=%s answer refused on resume: %s",
+                run.run_id,
+                run.thread_id,
+                request_id,
+                reason,
+            )
+            await self._reopen(run, request_id, f"the agent refused the answer ({reason})")
+        plan.applying = [r for r in plan.applying if r not in refused]
+        return bool(refused)
+
+    async def _reopen(
+        self, run: Run, request_id: str, note: str, *, schema_changed: bool = False
+    ) -> None:
+        """Reopen one request with ``note`` and redraw its card."""
+        current = await self.store.get_request(request_id)
+        schema = self.args_schemas.get(current.tool_name) if current and schema_changed else None
+        request = await self.store.reopen(request_id, note=note, args_schema=schema)
+        if request is None:
+            return
+        try:
+            await self.notifier.approval_updated(request, run=run)
+        except NotifyError as exc:
+            logger.warning("run=%s request=%s card not redrawn: %s", run.run_id, request_id, exc)
 
     async def _post_approvals(self, run: Run, snapshot: Any) -> None:
         """Store a request per gated call of the pending interrupts; post unposted ones."""

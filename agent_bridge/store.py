@@ -73,8 +73,10 @@ RECORD_DECISION = """UPDATE approval_requests
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
     WHERE request_id = :request_id AND state = 'decided'"""
 REOPEN_REQUEST = """UPDATE approval_requests
-    SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note
-    WHERE request_id = :request_id AND state = 'decided'"""
+    SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
+        args_schema = COALESCE(:args_schema, args_schema)
+    WHERE request_id = :request_id AND state = 'decided'
+    RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
 COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
@@ -288,19 +290,28 @@ class ApprovalStore:
         for request_id in request_ids:
             await self.db.execute(MARK_APPLIED, {"request_id": request_id, "now": now})
 
-    async def reopen(self, request_ids: Sequence[str], *, note: str) -> list[ApprovalRequest]:
-        """Put decided requests back to pending, saying why (the graph refused the answer).
+    async def reopen(
+        self, request_id: str, *, note: str, args_schema: dict[str, Any] | None = None
+    ) -> ApprovalRequest | None:
+        """Put a decided request back to pending, saying why, so it can be answered again.
+
+        Args:
+            request_id: The request.
+            note: Why (shown on its card).
+            args_schema: The tool's current argument schema, if a deploy changed it.
 
         Returns:
-            The reopened requests.
+            The reopened request, or ``None`` if it was not in the ``decided`` state.
         """
-        reopened = []
-        for request_id in request_ids:
-            if await self.db.execute(REOPEN_REQUEST, {"request_id": request_id, "note": note}):
-                request = await self.get_request(request_id)
-                if request is not None:
-                    reopened.append(request)
-        return reopened
+        row = await self.db.fetch_one(
+            REOPEN_REQUEST,
+            {
+                "request_id": request_id,
+                "note": note,
+                "args_schema": json.dumps(args_schema) if args_schema is not None else None,
+            },
+        )
+        return request_from_row(row) if row else None
 
     async def claim_notice(self, run_id: str, key: str) -> bool:
         """Return ``True`` the first time ``key`` is claimed for the run, ``False`` after.

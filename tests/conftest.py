@@ -97,8 +97,9 @@ async def harness(
     agent_settings: Settings, pg_backend: Backend, bus: RedisBus
 ) -> AsyncIterator[Harness]:
     """Sandbox + web app + worker, running; every Slack call checked for violations."""
-    harness = Harness(settings=agent_settings, backend=pg_backend,
-                      store=ApprovalStore(pg_backend.db), bus=bus)
+    harness = Harness(
+        settings=agent_settings, backend=pg_backend, store=ApprovalStore(pg_backend.db), bus=bus
+    )
     await harness.start()
     try:
         yield harness

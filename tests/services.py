@@ -16,7 +16,8 @@ import redis
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
-TEMPLATE_DB = "agent_bridge_test_template"
+TEMPLATE_DB = f"agent_bridge_template_{secrets.token_hex(4)}"
+"""One per test session, so concurrent sessions on one server never share it."""
 
 HOW_TO_START = (
     "The tests need the real services. Start them with\n"

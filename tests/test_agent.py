@@ -30,11 +30,13 @@ def test_a_json_task_proposes_exactly_its_calls() -> None:
 
 
 def test_after_results_the_answer_quotes_each_result() -> None:
-    answer = ScriptedChatModel().next_turn([
-        HumanMessage(DEMO_TASK),
-        ToolMessage("Wrote 3 characters to a.txt", tool_call_id="1", name="write_file"),
-        ToolMessage("User rejected: no", tool_call_id="2", name="execute_sql"),
-    ])
+    answer = ScriptedChatModel().next_turn(
+        [
+            HumanMessage(DEMO_TASK),
+            ToolMessage("Wrote 3 characters to a.txt", tool_call_id="1", name="write_file"),
+            ToolMessage("User rejected: no", tool_call_id="2", name="execute_sql"),
+        ]
+    )
     assert not answer.tool_calls
     assert "Wrote 3 characters to a.txt" in answer.text and "User rejected: no" in answer.text
 
@@ -45,7 +47,8 @@ def test_demo_policy_gates_write_and_sql_not_read() -> None:
     assert kwargs["interrupt_on"]["ask_user"]["allowed_decisions"] == ["respond"]
     assert kwargs["interrupt_on"]["execute_sql"] == {
         "allowed_decisions": ["approve", "reject"],
-        "description": "🚨 SQL execution requires DBA approval"}
+        "description": "🚨 SQL execution requires DBA approval",
+    }
 
 
 def test_a_broken_policy_names_the_file_and_field(tmp_path: Path) -> None:
@@ -67,15 +70,27 @@ async def test_write_file_refuses_a_path_outside_the_workspace(tmp_path: Path) -
 
 async def test_the_agent_pauses_once_for_the_turn_and_resumes(tmp_path: Path) -> None:
     settings = Settings(workspace_dir=tmp_path / "ws")
-    graph = build_agent(tools=load_tools(settings), model=ScriptedChatModel(),
-                        policy=load_policy(None), checkpointer=InMemorySaver())
+    graph = build_agent(
+        tools=load_tools(settings),
+        model=ScriptedChatModel(),
+        policy=load_policy(None),
+        checkpointer=InMemorySaver(),
+    )
     config = {"configurable": {"thread_id": "t"}}
     await graph.ainvoke({"messages": [{"role": "user", "content": DEMO_TASK}]}, config)
     (interrupt,) = (await graph.aget_state(config)).interrupts
     names = [a["name"] for a in interrupt.value["action_requests"]]
     assert names == ["write_file", "execute_sql"]
-    await graph.ainvoke(Command(resume={interrupt.id: {"decisions": [
-        {"type": "approve"}, {"type": "reject", "message": "not yet"}]}}), config)
+    await graph.ainvoke(
+        Command(
+            resume={
+                interrupt.id: {
+                    "decisions": [{"type": "approve"}, {"type": "reject", "message": "not yet"}]
+                }
+            }
+        ),
+        config,
+    )
     snapshot = await graph.aget_state(config)
     assert not snapshot.interrupts and "not yet" in snapshot.values["messages"][-1].text
 
@@ -84,5 +99,9 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "policy.yml"
     path.write_text("tools:\n  send_email: true\n")
     with pytest.raises(ConfigurationError, match="send_email"):
-        build_agent(tools=load_tools(Settings(workspace_dir=tmp_path)), model=ScriptedChatModel(),
-                    policy=load_policy(path), checkpointer=InMemorySaver())
+        build_agent(
+            tools=load_tools(Settings(workspace_dir=tmp_path)),
+            model=ScriptedChatModel(),
+            policy=load_policy(path),
+            checkpointer=InMemorySaver(),
+        )

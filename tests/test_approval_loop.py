@@ -41,8 +41,13 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
     assert write.interrupt_id == sql.interrupt_id and (write.index, sql.index) == (0, 1)
     message = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    buttons = [e["action_id"] for b in message["blocks"] if b["type"] == "actions"
-               for e in b["elements"] if e["action_id"].startswith(ids.ACTION_PREFIX)]
+    buttons = [
+        e["action_id"]
+        for b in message["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    ]
     assert buttons == [ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")]
     sql_message = harness.sandbox.message(sql.channel_id or "", sql.message_ts or "")
     assert "SQL execution requires DBA approval" in json.dumps(sql_message["blocks"])
@@ -66,8 +71,13 @@ async def test_documentation_scenario(harness: Harness) -> None:
     decided = await harness.store.requests_for_run(run.run_id)
     assert {r.state for r in decided} == {ApprovalState.APPLIED}
     card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    assert not [e for b in card["blocks"] if b["type"] == "actions" for e in b["elements"]
-                if e["action_id"].startswith(ids.ACTION_PREFIX)]
+    assert not [
+        e
+        for b in card["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    ]
     assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
 
 
@@ -78,8 +88,10 @@ async def test_edit_changes_the_path_written(harness: Harness) -> None:
     view = await harness.wait_for(lambda: _view(harness, REVIEWER))
     assert len(view["title"]["text"]) <= 24
     status, body = await harness.sandbox.submit_view(
-        view_id=view["id"], user_id=REVIEWER,
-        values={ids.arg_block_id("path"): "archive/edited.csv"})
+        view_id=view["id"],
+        user_id=REVIEWER,
+        values={ids.arg_block_id("path"): "archive/edited.csv"},
+    )
     assert status == 200 and not body, body
     await harness.reject(sql, REASON)
     await harness.finished(run)
@@ -117,7 +129,8 @@ async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Har
     verifier = SignatureVerifier(harness.settings.slack_signing_secret)
     old = int(time.time()) - 600
     replay = await harness.sandbox.post_signed(
-        body, timestamp=old, signature=verifier.generate_signature(timestamp=str(old), body=body))
+        body, timestamp=old, signature=verifier.generate_signature(timestamp=str(old), body=body)
+    )
     assert replay[0] == 401
     stored = await harness.store.get_request(write.request_id)
     assert stored is not None and stored.state == ApprovalState.PENDING
@@ -125,13 +138,15 @@ async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Har
 
 async def test_agent_text_never_becomes_a_live_mention(harness: Harness) -> None:
     hostile = "<!channel> ping <@U123> and <!here> see <https://evil.example|innocent> & co"
-    run = await harness.start_run({"tool_calls": [
-        {"name": "write_file", "args": {"path": "notes.txt", "content": hostile}}]})
+    run = await harness.start_run(
+        {"tool_calls": [{"name": "write_file", "args": {"path": "notes.txt", "content": hostile}}]}
+    )
     (write,) = await harness.requests(run, count=1)
     await harness.click(write, "reject", user_id=REVIEWER)
     view = await harness.wait_for(lambda: _view(harness, REVIEWER))
-    await harness.sandbox.submit_view(view_id=view["id"], user_id=REVIEWER,
-                                      values={ids.REASON_BLOCK: hostile})
+    await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: hostile}
+    )
     await harness.finished(run)
     sent = json.dumps([c["args"] for c in harness.sandbox.calls])
     assert "ping" in sent  # the hostile text did reach Slack, escaped
@@ -149,8 +164,9 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
     await harness.finished(run)
     methods = {c["method"] for c in harness.sandbox.calls}
     assert {"chat.postMessage", "chat.update", "views.open"} <= methods
-    assert all(c["ok"] for c in harness.sandbox.calls), [c for c in harness.sandbox.calls
-                                                         if not c["ok"]]
+    assert all(c["ok"] for c in harness.sandbox.calls), [
+        c for c in harness.sandbox.calls if not c["ok"]
+    ]
     assert harness.sandbox.violations == []
 
 
@@ -166,10 +182,20 @@ async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str,
 
 def _approve_body(harness: Harness, request_id: str, channel_id: str, ts: str) -> bytes:
     payload = {
-        "type": "block_actions", "user": {"id": DBA, "username": "dba"}, "trigger_id": "1.2.3",
+        "type": "block_actions",
+        "user": {"id": DBA, "username": "dba"},
+        "trigger_id": "1.2.3",
         "container": {"type": "message", "channel_id": channel_id, "message_ts": ts},
-        "team": {"id": "T0SANDBOX"}, "api_app_id": "A0SANDBOX",
-        "actions": [{"action_id": ids.decision_action_id("approve"), "block_id": "b",
-                     "value": request_id, "type": "button", "action_ts": "1"}],
+        "team": {"id": "T0SANDBOX"},
+        "api_app_id": "A0SANDBOX",
+        "actions": [
+            {
+                "action_id": ids.decision_action_id("approve"),
+                "block_id": "b",
+                "value": request_id,
+                "type": "button",
+                "action_ts": "1",
+            }
+        ],
     }
     return urlencode({"payload": json.dumps(payload)}).encode()

@@ -25,8 +25,7 @@ async def test_a_signal_wakes_a_waiting_worker(any_bus: Bus) -> None:
     waiter = asyncio.create_task(any_bus.wait(5.0))
     await asyncio.sleep(0.1)
     await any_bus.publish(Signal(kind="decision_recorded", run_id="run-1"))
-    assert await asyncio.wait_for(waiter, 5.0) == [
-        Signal(kind="decision_recorded", run_id="run-1")]
+    assert await asyncio.wait_for(waiter, 5.0) == [Signal(kind="decision_recorded", run_id="run-1")]
 
 
 async def test_wait_times_out_with_no_signal(any_bus: Bus) -> None:

@@ -158,7 +158,8 @@ class TestPerCall:
             {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
         )
         (write,) = await harness.requests(run, count=1)
-        # A deploy loosened the stored schema: our check passes, LangGraph's does not.
+        # The card was posted by older code whose schema accepted anything; the running
+        # code's tool wants a string path. The worker re-checks before resuming.
         await harness.store.db.execute(
             "UPDATE approval_requests SET args_schema = :schema WHERE request_id = :id",
             {"schema": json.dumps({"type": "object"}), "id": write.request_id},
@@ -177,7 +178,12 @@ class TestPerCall:
             return current if current and current.note else None
 
         current = await harness.wait_for(reopened)
-        assert current.state == ApprovalState.PENDING and "refused" in current.note
+        assert current.state == ApprovalState.PENDING
+        assert (
+            current.note
+            == "the answer no longer fits the tool's arguments (path: Must be a string.)"
+        )
+        assert current.args_schema["properties"]["path"]["type"] == "string"  # schema refreshed
         await harness.wait_for(lambda: _has(harness, write, "decide again"))
         assert buttons(harness, write) == ["approve", "edit", "reject", "respond"]
         assert (await harness.store.get_run(run.run_id)).state == RunState.WAITING

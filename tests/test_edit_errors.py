@@ -17,14 +17,21 @@ from bot import ids
 from tests.harness import REVIEWER, Harness
 
 FIXTURES = Path(__file__).parent / "fixtures"
-CALL = {"tool_calls": [{"name": "send_report", "args": {
-    "recipients": ["ada@example.com"], "copies": 2, "subject": "November"}}]}
+CALL = {
+    "tool_calls": [
+        {
+            "name": "send_report",
+            "args": {"recipients": ["ada@example.com"], "copies": 2, "subject": "November"},
+        }
+    ]
+}
 
 
 @pytest.fixture
 def agent_settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"agent": "tests.report_agent:tools",
-                                       "policy": FIXTURES / "report_policy.yml"})
+    return settings.model_copy(
+        update={"agent": "tests.report_agent:tools", "policy": FIXTURES / "report_policy.yml"}
+    )
 
 
 async def open_edit(harness: Harness) -> tuple[Any, dict[str, Any]]:
@@ -38,20 +45,27 @@ async def open_edit(harness: Harness) -> tuple[Any, dict[str, Any]]:
 @pytest.mark.parametrize(
     ("values", "errors"),
     [
-        ({ids.arg_block_id("recipients"): '["ada@example.com",'},
-         {ids.arg_block_id("recipients"): "Not valid JSON"}),
-        ({ids.arg_block_id("recipients"): '"ada@example.com"'},
-         {ids.arg_block_id("recipients"): "Must be a list"}),
-        ({ids.arg_block_id("recipients"): '[1, "ada@example.com"]'},
-         {ids.arg_block_id("recipients"): "string"}),
+        (
+            {ids.arg_block_id("recipients"): '["ada@example.com",'},
+            {ids.arg_block_id("recipients"): "Not valid JSON"},
+        ),
+        (
+            {ids.arg_block_id("recipients"): '"ada@example.com"'},
+            {ids.arg_block_id("recipients"): "Must be a list"},
+        ),
+        (
+            {ids.arg_block_id("recipients"): '[1, "ada@example.com"]'},
+            {ids.arg_block_id("recipients"): "string"},
+        ),
     ],
 )
 async def test_a_bad_edit_is_a_field_error_and_stays_pending(
     harness: Harness, values: dict[str, str], errors: dict[str, str]
 ) -> None:
     request, view = await open_edit(harness)
-    status, body = await harness.sandbox.submit_view(view_id=view["id"], user_id=REVIEWER,
-                                                     values=values)
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values=values
+    )
     assert status == 200 and body is not None and body["response_action"] == "errors"
     assert set(body["errors"]) == set(errors)
     for block_id, words in errors.items():
@@ -63,9 +77,13 @@ async def test_a_bad_edit_is_a_field_error_and_stays_pending(
 async def test_a_good_structured_edit_reaches_the_tool(harness: Harness) -> None:
     request, view = await open_edit(harness)
     status, body = await harness.sandbox.submit_view(
-        view_id=view["id"], user_id=REVIEWER,
-        values={ids.arg_block_id("recipients"): '["grace@example.com", "ken@example.com"]',
-                ids.arg_block_id("copies"): "3"})
+        view_id=view["id"],
+        user_id=REVIEWER,
+        values={
+            ids.arg_block_id("recipients"): '["grace@example.com", "ken@example.com"]',
+            ids.arg_block_id("copies"): "3",
+        },
+    )
     assert status == 200 and not body, body
     run = await harness.finished(await harness.store.get_run(request.run_id))
     assert run.state == RunState.DONE

@@ -13,21 +13,35 @@ SCHEMA = {
 
 
 def request(
-    request_id: str, *, index: int = 0, interrupt_id: str = "i1", mode: str = "batched",
-    decision: Decision | None = None, allowed: tuple[str, ...] = ("approve", "edit", "reject"),
+    request_id: str,
+    *,
+    index: int = 0,
+    interrupt_id: str = "i1",
+    mode: str = "batched",
+    decision: Decision | None = None,
+    allowed: tuple[str, ...] = ("approve", "edit", "reject"),
 ) -> ApprovalRequest:
     return ApprovalRequest(
-        request_id=request_id, run_id="r", thread_id="t", interrupt_id=interrupt_id,
-        index=index, mode=mode, batch_size=2, tool_name="write_file",  # type: ignore[arg-type]
-        args={"path": "a", "content": "b"}, allowed_decisions=list(allowed),  # type: ignore[arg-type]
-        args_schema=SCHEMA, decision=decision,
+        request_id=request_id,
+        run_id="r",
+        thread_id="t",
+        interrupt_id=interrupt_id,
+        index=index,
+        mode=mode,
+        batch_size=2,
+        tool_name="write_file",  # type: ignore[arg-type]
+        args={"path": "a", "content": "b"},
+        allowed_decisions=list(allowed),  # type: ignore[arg-type]
+        args_schema=SCHEMA,
+        decision=decision,
         state=ApprovalState.DECIDED if decision else ApprovalState.PENDING,
     )
 
 
 def test_batched_decisions_wait_for_the_whole_interrupt() -> None:
-    plan = plan_resume([request("a", decision=Decision(type="approve")), request("b", index=1)],
-                       {"i1"})
+    plan = plan_resume(
+        [request("a", decision=Decision(type="approve")), request("b", index=1)], {"i1"}
+    )
     assert plan.resume == {} and plan.applying == []
 
 
@@ -35,29 +49,46 @@ def test_batched_decisions_go_in_action_request_order_whatever_the_click_order()
     second = request("b", index=1, decision=Decision(type="reject", message="no"))
     first = request("a", index=0, decision=Decision(type="approve"))
     plan = plan_resume([second, first], {"i1"})
-    assert plan.resume == {"i1": {"decisions": [
-        {"type": "approve"}, {"type": "reject", "message": "no"}]}}
+    assert plan.resume == {
+        "i1": {"decisions": [{"type": "approve"}, {"type": "reject", "message": "no"}]}
+    }
     assert plan.applying == ["a", "b"]
 
 
 def test_per_call_decisions_go_at_once_keyed_by_interrupt() -> None:
     edited = Decision(type="edit", edited_args={"path": "x", "content": "y"})
-    plan = plan_resume([request("a", interrupt_id="i1", mode="per_call", decision=edited),
-                        request("b", interrupt_id="i2", mode="per_call")], {"i1", "i2"})
-    assert plan.resume == {"i1": {"type": "edit", "edited_action": {
-        "name": "write_file", "args": {"path": "x", "content": "y"}}}}
+    plan = plan_resume(
+        [
+            request("a", interrupt_id="i1", mode="per_call", decision=edited),
+            request("b", interrupt_id="i2", mode="per_call"),
+        ],
+        {"i1", "i2"},
+    )
+    assert plan.resume == {
+        "i1": {
+            "type": "edit",
+            "edited_action": {"name": "write_file", "args": {"path": "x", "content": "y"}},
+        }
+    }
 
 
 def test_a_decision_whose_interrupt_is_gone_is_only_marked_applied() -> None:
-    plan = plan_resume([request("a", decision=Decision(type="approve")),
-                        request("b", index=1, decision=Decision(type="approve"))], set())
+    plan = plan_resume(
+        [
+            request("a", decision=Decision(type="approve")),
+            request("b", index=1, decision=Decision(type="approve")),
+        ],
+        set(),
+    )
     assert plan.resume == {} and plan.already_applied == ["a", "b"]
 
 
 def test_an_invalid_decision_is_never_sent() -> None:
     bad = Decision(type="edit", edited_args={"path": 3})
-    plan = plan_resume([request("a", decision=bad),
-                        request("b", index=1, decision=Decision(type="approve"))], {"i1"})
+    plan = plan_resume(
+        [request("a", decision=bad), request("b", index=1, decision=Decision(type="approve"))],
+        {"i1"},
+    )
     assert plan.resume == {} and set(plan.invalid) == {"a"}
 
 
@@ -66,7 +97,7 @@ def test_check_decision_explains_each_refusal() -> None:
     assert GENERAL_ERROR in check_decision(only_approve, Decision(type="reject"))
     edit = check_decision(request("a"), Decision(type="edit", edited_args={"path": "p"}))
     assert set(edit) == {"content"}
-    assert check_decision(request("a", allowed=("respond",)), Decision(type="respond",
-                                                                       message=" ")) == {
-        GENERAL_ERROR: "Write an answer."}
+    assert check_decision(
+        request("a", allowed=("respond",)), Decision(type="respond", message=" ")
+    ) == {GENERAL_ERROR: "Write an answer."}
     assert check_decision(request("a"), Decision(type="approve")) == {}

@@ -28,16 +28,22 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 def make_run(run_id: str = "run-1") -> Run:
-    return Run(run_id=run_id, thread_id=f"thread-{run_id}", task="t", channel_id="C1",
-               user_id="U1")
+    return Run(run_id=run_id, thread_id=f"thread-{run_id}", task="t", channel_id="C1", user_id="U1")
 
 
 def make_request(request_id: str, *, index: int = 0, interrupt_id: str = "i1") -> ApprovalRequest:
     return ApprovalRequest(
-        request_id=request_id, run_id="run-1", thread_id="thread-run-1",
-        interrupt_id=interrupt_id, index=index, batch_size=2, tool_name="write_file",
-        args={"path": "a.txt", "content": "x"}, allowed_decisions=["approve", "reject"],
-        args_schema={"type": "object"}, channel_id="C1",
+        request_id=request_id,
+        run_id="run-1",
+        thread_id="thread-run-1",
+        interrupt_id=interrupt_id,
+        index=index,
+        batch_size=2,
+        tool_name="write_file",
+        args={"path": "a.txt", "content": "x"},
+        allowed_decisions=["approve", "reject"],
+        args_schema={"type": "object"},
+        channel_id="C1",
     )
 
 
@@ -66,8 +72,9 @@ async def test_concurrent_decisions_record_exactly_one(store: ApprovalStore) -> 
     await store.create_run(make_run())
     await store.add_requests([make_request("r1")])
     decisions = [Decision(type="approve"), Decision(type="reject", message="no")] * 5
-    outcomes = await asyncio.gather(*(
-        store.record_decision("r1", d, user_id=f"U{i}") for i, d in enumerate(decisions)))
+    outcomes = await asyncio.gather(
+        *(store.record_decision("r1", d, user_id=f"U{i}") for i, d in enumerate(decisions))
+    )
     winners = [(i, req) for i, (won, req) in enumerate(outcomes) if won]
     assert len(winners) == 1
     index, _ = winners[0]
@@ -79,7 +86,9 @@ async def test_concurrent_decisions_record_exactly_one(store: ApprovalStore) -> 
 
 async def test_unknown_request_is_neither_won_nor_found(store: ApprovalStore) -> None:
     assert await store.record_decision("nope", Decision(type="approve"), user_id="U1") == (
-        False, None)
+        False,
+        None,
+    )
 
 
 async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: ApprovalStore) -> None:

@@ -1,0 +1,141 @@
+"""The run driver against a real LangGraph graph and a real SQLite store, with the
+notifier port's in-memory twin: paths that are hard to provoke through Slack."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from agent_bridge.agent import build_agent, load_tools
+from agent_bridge.backend import open_backend
+from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run, RunState
+from agent_bridge.policy import POLICIES_DIR, load_policy
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.scripted_model import ScriptedChatModel
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+
+
+class RecordingNotifier:
+    """The ``Notifier`` port's in-memory twin: remembers what would have been posted."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    async def run_started(self, run: Run) -> str:
+        self.events.append(("started", run.run_id))
+        return "1.000"
+
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
+        self.events.append(("card", request.request_id))
+        return "C1", f"2.{len(self.events):03d}"
+
+    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
+        self.events.append(("updated", request))
+
+    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+        self.events.append(("unreviewed", tool_name))
+
+    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+        self.events.append(("result", (tool_name, content)))
+
+    async def run_finished(self, run: Run, *, answer: str) -> None:
+        self.events.append(("answer", answer))
+
+    async def run_failed(self, run: Run, *, error: str) -> None:
+        self.events.append(("failed", error))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
+    backend = await open_backend(f"sqlite:///{tmp_path / 'driver.db'}")
+    await backend.release()
+    yield ApprovalStore(backend.db)
+    await backend.close()
+
+
+def driver_for(
+    store: ApprovalStore,
+    tmp_path: Path,
+    notifier: RecordingNotifier,
+    schemas: dict[str, dict[str, Any]],
+) -> RunDriver:
+    settings = Settings(workspace_dir=tmp_path / "ws")
+    graph = build_agent(
+        tools=load_tools(settings),
+        model=ScriptedChatModel(),
+        policy=load_policy(POLICIES_DIR / "per_call.yml"),
+        checkpointer=InMemorySaver(),
+    )
+    return RunDriver(
+        store=store,
+        graph=graph,
+        notifier=notifier,
+        policy=load_policy(POLICIES_DIR / "per_call.yml"),
+        args_schemas=schemas,
+    )
+
+
+async def new_run(store: ApprovalStore, task: str) -> Run:
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task=task, channel_id="C1", user_id="U1")
+    )
+    claimed = await store.claim_run(run.run_id, owner="w", lease_s=60, from_state=RunState.QUEUED)
+    assert claimed is not None
+    return claimed
+
+
+async def test_an_answer_the_graph_refuses_goes_back_to_pending(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    notifier = RecordingNotifier()
+    # Our own check is as loose as a JSON-schema tool's; LangGraph's is the tool's own.
+    driver = driver_for(store, tmp_path, notifier, {"write_file": {"type": "object"}})
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(
+        request.request_id,
+        Decision(type="edit", edited_args={"path": 7, "content": "x"}),
+        user_id="U2",
+    )
+
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.state == ApprovalState.PENDING
+    assert reopened.note and reopened.note.startswith("the agent refused the answer (Validation")
+    assert [e for e, _ in notifier.events].count("updated") == 1
+    assert not (tmp_path / "ws/files/a.txt").exists()
+
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    state, answer = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE and answer and "Wrote 1 characters to a.txt" in answer
+    assert (await store.get_request(request.request_id)).state == ApprovalState.APPLIED
+
+
+async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    notifier = RecordingNotifier()
+    driver = driver_for(store, tmp_path, notifier, {})
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    await driver.drive(run)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    # Resumed elsewhere (or by a worker that died before marking): the checkpoint has moved on.
+    config = {"configurable": {"thread_id": run.thread_id}}
+    await driver.graph.ainvoke(Command(resume={request.interrupt_id: {"type": "approve"}}), config)
+    state, _ = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE
+    assert (await store.get_request(request.request_id)).state == ApprovalState.APPLIED
+    answers = [payload for event, payload in notifier.events if event == "answer"]
+    assert len(answers) == 1 and "Wrote 1 characters to a.txt" in answers[0]
