@@ -38,7 +38,13 @@ class Harness:
     """Starts and drives the product the way Slack and a reviewer would."""
 
     def __init__(
-        self, *, settings: Settings, backend: Backend, store: ApprovalStore, bus: RedisBus
+        self,
+        *,
+        settings: Settings,
+        backend: Backend,
+        store: ApprovalStore,
+        bus: RedisBus,
+        in_process_worker: bool = True,
     ) -> None:
         self.settings = settings
         self.backend = backend
@@ -50,6 +56,7 @@ class Harness:
         self.web_bus = RedisBus(settings.redis_url or "", channel=bus.channel)
         self.server: WebServer | None = None
         self.worker: Worker | None = None
+        self.in_process_worker = in_process_worker
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
 
@@ -69,6 +76,8 @@ class Harness:
             port=0,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
+        if not self.in_process_worker:
+            return
         self.worker = build_worker(
             settings=self.settings,
             store=self.store,
@@ -147,11 +156,13 @@ class Harness:
         return await self.wait_for(ended)
 
     async def tool_messages(self, run: Run) -> list[Any]:
-        """Every ``ToolMessage`` in the run's checkpoint, oldest first."""
-        assert self.worker is not None
+        """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
+        checkpointer itself, so it works whoever ran the thread)."""
         config = {"configurable": {"thread_id": run.thread_id}}
-        snapshot = await self.worker.driver.graph.aget_state(config)
-        return [m for m in snapshot.values["messages"] if m.type == "tool"]
+        checkpoint = await self.backend.checkpointer.aget_tuple(config)
+        assert checkpoint is not None
+        messages = checkpoint.checkpoint["channel_values"].get("messages", [])
+        return [m for m in messages if m.type == "tool"]
 
     def thread_texts(self, run: Run) -> list[str]:
         """Fallback texts of the run's Slack thread, parent first."""

@@ -1,0 +1,119 @@
+"""A real worker process that SIGKILLs itself once at a chosen point (crash tests).
+
+``python -m tests.crash_worker --crash-at POINT`` runs the configured worker (settings
+from the environment, as ``agent-bridge worker``) with one part wrapped so that the
+process kills itself, without any cleanup, at POINT:
+
+- ``before_post``: an interrupt is saved, its approval message not yet posted;
+- ``before_resume``: decisions are recorded, the resume not yet started;
+- ``in_tool``: inside ``write_file``, after it wrote the file, before it returned;
+- ``before_mark_applied``: the resume finished, the requests not yet marked applied.
+
+Without ``--crash-at`` it is a plain worker (the restart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
+
+from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.arguments import tool_args_schema
+from agent_bridge.backend import open_backend
+from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.policy import load_policy
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import Worker
+from bot.notifier import SlackNotifier
+from bot.processes import open_bus, stop_on_signals
+from bot.slack_client import make_client
+
+POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
+
+
+def die() -> None:
+    """End this process at once, as a power cut or the OOM killer would."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class CrashingNotifier(SlackNotifier):
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
+        die()
+        raise AssertionError("unreachable")
+
+
+class CrashingGraph:
+    """Delegates to the agent graph, dying when asked to resume."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    async def aget_state(self, config: Any) -> Any:
+        return await self.graph.aget_state(config)
+
+    def astream(self, graph_input: Any, config: Any, **kwargs: Any) -> Any:
+        if isinstance(graph_input, Command):
+            die()
+        return self.graph.astream(graph_input, config, **kwargs)
+
+
+class CrashingStore(ApprovalStore):
+    async def mark_applied(self, request_ids: Any) -> None:
+        if request_ids:
+            die()
+        await super().mark_applied(request_ids)
+
+
+def crashing_tools(tools: list[BaseTool]) -> list[BaseTool]:
+    """``write_file`` that writes, then dies before returning its result."""
+    original = next(t for t in tools if t.name == "write_file")
+
+    def write_file(path: str, content: str) -> str:
+        """Write text content to a file at a path relative to the workspace."""
+        original.invoke({"path": path, "content": content})
+        die()
+        raise AssertionError("unreachable")
+
+    crashing = StructuredTool.from_function(write_file, handle_tool_error=True)
+    return [crashing if t.name == "write_file" else t for t in tools]
+
+
+async def main(crash_at: str | None) -> None:
+    settings = Settings()
+    backend = await open_backend(settings.database_url)
+    bus = open_bus(settings)
+    store_type = CrashingStore if crash_at == "before_mark_applied" else ApprovalStore
+    store = store_type(backend.db)
+    policy = load_policy(settings.policy)
+    tools = load_tools(settings)
+    if crash_at == "in_tool":
+        tools = crashing_tools(tools)
+    graph: Any = build_agent(tools=tools, model=load_model(settings.model), policy=policy,
+                             checkpointer=backend.checkpointer)
+    if crash_at == "before_resume":
+        graph = CrashingGraph(graph)
+    client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+    notifier_type = CrashingNotifier if crash_at == "before_post" else SlackNotifier
+    driver = RunDriver(store=store, graph=graph, notifier=notifier_type(client), policy=policy,
+                       args_schemas={t.name: tool_args_schema(t) for t in tools})
+    worker = Worker(store=store, bus=bus, driver=driver,
+                    poll_interval_s=settings.poll_interval_s, lease_s=settings.lease_s)
+    try:
+        await worker.run(stop_on_signals())
+    finally:
+        await bus.close()
+        await backend.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--crash-at", choices=POINTS)
+    asyncio.run(main(parser.parse_args().crash_at))

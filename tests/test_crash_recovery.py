@@ -1,0 +1,123 @@
+"""A worker process killed with SIGKILL at each risky point, then restarted.
+
+In every case: no decision lost, no second approval message, the run finishes after the
+restart, and the checkpoint shows each approved call run once. For a kill *during* a
+tool, LangGraph's guarantee is at-least-once for the tool's body (the node is re-run
+from the last checkpoint) and exactly-once for its recorded result; the tool gets its
+``tool_call_id`` so it can make itself idempotent (``write_file`` simply rewrites).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_bridge.backend import Backend
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.redis_bus import RedisBus
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import Settings
+from agent_bridge.store import ApprovalStore
+from tests.crash_worker import POINTS
+from tests.harness import Harness
+
+REPO = Path(__file__).resolve().parent.parent
+REASON = "Archive the rows before deleting them."
+LEASE_S = 1.5
+EXIT_TIMEOUT_S = 30.0
+
+
+@pytest.fixture
+async def harness(
+    settings: Settings, pg_backend: Backend, bus: RedisBus
+) -> AsyncIterator[Harness]:
+    """Sandbox and web app in this process; the worker is a child process (see below)."""
+    harness = Harness(settings=settings, backend=pg_backend, store=ApprovalStore(pg_backend.db),
+                      bus=bus, in_process_worker=False)
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+    assert harness.sandbox.violations == []
+
+
+async def start_worker(harness: Harness, log: Path, crash_at: str | None = None
+                       ) -> asyncio.subprocess.Process:
+    """Start ``tests.crash_worker`` as a real process with the harness's configuration."""
+    settings = harness.settings
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url or "",
+        "SLACK_API_URL": settings.slack_api_url,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token,
+        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+        "WORKSPACE_DIR": str(settings.workspace_dir),
+        "POLL_INTERVAL_S": "0.3",
+        "LEASE_S": str(LEASE_S),
+    }
+    args = ["--crash-at", crash_at] if crash_at else []
+    with log.open("ab") as out:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.crash_worker", *args, cwd=REPO, env=env,
+            stdout=out, stderr=out)
+
+
+async def killed(process: asyncio.subprocess.Process) -> None:
+    """Wait until the crashing worker has SIGKILLed itself."""
+    code = await asyncio.wait_for(process.wait(), EXIT_TIMEOUT_S)
+    assert code == -signal.SIGKILL, f"worker exited {code}, not by SIGKILL"
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), EXIT_TIMEOUT_S)
+
+
+def approval_cards(harness: Harness) -> int:
+    return sum(1 for c in harness.sandbox.calls if c["method"] == "chat.postMessage"
+               and "Approval needed" in json.dumps(c["args"].get("blocks", "")))
+
+
+@pytest.mark.parametrize("crash_at", POINTS)
+async def test_a_killed_worker_loses_nothing_and_does_nothing_twice(
+    harness: Harness, crash_at: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "worker.log"
+    worker = await start_worker(harness, log, crash_at)
+    try:
+        run = await harness.start_run(DEMO_TASK)
+        if crash_at == "before_post":
+            await killed(worker)
+            worker = await start_worker(harness, log)
+        write, sql = await harness.requests(run, count=2)
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        if crash_at != "before_post":
+            await killed(worker)
+            worker = await start_worker(harness, log)
+        done = await harness.finished(run)
+    finally:
+        await stop(worker)
+
+    assert done.state == RunState.DONE, log.read_text()
+    assert approval_cards(harness) == 2
+    stored = await harness.store.requests_for_run(run.run_id)
+    assert [(r.tool_name, r.state) for r in stored] == [
+        ("write_file", ApprovalState.APPLIED), ("execute_sql", ApprovalState.APPLIED)]
+    assert stored[1].decision is not None and stored[1].decision.message == REASON
+    names = sorted(m.name for m in await harness.tool_messages(run))
+    assert names == ["execute_sql", "read_data", "write_file"]
+    written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
+    assert written.read_text().startswith("id,customer")
+    answers = [t for t in harness.thread_texts(done) if t.startswith("Done.")]
+    assert len(answers) == 1 and REASON in answers[0]
