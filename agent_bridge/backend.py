@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent_bridge import migrations
 from agent_bridge.db import Database, dialect_of, sqlite_path
-from agent_bridge.postgres_db import PostgresDatabase, open_pool
+from agent_bridge.postgres_db import POOL_TIMEOUT_S, PostgresDatabase, open_pool
 from agent_bridge.sqlite_db import open_sqlite
 
 
@@ -42,15 +42,19 @@ class Backend:
         await self.db.close()
 
 
-async def open_backend(database_url: str) -> Backend:
+async def open_backend(database_url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> Backend:
     """Open the database and checkpointer for ``database_url``.
+
+    Args:
+        database_url: ``postgresql://...`` or ``sqlite:///path``.
+        timeout_s: How long a statement waits for a PostgreSQL connection, seconds.
 
     Raises:
         ConfigurationError: If the URL's scheme is not supported.
         StoreUnavailableError: If the database cannot be reached.
     """
     if dialect_of(database_url) == "postgres":
-        pool = await open_pool(database_url)
+        pool = await open_pool(database_url, timeout_s=timeout_s)
         return Backend(db=PostgresDatabase(pool), checkpointer=AsyncPostgresSaver(conn=pool))
     path = sqlite_path(database_url)
     db = await open_sqlite(path)

@@ -26,3 +26,10 @@ class SchemaOutdatedError(BridgeError):
 
     Run ``agent-bridge release`` (the Procfile's release step) and start again.
     """
+
+
+class StoreRejectedError(BridgeError):
+    """The database refused a statement for its content (not an outage).
+
+    Retrying the same statement will fail again; the operation is reported as failed.
+    """

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from agent_bridge.db import Dialect, Params, Row
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
@@ -31,6 +31,18 @@ _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 def to_pyformat(sql: str) -> str:
     """Rewrite ``:name`` placeholders as psycopg's ``%(name)s`` (``::`` casts untouched)."""
     return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def without_nul(params: Params | None) -> dict[str, Any]:
+    """``params`` with NUL characters in text replaced by U+FFFD.
+
+    PostgreSQL ``text`` cannot hold NUL (0x00), and agent or Slack text may contain it;
+    a replacement character keeps the rest of the value instead of refusing it.
+    """
+    return {
+        k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v
+        for k, v in (params or {}).items()
+    }
 
 
 def connection_kwargs() -> dict[str, Any]:
@@ -73,22 +85,29 @@ class PostgresDatabase:
         """Run one statement in its own transaction; return (rows, rows changed)."""
         try:
             async with self.pool.connection() as conn, conn.cursor() as cur:
-                await cur.execute(to_pyformat(sql), dict(params or {}))
+                await cur.execute(to_pyformat(sql), without_nul(params))
                 rows = list(await cur.fetchall()) if cur.description else []
                 return rows, max(cur.rowcount, 0)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
             raise StoreUnavailableError(
-                f"No PostgreSQL connection within {POOL_TIMEOUT_S} s"
+                f"No PostgreSQL connection within {self.pool.timeout} s"
             ) from exc
+        except psycopg.Error as exc:
+            raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
 
 
-async def open_pool(url: str) -> AsyncConnectionPool[Any]:
+async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConnectionPool[Any]:
     """Open a checked, recycling connection pool on ``url``.
 
+    Args:
+        url: ``postgresql://...``.
+        timeout_s: How long a caller waits for a connection, seconds (the web process
+            uses less than Slack's 3 s ack deadline).
+
     Raises:
-        StoreUnavailableError: If no connection can be made within ``POOL_TIMEOUT_S``.
+        StoreUnavailableError: If no connection can be made within ``timeout_s``.
     """
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
@@ -97,11 +116,11 @@ async def open_pool(url: str) -> AsyncConnectionPool[Any]:
         check=AsyncConnectionPool.check_connection,
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,
-        timeout=POOL_TIMEOUT_S,
+        timeout=timeout_s,
         open=False,
     )
     try:
-        await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
+        await pool.open(wait=True, timeout=timeout_s)
     except Exception as exc:
         await pool.close()
         raise StoreUnavailableError(

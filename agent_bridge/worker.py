@@ -130,7 +130,7 @@ class Worker:
             logger.exception("run=%s thread=%s failed", run.run_id, run.thread_id)
             error = f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(NotifyError):
-                await self.notifier.run_failed(run, error=error)
+                await self.driver.notifier.run_failed(run, error=error)
             await self.store.release_run(
                 run_id, owner=self.owner, state=RunState.FAILED, error=error
             )

@@ -134,6 +134,10 @@ class ActionListeners:
     async def _approve(
         self, client: AsyncWebClient, payload: BlockActions, request_id: str
     ) -> None:
+        known = await self.store.get_request(request_id)
+        if known is not None and "approve" not in known.allowed_decisions:
+            await tell(client, payload, "'approve' is not allowed for this tool call.")
+            return
         won, request = await self.recorder.record(
             request_id, Decision(type="approve"), user_id=payload.user.id
         )

@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.bus import Bus
@@ -46,13 +48,29 @@ def create_app(
     return app
 
 
-def create_web_app(bolt_app: AsyncApp) -> web.Application:
-    """Return the aiohttp application serving ``bolt_app`` and the health check."""
+def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
+    """Return the aiohttp application serving ``bolt_app`` and the health check.
+
+    The signature is checked over the exact raw body before anything parses it, so an
+    unsigned or forged request, however malformed, gets 401 and reaches no listener
+    (Slack's "Verifying requests from Slack"); a signed request Bolt cannot read gets 400.
+    """
+    verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(
-            await bolt_app.async_dispatch(await to_bolt_request(request))
-        )
+        body = await request.read()
+        if not verifier.is_valid_request(body, dict(request.headers)):
+            return web.Response(status=401, text="invalid signature")
+        try:
+            bolt_request = AsyncBoltRequest(
+                body=body.decode("utf-8"),
+                query=request.query_string,
+                headers=dict(request.headers),
+            )
+            return await to_aiohttp_response(await bolt_app.async_dispatch(bolt_request))
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            logger.warning("unreadable signed request to %s: %s", request.path, exc)
+            return web.Response(status=400, text="unreadable request")
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})

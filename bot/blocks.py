@@ -121,6 +121,18 @@ def already_decided_text(request: ApprovalRequest) -> str:
     return f"This request was already decided: {_outcome_line(request)}."
 
 
+def already_decided_plain(request: ApprovalRequest) -> str:
+    """The same note as plain text, for a modal field error (which shows no mrkdwn)."""
+    _, verb = _outcome(request)
+    when = ""
+    if request.decided_at is not None:
+        when = datetime.fromtimestamp(request.decided_at, UTC).strftime(" at %H:%M UTC")
+    return (
+        f"Another reviewer already decided this request ({verb.lower()}{when}); "
+        "nothing was recorded. See the card for who."
+    )
+
+
 def stale_text() -> str:
     """The private note for a button whose request is gone or whose run has finished."""
     return (

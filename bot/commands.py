@@ -15,12 +15,12 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from agent_bridge.bus import Bus, Signal
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import BridgeError
 from agent_bridge.models import Run
 from agent_bridge.store import ApprovalStore
 from bot.actions import Ack
 from bot.errors import PayloadError
-from bot.mrkdwn import escape
+from bot.mrkdwn import truncate
 from bot.payloads import SlashCommand, parse
 
 logger = logging.getLogger(__name__)
@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 COMMAND = "/agent"
 USAGE_TEXT = "Usage: `/agent <task>`, for example `/agent Archive old orders, then delete them`"
 RUN_ID_BYTES = 6
+ECHO_MAX_CHARS = 300
+"""How much of the task the command's private reply repeats, characters."""
 
 Respond = Callable[..., Awaitable[Any]]
 
@@ -72,15 +74,15 @@ class CommandListeners:
         if not task:
             await ack(USAGE_TEXT)
             return
-        await ack(f"Starting a run for: {escape(task)}")
+        shown, _ = truncate(task, ECHO_MAX_CHARS)
+        await ack(f"Starting a run for: {shown}")
         run = new_run(command, task)
         try:
             await self.store.create_run(run)
-        except StoreUnavailableError as exc:
+        except BridgeError as exc:
             logger.error("run=%s not started: %s", run.run_id, exc)
-            await respond(
-                ":warning: The run was not started: the database is unreachable. Please try again."
-            )
+            reason, _ = truncate(str(exc), ECHO_MAX_CHARS)
+            await respond(f":warning: The run was not started ({reason}). Please try again.")
             return
         logger.info("run=%s thread=%s queued by %s", run.run_id, run.thread_id, run.user_id)
         await self.bus.publish(Signal(kind="run_requested", run_id=run.run_id))

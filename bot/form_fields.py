@@ -248,6 +248,11 @@ def parse_number(text: str) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting an edited JSON value may have (pydantic refuses to serialise far
+deeper values; no tool argument needs more)."""
+
+
 def parse_json(text: str) -> Any:
     """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON) and absurd nesting.
 
@@ -260,11 +265,28 @@ def parse_json(text: str) -> Any:
         raise ValueError(f"{name} is not a JSON value")
 
     try:
-        return json.loads(text, parse_constant=refuse)
+        value = json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as error:
         raise ValueError(f"{error.msg} (line {error.lineno}, column {error.colno})") from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (0 for a scalar)."""
+    depth, level = 0, [value]
+    while level:
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        depth += 1
+    return depth - 1
 
 
 def _is_number(value: Any) -> bool:

@@ -33,6 +33,10 @@ from bot.slack_client import make_client
 
 logger = logging.getLogger(__name__)
 
+WEB_DB_TIMEOUT_S = 2.0
+"""The web process waits at most this long for a database connection, seconds, so a
+database outage is reported on the modal within Slack's 3 s deadline."""
+
 
 @dataclass
 class WebServer:
@@ -63,7 +67,9 @@ async def start_web(
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret, store=store, bus=bus, client=client
     )
-    runner = web.AppRunner(create_web_app(bolt_app), access_log=None)
+    runner = web.AppRunner(
+        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
+    )
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
     await web.SockSite(runner, sock).start()
@@ -126,7 +132,7 @@ def stop_on_signals() -> asyncio.Event:
 
 async def run_web(settings: Settings) -> None:
     """The ``web`` process: serve until SIGINT/SIGTERM."""
-    backend = await open_backend(settings.database_url)
+    backend = await open_backend(settings.database_url, timeout_s=WEB_DB_TIMEOUT_S)
     bus = open_bus(settings)
     try:
         await check_version(backend.db)

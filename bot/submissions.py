@@ -19,14 +19,19 @@ from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
 from agent_bridge.store import ApprovalStore
 from bot import ids
-from bot.actions import STORE_DOWN_TEXT, Ack
-from bot.blocks import already_decided_text, stale_text
+from bot.actions import Ack
+from bot.blocks import already_decided_plain, stale_text
 from bot.edit_form import parse_submission
 from bot.errors import PayloadError
 from bot.payloads import ViewState, ViewSubmission, parse
 from bot.recorder import DecisionRecorder
 
 logger = logging.getLogger(__name__)
+
+STORE_DOWN_PLAIN = (
+    "Not recorded: the approval database is unreachable. Please submit again in a moment."
+)
+FAILED_PLAIN = "Not recorded: something went wrong on our side. Please submit again."
 
 
 def field_errors(errors: dict[str, str], state: ViewState) -> dict[str, str]:
@@ -122,7 +127,20 @@ class SubmissionListeners:
             )
             await ack(
                 response_action="errors",
-                errors=field_errors({GENERAL_ERROR: STORE_DOWN_TEXT}, state),
+                errors=field_errors({GENERAL_ERROR: STORE_DOWN_PLAIN}, state),
+            )
+            return
+        except Exception:
+            # The edge of the app: whatever went wrong, the reviewer gets an answer.
+            logger.exception(
+                "view %s (request %s) by %s failed",
+                payload.view.callback_id,
+                payload.view.private_metadata,
+                payload.user.id,
+            )
+            await ack(
+                response_action="errors",
+                errors=field_errors({GENERAL_ERROR: FAILED_PLAIN}, state),
             )
             return
         if errors:
@@ -140,7 +158,7 @@ class SubmissionListeners:
         if request is None:
             return {GENERAL_ERROR: stale_text()}, None
         if request.state != ApprovalState.PENDING:
-            return {GENERAL_ERROR: already_decided_text(request)}, None
+            return {GENERAL_ERROR: already_decided_plain(request)}, None
         decision, errors = build(request, payload.view.state)
         if decision is None:
             return errors, None
@@ -152,5 +170,5 @@ class SubmissionListeners:
         )
         if not won:
             assert current is not None
-            return {GENERAL_ERROR: already_decided_text(current)}, None
+            return {GENERAL_ERROR: already_decided_plain(current)}, None
         return {}, current
