@@ -13,10 +13,8 @@ import sys
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.settings import Settings
-from bot.demo import run_demo
+from bot.demo import DEMO_PAGE_PORT, run_demo
 from bot.processes import run_release, run_web, run_worker
-
-DEMO_PAGE_PORT = 8700
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,8 +33,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     demo.add_argument(
         "--port",
         type=int,
-        default=DEMO_PAGE_PORT,
-        help=f"port of the sandbox page (default {DEMO_PAGE_PORT})",
+        default=None,
+        help=f"port of the sandbox page (default {DEMO_PAGE_PORT}; any free one "
+        "with --unattended; 0 for any free one)",
     )
     parser.add_argument(
         "--log-level",

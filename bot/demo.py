@@ -13,10 +13,13 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import sqlite3
+import tempfile
 from pathlib import Path
 
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
+from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalRequest, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
@@ -30,6 +33,7 @@ from bot.slack_client import make_client
 logger = logging.getLogger(__name__)
 
 DEMO_DIR = Path(".demo")
+DEMO_PAGE_PORT = 8700
 DEMO_CHANNEL = "C0GENERAL"
 DEMO_REQUESTER = "U0ALICE"
 REVIEWER = "U0REVIEWER"
@@ -39,12 +43,13 @@ UNATTENDED_TIMEOUT_S = 60.0
 REVIEW_POLL_S = 0.2
 
 
-def demo_settings(base: Settings, *, api_url: str) -> Settings:
-    """Return ``base`` on the demo's embedded defaults (fresh SQLite, sandbox Slack)."""
+def demo_settings(base: Settings, *, api_url: str, data_dir: Path) -> Settings:
+    """Return ``base`` on the demo's embedded defaults (fresh SQLite in ``data_dir``,
+    sandbox Slack, in-process bus)."""
     return base.model_copy(
         update={
-            "database_url": f"sqlite:///{DEMO_DIR / 'agent.db'}",
-            "workspace_dir": DEMO_DIR / "workspace",
+            "database_url": f"sqlite:///{data_dir / 'agent.db'}",
+            "workspace_dir": data_dir / "workspace",
             "slack_api_url": api_url,
             "redis_url": None,
             "approvals_channel": None,
@@ -99,6 +104,17 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
         await asyncio.sleep(REVIEW_POLL_S)
 
 
+def check_outcome(workspace: Path) -> list[tuple[str, bool]]:
+    """What the unattended demo must have done: file written, DELETE not run."""
+    archive = workspace / "files" / "archive" / "old_orders.csv"
+    with sqlite3.connect(workspace / "orders.db") as conn:
+        orders = conn.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
+    return [
+        (f"approved write_file wrote {archive.name}", archive.is_file()),
+        (f"rejected DELETE did not run: orders has {orders} of 5 rows", orders == 5),
+    ]
+
+
 def print_thread(sandbox: Sandbox) -> None:
     """Print the demo channel as a reader of Slack would see it (fallback texts)."""
     for message in sandbox.messages(DEMO_CHANNEL):
@@ -109,20 +125,57 @@ def print_thread(sandbox: Sandbox) -> None:
         print(f"{indent}- {first_line[0] if first_line else ''}")
 
 
-async def run_demo(settings: Settings, *, unattended: bool, port: int) -> int:
+async def start_sandbox(settings: Settings, port: int) -> tuple[Sandbox, str]:
+    """Start the sandbox on ``port``; return it and its page URL.
+
+    Raises:
+        ConfigurationError: If the port is taken (say which, and what to pass instead).
+    """
+    sandbox = Sandbox(
+        signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
+    )
+    try:
+        return sandbox, await sandbox.start(port=port)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot serve the sandbox page on port {port} ({exc.strerror}); "
+            "pass --port with another port, or --port 0 for any free one"
+        ) from exc
+
+
+async def run_demo(settings: Settings, *, unattended: bool, port: int | None) -> int:
     """Run the demo; return the process exit code.
 
     Args:
         settings: Base settings (the demo overrides database, bus and Slack URL).
-        unattended: Review with the scripted reviewer and exit when the run ends.
-        port: Port of the sandbox page (0: any free port).
+        unattended: Review with the scripted reviewer and exit when the run ends; its data
+            lives in a temporary folder, so it never disturbs an interactive demo.
+        port: Port of the sandbox page (``None``: 8700, or any free port when unattended).
+
+    Raises:
+        ConfigurationError: If the page's port is taken or the agent cannot be built.
     """
-    shutil.rmtree(DEMO_DIR, ignore_errors=True)
-    sandbox = Sandbox(
-        signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
+    sandbox, page_url = await start_sandbox(
+        settings, port if port is not None else (0 if unattended else DEMO_PAGE_PORT)
     )
-    page_url = await sandbox.start(port=port)
-    settings = demo_settings(settings, api_url=sandbox.api_url)
+    with contextlib.ExitStack() as cleanup:
+        if unattended:
+            data_dir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="demo-")))
+        else:
+            data_dir = DEMO_DIR
+            shutil.rmtree(data_dir, ignore_errors=True)
+        try:
+            return await _run(
+                demo_settings(settings, api_url=sandbox.api_url, data_dir=data_dir),
+                sandbox,
+                page_url,
+                unattended=unattended,
+            )
+        finally:
+            await sandbox.stop()
+
+
+async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattended: bool) -> int:
     backend = await open_backend(settings.database_url)
     bus = InProcessBus()
     stop = asyncio.Event()
@@ -149,9 +202,14 @@ async def run_demo(settings: Settings, *, unattended: bool, port: int) -> int:
             print("\n#general as posted in the sandbox:")
             print_thread(sandbox)
             print(f"\nFinal answer:\n{answer}")
-            code = 0 if answer.startswith("Done.") else 1
+            proofs = check_outcome(settings.workspace_dir)
+            print(
+                "\nChecked:\n"
+                + "\n".join(f"  {'ok ' if ok else 'BAD'} {what}" for what, ok in proofs)
+            )
+            code = 0 if answer.startswith("Done.") and all(ok for _, ok in proofs) else 1
         else:
-            print("Open the page, pick a reviewer and click. Ctrl-C to stop.")
+            print("Open the page, pick who you are in the left sidebar, and click. Ctrl-C stops.")
             await stop_on_signals().wait()
         stop.set()
         await worker_task
@@ -159,6 +217,4 @@ async def run_demo(settings: Settings, *, unattended: bool, port: int) -> int:
         return code
     finally:
         stop.set()
-        with contextlib.suppress(Exception):
-            await sandbox.stop()
         await backend.close()
