@@ -63,10 +63,12 @@ class DemoWorkspace:
         """Write ``content`` to ``path`` inside the workspace.
 
         Raises:
-            ToolException: If ``path`` resolves outside the workspace.
+            ToolException: If ``path`` is blank or resolves outside the workspace.
         """
+        if not path.strip():
+            raise ToolException("Refused: the path is empty. Name a file inside the workspace.")
         target = (self.root / path).resolve()
-        if not target.is_relative_to(self.root):
+        if not target.is_relative_to(self.root) or target == self.root:
             raise ToolException(
                 f"Refused: {path!r} is outside the workspace {self.root}. "
                 "Write to a relative path inside it."

@@ -25,6 +25,9 @@ from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
 
+EDIT_NOTICE_END = "\n\nTool response:\n"
+"""Where ``HumanInTheLoopMiddleware``'s edit notice ends and the tool's own result begins."""
+
 
 def _invalid_note(errors: dict[str, str]) -> str:
     """The card note for a decision that no longer fits the tool (e.g. after a deploy)."""
@@ -38,10 +41,13 @@ class ToolCalls:
 
     Attributes:
         reviewed: Tool call IDs that had an approval request.
+        edited: Tool call IDs a reviewer replaced (their results carry the middleware's
+            edit notice, meant for the model, which the thread does not repeat).
         args: Tool call ID -> arguments the model proposed.
     """
 
     reviewed: set[str | None]
+    edited: set[str | None] = field(default_factory=set)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -128,6 +134,7 @@ class RunDriver:
             return await self._finish(run, snapshot)
         calls = ToolCalls(
             reviewed={r.tool_call_id for r in requests},
+            edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
             args={
                 c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
             },
@@ -183,8 +190,14 @@ class RunDriver:
                 await self.notifier.ran_without_review(
                     run, tool_name=name, args=calls.args.get(call_id, {})
                 )
+            content = message_text(message)
+            if call_id in calls.edited:
+                name, content = (
+                    f"{name} (as edited)",
+                    content.partition(EDIT_NOTICE_END)[2] or content,
+                )
             await self.notifier.tool_ran(
-                run, tool_name=name, content=message_text(message), ok=message.status != "error"
+                run, tool_name=name, content=content, ok=message.status != "error"
             )
         except NotifyError as exc:
             logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)

@@ -18,7 +18,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run
+from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run, RunState
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.mrkdwn import code_block, escape, inline_code, split_escaped, truncate
@@ -32,6 +32,8 @@ OUTCOME_MAX_CHARS = 2000
 ANSWER_BUDGET_CHARS = 9000
 """Characters of a final answer shown across its sections."""
 LABEL_MAX_CHARS = 200
+TASK_MAX_CHARS = 300
+"""Characters of a run's task shown on its first message (the task can be huge)."""
 TOOL_NAME_MAX_CHARS = 200
 
 Message = tuple[str, list[dict[str, Any]]]
@@ -70,7 +72,10 @@ def render_approval(
         button per allowed decision in the order approve, edit, reject, respond (action
         ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
     """
-    blocks = _card(request, ":raised_hand: *Approval needed:*")
+    asks = request.allowed_decisions == ["respond"]
+    blocks = _card(
+        request, ":question: *The agent asks you:*" if asks else ":raised_hand: *Approval needed:*"
+    )
     buttons = [
         _decision_button(d, request.request_id)
         for d in DECISION_TYPES
@@ -141,14 +146,26 @@ def stale_text() -> str:
     )
 
 
+_RUN_STATUS: dict[RunState, tuple[str, str]] = {
+    RunState.DONE: (":white_check_mark: *Done*", "Done"),
+    RunState.FAILED: (":x: *Failed*", "Failed"),
+}
+_WORKING = (":hourglass_flowing_sand: *Working on it*", "Working on")
+
+
 def render_run_started(run: Run) -> Message:
-    """Render the first message of a run: its task. Returns ``(text, blocks)``."""
-    task, _ = truncate(run.task, 2000)
+    """Render the first message of a run (its thread): status and task.
+
+    Redrawn when the run ends, so the channel shows at a glance which runs are done.
+    Returns ``(text, blocks)``.
+    """
+    status, verb = _RUN_STATUS.get(run.state, _WORKING)
+    task, _ = truncate(run.task, TASK_MAX_CHARS)
     blocks = [
-        _section(f":hourglass_flowing_sand: *Working on it*\n{task}"),
+        _section(f"{status}\n{task}"),
         {"type": "context", "elements": [_mrkdwn(f"Run {inline_code(run.run_id, 100)}")]},
     ]
-    return truncate(f"Working on: {run.task}", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+    return truncate(f"{verb}: {run.task}", TASK_MAX_CHARS)[0], blocks
 
 
 def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:

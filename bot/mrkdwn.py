@@ -41,17 +41,25 @@ _JOINERS = frozenset({_ZERO_WIDTH_JOINER, "\ufe0e", "\ufe0f"})
 _BACKTICK_LOOKALIKE = "\u02cb"
 
 
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def escape(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` so ``text`` shows literally in mrkdwn.
+    """Escape ``&``, ``<`` and ``>`` so ``text`` shows literally in mrkdwn, and make
+    invisible bidirectional controls visible.
 
     Args:
         text: any agent text.
 
     Returns:
         ``text`` with ``&`` → ``&amp;``, ``<`` → ``&lt;``, ``>`` → ``&gt;`` (so it may be
-        up to 5 times longer); every other character unchanged.
+        up to 5 times longer), and each bidi embedding, override or isolate control
+        (U+202A-U+202E, U+2066-U+2069) shown as ``[U+202E]``: on an approval card such a
+        character could make ``exe.live`` read as ``evil.exe`` (Trojan Source,
+        CVE-2021-42574). Every other character is unchanged.
     """
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _BIDI_CONTROLS.sub(lambda m: f"[U+{ord(m.group()):04X}]", escaped)
 
 
 def truncate(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, bool]:

@@ -13,7 +13,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.models import ApprovalRequest, Run, RunState
 from agent_bridge.notifier import NotifyError
 from bot.blocks import (
     render_final_answer,
@@ -72,14 +72,28 @@ class SlackNotifier:
         await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
-        """See ``Notifier.run_finished``."""
+        """See ``Notifier.run_finished``; also marks the run's first message done."""
         text, blocks = render_final_answer(answer)
         await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+        await self._redraw_header(run.model_copy(update={"state": RunState.DONE}))
 
     async def run_failed(self, run: Run, *, error: str) -> None:
-        """See ``Notifier.run_failed``."""
+        """See ``Notifier.run_failed``; also marks the run's first message failed."""
         text, blocks = render_run_failed(error)
         await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+        await self._redraw_header(run.model_copy(update={"state": RunState.FAILED}))
+
+    async def _redraw_header(self, run: Run) -> None:
+        """Redraw the run's first message; a failure is logged (the answer is posted)."""
+        if run.thread_ts is None:
+            return
+        text, blocks = render_run_started(run)
+        try:
+            await self.client.chat_update(
+                channel=run.channel_id, ts=run.thread_ts, text=text, blocks=blocks
+            )
+        except (SlackApiError, ClientError, TimeoutError) as exc:
+            logger.warning("run=%s first message not redrawn: %s", run.run_id, exc)
 
     async def _post(
         self, channel_id: str, text: str, blocks: list[dict], *, thread_ts: str | None = None

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -93,12 +94,28 @@ def agent_settings(settings: Settings) -> Settings:
 
 
 @pytest.fixture
+def channel(redis_bus_url: str) -> str:
+    """A Redis pub/sub channel of this test's own (the Redis database is flushed)."""
+    return services.unique_name("signals")
+
+
+@pytest.fixture
+def harness_options() -> dict[str, Any]:
+    """Extra ``Harness`` arguments; a test module overrides it (e.g. two workers)."""
+    return {}
+
+
+@pytest.fixture
 async def harness(
-    agent_settings: Settings, pg_backend: Backend, bus: RedisBus
+    agent_settings: Settings, pg_backend: Backend, channel: str, harness_options: dict[str, Any]
 ) -> AsyncIterator[Harness]:
     """Sandbox + web app + worker, running; every Slack call checked for violations."""
     harness = Harness(
-        settings=agent_settings, backend=pg_backend, store=ApprovalStore(pg_backend.db), bus=bus
+        settings=agent_settings,
+        backend=pg_backend,
+        store=ApprovalStore(pg_backend.db),
+        channel=channel,
+        **harness_options,
     )
     await harness.start()
     try:

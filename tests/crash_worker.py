@@ -96,16 +96,30 @@ async def main(crash_at: str | None) -> None:
     tools = load_tools(settings)
     if crash_at == "in_tool":
         tools = crashing_tools(tools)
-    graph: Any = build_agent(tools=tools, model=load_model(settings.model), policy=policy,
-                             checkpointer=backend.checkpointer)
+    graph: Any = build_agent(
+        tools=tools,
+        model=load_model(settings.model),
+        policy=policy,
+        checkpointer=backend.checkpointer,
+    )
     if crash_at == "before_resume":
         graph = CrashingGraph(graph)
     client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
     notifier_type = CrashingNotifier if crash_at == "before_post" else SlackNotifier
-    driver = RunDriver(store=store, graph=graph, notifier=notifier_type(client), policy=policy,
-                       args_schemas={t.name: tool_args_schema(t) for t in tools})
-    worker = Worker(store=store, bus=bus, driver=driver,
-                    poll_interval_s=settings.poll_interval_s, lease_s=settings.lease_s)
+    driver = RunDriver(
+        store=store,
+        graph=graph,
+        notifier=notifier_type(client),
+        policy=policy,
+        args_schemas={t.name: tool_args_schema(t) for t in tools},
+    )
+    worker = Worker(
+        store=store,
+        bus=bus,
+        driver=driver,
+        poll_interval_s=settings.poll_interval_s,
+        lease_s=settings.lease_s,
+    )
     try:
         await worker.run(stop_on_signals())
     finally:

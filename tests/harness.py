@@ -35,7 +35,18 @@ POLL_S = 0.05
 
 
 class Harness:
-    """Starts and drives the product the way Slack and a reviewer would."""
+    """Starts and drives the product the way Slack and a reviewer would.
+
+    Args:
+        settings: The app's settings (database, Redis, workspace...).
+        backend: Open database and checkpointer.
+        store: The approval store on ``backend``.
+        channel: The Redis pub/sub channel of this test.
+        workers: How many in-process workers to run (0: the test runs its own).
+        web_redis_url: Redis URL of the web process (default ``settings.redis_url``).
+        worker_redis_url: Redis URL of the workers (default ``settings.redis_url``).
+        users: Sandbox users (default: the sandbox's reviewer, dba and alice).
+    """
 
     def __init__(
         self,
@@ -43,25 +54,37 @@ class Harness:
         settings: Settings,
         backend: Backend,
         store: ApprovalStore,
-        bus: RedisBus,
-        in_process_worker: bool = True,
+        channel: str,
+        workers: int = 1,
+        web_redis_url: str | None = None,
+        worker_redis_url: str | None = None,
+        users: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.store = store
-        self.bus = bus
+        self.channel = channel
         self.sandbox = Sandbox(
-            signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
+            signing_secret=settings.slack_signing_secret,
+            bot_token=settings.slack_bot_token,
+            users=users,
         )
-        self.web_bus = RedisBus(settings.redis_url or "", channel=bus.channel)
+        self.web_bus = RedisBus(web_redis_url or settings.redis_url or "", channel=channel)
+        self.worker_redis_url = worker_redis_url or settings.redis_url or ""
         self.server: WebServer | None = None
-        self.worker: Worker | None = None
-        self.in_process_worker = in_process_worker
+        self.workers: list[Worker] = []
+        self.worker_count = workers
         self._stop = asyncio.Event()
-        self._worker_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._buses: list[RedisBus] = [self.web_bus]
+
+    @property
+    def worker(self) -> Worker:
+        """The first in-process worker."""
+        return self.workers[0]
 
     async def start(self) -> None:
-        """Start the sandbox, the web app and the worker."""
+        """Start the sandbox, the web app and the workers."""
         await self.sandbox.start()
         self.settings = self.settings.model_copy(update={"slack_api_url": self.sandbox.api_url})
         client = make_client(
@@ -76,25 +99,27 @@ class Harness:
             port=0,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
-        if not self.in_process_worker:
-            return
-        self.worker = build_worker(
-            settings=self.settings,
-            store=self.store,
-            bus=self.bus,
-            backend=self.backend,
-            client=client,
-        )
-        self._worker_task = asyncio.create_task(self.worker.run(self._stop))
+        for _ in range(self.worker_count):
+            bus = RedisBus(self.worker_redis_url, channel=self.channel)
+            self._buses.append(bus)
+            worker = build_worker(
+                settings=self.settings,
+                store=self.store,
+                bus=bus,
+                backend=self.backend,
+                client=client,
+            )
+            self.workers.append(worker)
+            self._tasks.append(asyncio.create_task(worker.run(self._stop)))
 
     async def stop(self) -> None:
-        """Stop the worker, the web app and the sandbox."""
+        """Stop the workers, the web app and the sandbox."""
         self._stop.set()
-        if self._worker_task is not None:
-            await self._worker_task
+        await asyncio.gather(*self._tasks)
         if self.server is not None:
             await self.server.stop()
-        await self.web_bus.close()
+        for bus in self._buses:
+            await bus.close()
         await self.sandbox.stop()
 
     # -- driving -------------------------------------------------------------

@@ -64,6 +64,8 @@ async def test_write_file_refuses_a_path_outside_the_workspace(tmp_path: Path) -
     result = await tools["write_file"].ainvoke({"path": "../../escape.txt", "content": "x"})
     assert "outside the workspace" in result
     assert not (tmp_path / "escape.txt").exists()
+    blank = await tools["write_file"].ainvoke({"path": "   ", "content": "x"})
+    assert blank.startswith("Refused: the path is empty")
     ok = await tools["write_file"].ainvoke({"path": "a/b.txt", "content": "hello"})
     assert ok == "Wrote 5 characters to a/b.txt"
 

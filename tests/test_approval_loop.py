@@ -79,6 +79,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
         if e["action_id"].startswith(ids.ACTION_PREFIX)
     ]
     assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
+    assert texts[0].startswith("Done: Archive old orders")  # the run's first message, redrawn
 
 
 async def test_edit_changes_the_path_written(harness: Harness) -> None:
@@ -100,6 +101,10 @@ async def test_edit_changes_the_path_written(harness: Harness) -> None:
     stored = await harness.store.get_request(write.request_id)
     assert stored and stored.decision and stored.decision.edited_args
     assert stored.decision.edited_args["path"] == "archive/edited.csv"
+    texts = harness.thread_texts(await harness.store.get_run(run.run_id))
+    assert any(t.startswith("write_file (as edited) returned: Wrote ") for t in texts), texts
+    results = [t for t in texts if " returned: " in t]
+    assert results and not any("replaced this tool call" in t for t in results)  # model-only
 
 
 async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: Harness) -> None:

@@ -14,17 +14,13 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent_bridge.backend import Backend
 from agent_bridge.models import ApprovalState, RunState
-from agent_bridge.redis_bus import RedisBus
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
-from agent_bridge.store import ApprovalStore
 from tests.crash_worker import POINTS
 from tests.harness import Harness
 
@@ -35,22 +31,14 @@ EXIT_TIMEOUT_S = 30.0
 
 
 @pytest.fixture
-async def harness(
-    settings: Settings, pg_backend: Backend, bus: RedisBus
-) -> AsyncIterator[Harness]:
+def harness_options() -> dict[str, Any]:
     """Sandbox and web app in this process; the worker is a child process (see below)."""
-    harness = Harness(settings=settings, backend=pg_backend, store=ApprovalStore(pg_backend.db),
-                      bus=bus, in_process_worker=False)
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.stop()
-    assert harness.sandbox.violations == []
+    return {"workers": 0}
 
 
-async def start_worker(harness: Harness, log: Path, crash_at: str | None = None
-                       ) -> asyncio.subprocess.Process:
+async def start_worker(
+    harness: Harness, log: Path, crash_at: str | None = None
+) -> asyncio.subprocess.Process:
     """Start ``tests.crash_worker`` as a real process with the harness's configuration."""
     settings = harness.settings
     env = {
@@ -67,8 +55,15 @@ async def start_worker(harness: Harness, log: Path, crash_at: str | None = None
     args = ["--crash-at", crash_at] if crash_at else []
     with log.open("ab") as out:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.crash_worker", *args, cwd=REPO, env=env,
-            stdout=out, stderr=out)
+            sys.executable,
+            "-m",
+            "tests.crash_worker",
+            *args,
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
 
 
 async def killed(process: asyncio.subprocess.Process) -> None:
@@ -84,8 +79,12 @@ async def stop(process: asyncio.subprocess.Process) -> None:
 
 
 def approval_cards(harness: Harness) -> int:
-    return sum(1 for c in harness.sandbox.calls if c["method"] == "chat.postMessage"
-               and "Approval needed" in json.dumps(c["args"].get("blocks", "")))
+    return sum(
+        1
+        for c in harness.sandbox.calls
+        if c["method"] == "chat.postMessage"
+        and "Approval needed" in json.dumps(c["args"].get("blocks", ""))
+    )
 
 
 @pytest.mark.parametrize("crash_at", POINTS)
@@ -113,7 +112,9 @@ async def test_a_killed_worker_loses_nothing_and_does_nothing_twice(
     assert approval_cards(harness) == 2
     stored = await harness.store.requests_for_run(run.run_id)
     assert [(r.tool_name, r.state) for r in stored] == [
-        ("write_file", ApprovalState.APPLIED), ("execute_sql", ApprovalState.APPLIED)]
+        ("write_file", ApprovalState.APPLIED),
+        ("execute_sql", ApprovalState.APPLIED),
+    ]
     assert stored[1].decision is not None and stored[1].decision.message == REASON
     names = sorted(m.name for m in await harness.tool_messages(run))
     assert names == ["execute_sql", "read_data", "write_file"]

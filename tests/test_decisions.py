@@ -53,6 +53,7 @@ async def test_respond_answers_ask_user_as_a_successful_tool_result(harness: Har
     )
     (ask,) = await harness.requests(run, count=1)
     assert buttons(harness, ask) == ["respond"]
+    assert await _has(harness, ask, "The agent asks you")
     await harness.click(ask, "respond")
     view = await harness.wait_for(lambda: _view(harness, REVIEWER))
     assert "Which year counts as old?" in json.dumps(view["blocks"])

@@ -451,5 +451,8 @@ def test_unicode_and_rtl_text_renders() -> None:
     assert len(RTL) == 60
     request = REQUESTS["unicode rtl"]
     text = "\n".join(strings(render_approval(request)))
-    assert RTL in text
+    # Scripts render as given; the override that would flip "exe.txt" is shown, not obeyed.
+    visible = RTL.replace("\u202e", "[U+202E]").replace("\u202c", "[U+202C]")
+    assert visible in text
+    assert "\u202e" not in text and "\u202c" not in text
     assert_valid_view(render_full_args_modal(request))
