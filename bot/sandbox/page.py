@@ -109,8 +109,12 @@ def page_routes(
         await interactions.close_view(**_fields(body, "view_id", "user_id"))
         return {"ok": True, "status": 200, "body": None}
 
+    async def favicon(_: web.Request) -> web.Response:
+        return web.Response(status=204)  # no icon; an empty answer keeps the console clean
+
     return [
         web.get("/", index),
+        web.get("/favicon.ico", favicon),
         web.get("/sandbox/state", state),
         web.post("/sandbox/command", _json_endpoint(command)),
         web.post("/sandbox/click", _json_endpoint(click)),

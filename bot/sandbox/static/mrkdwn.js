@@ -50,6 +50,10 @@ const Mrkdwn = (() => {
       const id = target.slice(1);
       return el("span", "mention", ["#" + (label || names.channels[id] || id)]);
     }
+    if (target.startsWith("!date^")) {
+      // Slack shows a localised date; the sandbox shows the fallback text.
+      return el("span", "date", [unescape(label || target.slice(6).split("^")[0])]);
+    }
     if (target.startsWith("!")) {
       const word = target.slice(1).split("^")[0];
       return el("span", "mention broadcast", ["@" + (label || word)]);
