@@ -21,6 +21,9 @@ from bot.cards import current_card
 
 logger = logging.getLogger(__name__)
 
+SIBLING_REDRAW_MAX = 10
+"""Largest batch whose pending cards are all redrawn after each decision."""
+
 
 class DecisionRecorder:
     """Records decisions in the store and tells workers.
@@ -63,11 +66,17 @@ class DecisionRecorder:
     async def refresh(self, client: AsyncWebClient, request: ApprovalRequest) -> None:
         """Redraw the cards of ``request``'s interrupt with ``chat.update``.
 
-        Slack failures are logged, not raised: the decision is already recorded.
+        The decided card always; its pending siblings (to show "n of m decided") only
+        in batches of up to ``SIBLING_REDRAW_MAX`` cards: redrawing every sibling on
+        every click costs m² updates, and ``chat.update`` is rate limited (Tier 3,
+        about 50 a minute). Slack failures are logged, not raised: the decision is
+        already recorded.
         """
         run = await self.store.get_run(request.run_id)
         siblings = await self.store.requests_for_interrupt(request.interrupt_id)
         decided = sum(1 for r in siblings if r.state != ApprovalState.PENDING)
+        if len(siblings) > SIBLING_REDRAW_MAX:
+            siblings = [r for r in siblings if r.request_id == request.request_id]
         for sibling in siblings:
             if sibling.channel_id is None or sibling.message_ts is None:
                 continue
