@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 
 if TYPE_CHECKING:
     from agent_bridge.settings import Settings
@@ -35,6 +35,9 @@ SEED_ORDERS: tuple[tuple[int, str, float, str], ...] = (
     (5, "Ken", 99.99, "2025-01-05"),
 )
 
+EXECUTED_CALLS_SQL = (
+    "CREATE TABLE IF NOT EXISTS executed_calls (tool_call_id TEXT PRIMARY KEY, result TEXT)"
+)
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS orders ("
     "id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total REAL NOT NULL, created_at TEXT NOT NULL)"
@@ -77,22 +80,39 @@ class DemoWorkspace:
         target.write_text(content, encoding="utf-8")
         return f"Wrote {len(content)} characters to {path}"
 
-    def execute_sql(self, query: str) -> str:
+    def execute_sql(self, query: str, tool_call_id: str | None = None) -> str:
         """Run one SQL statement; return rows as JSON or the number of rows affected.
+
+        Idempotent per tool call: the statement and a record of ``tool_call_id`` commit
+        in one transaction, so if the worker dies after the commit and LangGraph runs
+        the tool again (its node re-runs from the last checkpoint: at least once), the
+        statement is not repeated and the first result is returned.
 
         Raises:
             ToolException: If SQLite refuses the statement.
         """
         try:
             with sqlite3.connect(self.database) as conn:
+                conn.execute(EXECUTED_CALLS_SQL)
+                if tool_call_id:
+                    done = conn.execute(
+                        "SELECT result FROM executed_calls WHERE tool_call_id = ?",
+                        (tool_call_id,),
+                    ).fetchone()
+                    if done:
+                        return str(done[0])
                 cursor = conn.execute(query)
                 if cursor.description is None:
-                    return f"{cursor.rowcount} rows affected"
-                columns = [d[0] for d in cursor.description]
-                rows = cursor.fetchmany(READ_ROWS_LIMIT)
+                    result = f"{cursor.rowcount} rows affected"
+                else:
+                    columns = [d[0] for d in cursor.description]
+                    rows = cursor.fetchmany(READ_ROWS_LIMIT)
+                    result = json.dumps([dict(zip(columns, r, strict=True)) for r in rows])
+                if tool_call_id:
+                    conn.execute("INSERT INTO executed_calls VALUES (?, ?)", (tool_call_id, result))
         except sqlite3.Error as exc:
             raise ToolException(f"SQL error: {exc}") from exc
-        return json.dumps([dict(zip(columns, row, strict=True)) for row in rows])
+        return result
 
     def read_data(self, table: str) -> str:
         """Return up to ``READ_ROWS_LIMIT`` rows of ``table`` as JSON.
@@ -118,9 +138,9 @@ class DemoWorkspace:
             """Write text content to a file at a path relative to the workspace."""
             return self.write_file(path, content)
 
-        def execute_sql(query: str) -> str:
+        def execute_sql(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
             """Execute one SQL statement against the orders database."""
-            return self.execute_sql(query)
+            return self.execute_sql(query, tool_call_id)
 
         def read_data(table: str) -> str:
             """Read rows from a table of the orders database."""

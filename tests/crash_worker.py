@@ -7,6 +7,7 @@ process kills itself, without any cleanup, at POINT:
 - ``before_post``: an interrupt is saved, its approval message not yet posted;
 - ``before_resume``: decisions are recorded, the resume not yet started;
 - ``in_tool``: inside ``write_file``, after it wrote the file, before it returned;
+- ``in_sql``: inside ``execute_sql``, after its statement committed, before it returned;
 - ``before_mark_applied``: the resume finished, the requests not yet marked applied.
 
 Without ``--crash-at`` it is a plain worker (the restart).
@@ -18,9 +19,9 @@ import argparse
 import asyncio
 import os
 import signal
-from typing import Any
+from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -37,6 +38,8 @@ from bot.processes import open_bus, stop_on_signals
 from bot.slack_client import make_client
 
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
+"""The points of the demo task's flow; ``in_sql`` has a test of its own."""
+TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
 
 
 def die() -> None:
@@ -72,18 +75,30 @@ class CrashingStore(ApprovalStore):
         await super().mark_applied(request_ids)
 
 
-def crashing_tools(tools: list[BaseTool]) -> list[BaseTool]:
-    """``write_file`` that writes, then dies before returning its result."""
-    original = next(t for t in tools if t.name == "write_file")
+def crashing_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
+    """``tools`` with ``name`` doing its real work (under the real tool call ID), then
+    dying before it returns."""
+    original = next(t for t in tools if t.name == name)
 
-    def write_file(path: str, content: str) -> str:
-        """Write text content to a file at a path relative to the workspace."""
-        original.invoke({"path": path, "content": content})
+    async def run_then_die(args: dict[str, Any], tool_call_id: str) -> str:
+        call = {"name": name, "args": args, "id": tool_call_id, "type": "tool_call"}
+        await original.ainvoke(call)
         die()
         raise AssertionError("unreachable")
 
-    crashing = StructuredTool.from_function(write_file, handle_tool_error=True)
-    return [crashing if t.name == "write_file" else t for t in tools]
+    async def write_file(
+        path: str, content: str, tool_call_id: Annotated[str, InjectedToolCallId]
+    ) -> str:
+        """Write text content to a file at a path relative to the workspace."""
+        return await run_then_die({"path": path, "content": content}, tool_call_id)
+
+    async def execute_sql(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Execute one SQL statement against the orders database."""
+        return await run_then_die({"query": query}, tool_call_id)
+
+    function = {"write_file": write_file, "execute_sql": execute_sql}[name]
+    crashing = StructuredTool.from_function(coroutine=function, handle_tool_error=True)
+    return [crashing if t.name == name else t for t in tools]
 
 
 async def main(crash_at: str | None) -> None:
@@ -94,8 +109,8 @@ async def main(crash_at: str | None) -> None:
     store = store_type(backend.db)
     policy = load_policy(settings.policy)
     tools = load_tools(settings)
-    if crash_at == "in_tool":
-        tools = crashing_tools(tools)
+    if crash_at in TOOL_POINTS:
+        tools = crashing_tools(tools, TOOL_POINTS[crash_at])
     graph: Any = build_agent(
         tools=tools,
         model=load_model(settings.model),
@@ -129,5 +144,5 @@ async def main(crash_at: str | None) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--crash-at", choices=POINTS)
+    parser.add_argument("--crash-at", choices=[*POINTS, "in_sql"])
     asyncio.run(main(parser.parse_args().crash_at))

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,35 @@ async def test_a_killed_worker_loses_nothing_and_does_nothing_twice(
     assert written.read_text().startswith("id,customer")
     answers = [t for t in harness.thread_texts(done) if t.startswith("Done.")]
     assert len(answers) == 1 and REASON in answers[0]
+
+
+async def test_a_statement_committed_before_a_kill_is_not_run_again(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The tool re-runs after the kill (LangGraph: at least once), but ``execute_sql``
+    keys its commit on the tool call ID, so the UPDATE is applied exactly once."""
+    log = tmp_path / "worker.log"
+    worker = await start_worker(harness, log, "in_sql")
+    try:
+        run = await harness.start_run(
+            {
+                "tool_calls": [
+                    {
+                        "name": "execute_sql",
+                        "args": {"query": "UPDATE orders SET total = total + 100 WHERE id = 1"},
+                    }
+                ]
+            }
+        )
+        (update,) = await harness.requests(run, count=1)
+        await harness.click(update, "approve", user_id="U0DBA")
+        await killed(worker)
+        worker = await start_worker(harness, log)
+        done = await harness.finished(run)
+    finally:
+        await stop(worker)
+    assert done.state == RunState.DONE, log.read_text()
+    with sqlite3.connect(harness.settings.workspace_dir / "orders.db") as conn:
+        assert conn.execute("SELECT total FROM orders WHERE id = 1").fetchone()[0] == 220.0
+    (result,) = await harness.tool_messages(run)
+    assert result.content == "1 rows affected"
