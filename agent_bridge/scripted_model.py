@@ -82,9 +82,10 @@ class ScriptedChatModel(BaseChatModel):
         results = [m for m in messages if isinstance(m, ToolMessage)]
         if results:
             return AIMessage(content=summarise(results))
-        calls = planned_calls(str(task.content) if task else "")
+        text = str(task.content) if task else ""
+        calls = planned_calls(text)
         if not calls:
-            return AIMessage(content="I have nothing to do for that task without tools.")
+            return AIMessage(content=no_calls_answer(text))
         digest = hashlib.sha256(str(task.content if task else "").encode()).hexdigest()[:10]
         return AIMessage(
             content="",
@@ -123,6 +124,22 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
         for c in calls
         if isinstance(c, dict) and "name" in c
     ]
+
+
+def no_calls_answer(task: str) -> str:
+    """The scripted model's answer to a task it proposes no tool calls for."""
+    if task.lstrip().startswith("{"):
+        try:
+            json.loads(task)
+        except ValueError as exc:
+            return f"Your task looks like JSON but does not parse ({exc}), so I called no tools."
+        return (
+            'I called no tools: a JSON task needs {"tool_calls": [{"name": ..., "args": {...}}]}.'
+        )
+    return (
+        "I have nothing to do for that task without tools. Try "
+        f'"{DEMO_TASK}" or a JSON task {{"tool_calls": [...]}}.'
+    )
 
 
 def summarise(results: Sequence[ToolMessage]) -> str:
