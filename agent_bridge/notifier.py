@@ -14,7 +14,17 @@ from agent_bridge.models import ApprovalRequest, Run
 
 
 class NotifyError(BridgeError):
-    """A message could not be posted; the worker retries on its next sweep."""
+    """A message could not be posted.
+
+    ``retryable`` (an outage, a rate limit past its retries): the worker tries again on
+    its next sweep. Otherwise Slack refused the message itself (unknown channel,
+    revoked token, invalid blocks): retrying cannot help, and the run is failed; fix the
+    configuration named in the message and start the run again.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class Notifier(Protocol):

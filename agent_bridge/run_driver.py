@@ -8,8 +8,9 @@ an answer the graph refuses goes back to the reviewer instead of failing the run
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,27 +181,42 @@ class RunDriver:
                     elif isinstance(message, ToolMessage):
                         await self._post_tool_result(run, message, calls)
 
+    @contextlib.asynccontextmanager
+    async def _notice(self, run: Run, key: str) -> AsyncIterator[bool]:
+        """Claim a notice of the run; yield whether this is its first post. If posting
+        fails (``NotifyError``), the claim is released so a later attempt posts it."""
+        first = await self.store.claim_notice(run.run_id, key)
+        try:
+            yield first
+        except NotifyError:
+            await self.store.release_notice(run.run_id, key)
+            raise
+
     async def _post_tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
         call_id = message.tool_call_id or str(message.id)
-        if not await self.store.claim_notice(run.run_id, f"tool:{call_id}"):
-            return
         name = message.name or "tool"
         try:
-            if self.policy.gated(name) and call_id not in calls.reviewed:
-                await self.notifier.ran_without_review(
-                    run, tool_name=name, args=calls.args.get(call_id, {})
-                )
-            content = message_text(message)
-            if call_id in calls.edited:
-                name, content = (
-                    f"{name} (as edited)",
-                    content.partition(EDIT_NOTICE_END)[2] or content,
-                )
-            await self.notifier.tool_ran(
-                run, tool_name=name, content=content, ok=message.status != "error"
-            )
+            async with self._notice(run, f"tool:{call_id}") as first:
+                if first:
+                    await self._post_result(run, message, name, call_id, calls)
         except NotifyError as exc:
             logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
+
+    async def _post_result(
+        self, run: Run, message: ToolMessage, name: str, call_id: str, calls: ToolCalls
+    ) -> None:
+        """Post one tool result (with the unreviewed note, or as edited)."""
+        if self.policy.gated(name) and call_id not in calls.reviewed:
+            await self.notifier.ran_without_review(
+                run, tool_name=name, args=calls.args.get(call_id, {})
+            )
+        content = message_text(message)
+        if call_id in calls.edited:
+            name = f"{name} (as edited)"
+            content = content.partition(EDIT_NOTICE_END)[2] or content
+        await self.notifier.tool_ran(
+            run, tool_name=name, content=content, ok=message.status != "error"
+        )
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -288,7 +304,8 @@ class RunDriver:
         messages = snapshot.values.get("messages", [])
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         answer = message_text(last) if last else ""
-        if await self.store.claim_notice(run.run_id, "final_answer"):
-            await self.notifier.run_finished(run, answer=answer)
+        async with self._notice(run, "final_answer") as first:
+            if first:
+                await self.notifier.run_finished(run, answer=answer)
         logger.info("run=%s thread=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer

@@ -79,6 +79,7 @@ REOPEN_REQUEST = """UPDATE approval_requests
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
+DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
 COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
     WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""
 
@@ -323,6 +324,10 @@ class ApprovalStore:
             INSERT_NOTICE, {"run_id": run_id, "notice_key": key, "now": self.clock()}
         )
         return changed == 1
+
+    async def release_notice(self, run_id: str, key: str) -> None:
+        """Forget a claimed notice whose post failed, so a later attempt can post it."""
+        await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
 
     async def decided_count(self, interrupt_id: str) -> int:
         """Return how many requests of the interrupt are no longer pending."""

@@ -107,8 +107,10 @@ class Worker:
     async def advance(self, run_id: str, from_state: RunState) -> None:
         """Claim the run and drive it until it waits for people or ends.
 
-        A database or Slack failure leaves the lease to expire, so a later sweep
-        retries; a failure of the graph is posted in the run's thread and ends the run.
+        If Slack fails, the run goes back to the queue and the next sweep drives it
+        again from its checkpoint (the driver only ever continues from there). If the
+        database fails, the lease is left to expire and a later sweep retries. A failure
+        of the graph is posted in the run's thread and ends the run.
         """
         run = await self.store.claim_run(
             run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state
@@ -119,7 +121,15 @@ class Worker:
         try:
             state, answer = await self.driver.drive(run)
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
-        except (StoreUnavailableError, NotifyError) as exc:
+        except NotifyError as exc:
+            logger.warning(
+                "run=%s thread=%s Slack failed, will retry on the next sweep: %s",
+                run.run_id,
+                run.thread_id,
+                exc,
+            )
+            await self.store.release_run(run_id, owner=self.owner, state=RunState.QUEUED)
+        except StoreUnavailableError as exc:
             logger.warning(
                 "run=%s thread=%s paused until its lease expires, will retry: %s",
                 run.run_id,

@@ -59,7 +59,7 @@ class SlackNotifier:
                 channel=request.channel_id, ts=request.message_ts, text=text, blocks=blocks
             )
         except (SlackApiError, ClientError, TimeoutError) as exc:
-            raise NotifyError(f"chat.update of {request.message_ts} failed: {exc}") from exc
+            raise notify_error(f"chat.update of {request.message_ts}", exc) from exc
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """See ``Notifier.ran_without_review``."""
@@ -103,5 +103,17 @@ class SlackNotifier:
                 channel=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
             )
         except (SlackApiError, ClientError, TimeoutError) as exc:
-            raise NotifyError(f"chat.postMessage to {channel_id} failed: {exc}") from exc
+            raise notify_error(f"chat.postMessage to {channel_id}", exc) from exc
         return str(response["ts"])
+
+
+def notify_error(call: str, exc: Exception) -> NotifyError:
+    """Translate a Web API failure: an outage or a 429/5xx that outlasted slack_sdk's
+    retries is retryable; an error Slack answered about the request itself is not."""
+    if isinstance(exc, SlackApiError):
+        status = exc.response.status_code
+        return NotifyError(
+            f"{call} failed: {exc.response.get('error')} (HTTP {status})",
+            retryable=status == 429 or status >= 500,
+        )
+    return NotifyError(f"{call} failed: {exc}")
