@@ -8,6 +8,7 @@ forged or stale one); ``GET /healthz`` answers 200 for load balancers.
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qs
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -19,8 +20,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge.bus import Bus
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
-from bot.commands import CommandListeners
+from bot.dedupe import Deduper, dedupe_middleware
 from bot.recorder import DecisionRecorder
+from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
 
 logger = logging.getLogger(__name__)
@@ -30,7 +32,12 @@ HEALTH_PATH = "/healthz"
 
 
 def create_app(
-    *, signing_secret: str, store: ApprovalStore, bus: Bus, client: AsyncWebClient
+    *,
+    signing_secret: str,
+    store: ApprovalStore,
+    bus: Bus,
+    client: AsyncWebClient,
+    deduper: Deduper,
 ) -> AsyncApp:
     """Return the Bolt app with every listener registered.
 
@@ -39,13 +46,27 @@ def create_app(
         store: The approval store.
         bus: Where signals to workers go.
         client: Web API client (its token authorises the app).
+        deduper: Remembers event IDs, so Slack's retried deliveries are ignored.
     """
     app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
+    app.use(dedupe_middleware(deduper))
     recorder = DecisionRecorder(store=store, bus=bus)
     ActionListeners(store=store, recorder=recorder).register(app)
     SubmissionListeners(store=store, recorder=recorder).register(app)
-    CommandListeners(store=store, bus=bus).register(app)
+    StartListeners(store=store, bus=bus).register(app)
     return app
+
+
+def is_ssl_check(body: bytes) -> bool:
+    """Whether ``body`` is Slack's ``ssl_check=1`` probe of a slash command URL.
+
+    It is answered 200 and goes no further, signed or not, so it can never reach a
+    listener (https://api.slack.com/interactivity/slash-commands#ssl).
+    """
+    try:
+        return parse_qs(body.decode("utf-8", errors="strict")).get("ssl_check") == ["1"]
+    except UnicodeDecodeError:
+        return False
 
 
 def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
@@ -59,6 +80,8 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
 
     async def events(request: web.Request) -> web.Response:
         body = await request.read()
+        if is_ssl_check(body):
+            return web.Response(status=200)  # Slack checking our certificate: nothing to do
         if not verifier.is_valid_request(body, dict(request.headers)):
             return web.Response(status=401, text="invalid signature")
         try:

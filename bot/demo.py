@@ -26,6 +26,7 @@ from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.app import EVENTS_PATH
+from bot.dedupe import MemoryDeduper
 from bot.processes import build_worker, start_web, stop_on_signals
 from bot.sandbox import Sandbox
 from bot.slack_client import make_client
@@ -184,7 +185,13 @@ async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattende
         store = ApprovalStore(backend.db)
         client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
         server = await start_web(
-            settings=settings, store=store, bus=bus, client=client, host="127.0.0.1", port=0
+            settings=settings,
+            store=store,
+            bus=bus,
+            client=client,
+            deduper=MemoryDeduper(),
+            host="127.0.0.1",
+            port=0,
         )
         sandbox.request_url = server.url + EVENTS_PATH
         worker = build_worker(

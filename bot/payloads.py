@@ -103,6 +103,25 @@ class SlashCommand(_Payload):
     response_url: str | None = None
 
 
+class AppMention(_Payload):
+    """An ``app_mention`` event: someone wrote ``@agent ...`` in a channel."""
+
+    type: Literal["app_mention"]
+    user: str
+    text: str = ""
+    channel: str
+    ts: str
+    team: str | None = None
+
+
+class MentionCallback(_Payload):
+    """The Events API envelope (``event_callback``) of an ``app_mention``."""
+
+    type: Literal["event_callback"]
+    event_id: str
+    event: AppMention
+
+
 def parse(model: type[PayloadT], body: dict[str, Any]) -> PayloadT:
     """Validate ``body`` as ``model``.
 

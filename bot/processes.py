@@ -28,6 +28,7 @@ from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
+from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.notifier import SlackNotifier
 from bot.slack_client import make_client
 
@@ -56,6 +57,7 @@ async def start_web(
     store: ApprovalStore,
     bus: Bus,
     client: AsyncWebClient,
+    deduper: Deduper,
     host: str | None = None,
     port: int | None = None,
 ) -> WebServer:
@@ -65,7 +67,11 @@ async def start_web(
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
     """
     bolt_app = create_app(
-        signing_secret=settings.slack_signing_secret, store=store, bus=bus, client=client
+        signing_secret=settings.slack_signing_secret,
+        store=store,
+        bus=bus,
+        client=client,
+        deduper=deduper,
     )
     runner = web.AppRunner(
         create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
@@ -116,6 +122,11 @@ def build_worker(
     )
 
 
+def open_deduper(settings: Settings) -> Deduper:
+    """Return the Redis event de-duplicator when ``REDIS_URL`` is set, else an in-memory one."""
+    return RedisDeduper(settings.redis_url) if settings.redis_url else MemoryDeduper()
+
+
 def open_bus(settings: Settings) -> Bus:
     """Return the Redis bus when ``REDIS_URL`` is set, else the in-process one."""
     return RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
@@ -134,6 +145,7 @@ async def run_web(settings: Settings) -> None:
     """The ``web`` process: serve until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url, timeout_s=WEB_DB_TIMEOUT_S)
     bus = open_bus(settings)
+    deduper = open_deduper(settings)
     try:
         await check_version(backend.db)
         server = await start_web(
@@ -141,11 +153,13 @@ async def run_web(settings: Settings) -> None:
             store=ApprovalStore(backend.db),
             bus=bus,
             client=make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url),
+            deduper=deduper,
         )
         logger.info("web listening on %s", server.url)
         await stop_on_signals().wait()
         await server.stop()
     finally:
+        await deduper.close()
         await bus.close()
         await backend.close()
 

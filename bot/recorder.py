@@ -9,6 +9,7 @@ siblings show "n of m decided") with ``chat.update``.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -85,10 +86,42 @@ class DecisionRecorder:
                 await client.chat_update(
                     channel=sibling.channel_id, ts=sibling.message_ts, text=text, blocks=blocks
                 )
-            except (SlackApiError, ClientError, TimeoutError) as exc:
+            except SlackApiError as exc:
+                if exc.response.get("error") == "message_not_found" and sibling.state == "pending":
+                    await self._repost(client, sibling, text, blocks)
+                else:
+                    logger.warning(
+                        "run=%s request=%s card not updated: %s",
+                        sibling.run_id,
+                        sibling.request_id,
+                        exc,
+                    )
+            except (ClientError, TimeoutError) as exc:
                 logger.warning(
                     "run=%s request=%s card not updated: %s",
                     sibling.run_id,
                     sibling.request_id,
                     exc,
                 )
+
+    async def _repost(
+        self, client: AsyncWebClient, request: ApprovalRequest, text: str, blocks: list[Any]
+    ) -> None:
+        """Post again a pending card someone deleted, so the request can still be decided."""
+        assert request.channel_id is not None
+        try:
+            response = await client.chat_postMessage(
+                channel=request.channel_id, text=text, blocks=blocks, thread_ts=request.thread_ts
+            )
+        except (SlackApiError, ClientError, TimeoutError) as exc:
+            logger.warning(
+                "run=%s request=%s deleted card not re-posted: %s",
+                request.run_id,
+                request.request_id,
+                exc,
+            )
+            return
+        await self.store.set_message(
+            request.request_id, channel_id=request.channel_id, message_ts=str(response["ts"])
+        )
+        logger.info("run=%s request=%s deleted card re-posted", request.run_id, request.request_id)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agent_bridge.backend import Backend
+from agent_bridge.backend import Backend, open_backend
 from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import Settings
@@ -20,7 +20,8 @@ from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot import ids
 from bot.app import EVENTS_PATH
-from bot.processes import WebServer, build_worker, start_web
+from bot.dedupe import RedisDeduper
+from bot.processes import WEB_DB_TIMEOUT_S, WebServer, build_worker, start_web
 from bot.sandbox import Sandbox
 from bot.slack_client import make_client
 
@@ -70,6 +71,8 @@ class Harness:
             users=users,
         )
         self.web_bus = RedisBus(web_redis_url or settings.redis_url or "", channel=channel)
+        self.deduper = RedisDeduper(web_redis_url or settings.redis_url or "")
+        self.web_backend: Backend | None = None
         self.worker_redis_url = worker_redis_url or settings.redis_url or ""
         self.server: WebServer | None = None
         self.workers: list[Worker] = []
@@ -90,11 +93,16 @@ class Harness:
         client = make_client(
             token=self.settings.slack_bot_token, base_url=self.settings.slack_api_url
         )
+        # The web process has its own pool, with the web's short timeout, as in production.
+        self.web_backend = await open_backend(
+            self.settings.database_url, timeout_s=WEB_DB_TIMEOUT_S
+        )
         self.server = await start_web(
             settings=self.settings,
-            store=self.store,
+            store=ApprovalStore(self.web_backend.db),
             bus=self.web_bus,
             client=client,
+            deduper=self.deduper,
             host="127.0.0.1",
             port=0,
         )
@@ -118,6 +126,9 @@ class Harness:
         await asyncio.gather(*self._tasks)
         if self.server is not None:
             await self.server.stop()
+        if self.web_backend is not None:
+            await self.web_backend.close()
+        await self.deduper.close()
         for bus in self._buses:
             await bus.close()
         await self.sandbox.stop()

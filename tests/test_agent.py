@@ -111,8 +111,11 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("task", "says"),
-    [('{"tool_calls": [bad', "does not parse"), ('{"calls": []}', '{"tool_calls"'),
-     ("Hello", DEMO_TASK)],
+    [
+        ('{"tool_calls": [bad', "does not parse"),
+        ('{"calls": []}', '{"tool_calls"'),
+        ("Hello", DEMO_TASK),
+    ],
 )
 def test_a_task_without_calls_says_what_would_work(task: str, says: str) -> None:
     turn = ScriptedChatModel().next_turn([HumanMessage(task)])

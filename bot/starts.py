@@ -1,0 +1,132 @@
+"""Starting runs: the ``/agent <task>`` slash command and ``@agent <task>`` mentions.
+
+Both ack at once, then queue a run: it is recorded in the database (the truth) and the
+workers are signalled; the worker posts the run's first message in the channel, which
+becomes its thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+
+from agent_bridge.bus import Bus, Signal
+from agent_bridge.errors import BridgeError
+from agent_bridge.models import Run
+from agent_bridge.store import ApprovalStore
+from bot.actions import Ack
+from bot.errors import PayloadError
+from bot.mrkdwn import truncate
+from bot.payloads import MentionCallback, SlashCommand, parse
+
+logger = logging.getLogger(__name__)
+
+COMMAND = "/agent"
+USAGE_TEXT = "Usage: `/agent <task>`, for example `/agent Archive old orders, then delete them`"
+RUN_ID_BYTES = 6
+ECHO_MAX_CHARS = 300
+"""How much of the task the command's private reply repeats, characters."""
+
+LEADING_MENTIONS = re.compile(r"^(\s*<@[A-Z0-9]+(\|[^>]*)?>)+")
+
+Respond = Callable[..., Awaitable[Any]]
+Say = Callable[..., Awaitable[Any]]
+
+
+def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None) -> Run:
+    """Return a new queued run for ``task`` started by ``user_id`` in ``channel_id``."""
+    return Run(
+        run_id=f"run-{secrets.token_hex(RUN_ID_BYTES)}",
+        thread_id=str(uuid.uuid4()),
+        task=task,
+        channel_id=channel_id,
+        user_id=user_id,
+        team_id=team_id,
+    )
+
+
+def mention_task(text: str) -> str:
+    """The task in an ``app_mention``'s text: the text without its leading mention(s)."""
+    return LEADING_MENTIONS.sub("", text).strip()
+
+
+class StartListeners:
+    """The ``/agent`` and ``app_mention`` listeners.
+
+    Args:
+        store: Where runs are recorded.
+        bus: Where "run requested" goes.
+    """
+
+    def __init__(self, *, store: ApprovalStore, bus: Bus) -> None:
+        self.store = store
+        self.bus = bus
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach the listeners to ``app``."""
+        app.command(COMMAND)(self.on_agent)
+        app.event("app_mention")(self.on_mention)
+
+    async def on_agent(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+        """Start a run for the command's text."""
+        try:
+            command = parse(SlashCommand, body)
+        except PayloadError as exc:
+            logger.warning("%s", exc)
+            await ack("That command could not be read; please try again.")
+            return
+        task = command.text.strip()
+        if not task:
+            await ack(USAGE_TEXT)
+            return
+        shown, _ = truncate(task, ECHO_MAX_CHARS)
+        await ack(f"Starting a run for: {shown}")
+        run = new_run(
+            task=task,
+            channel_id=command.channel_id,
+            user_id=command.user_id,
+            team_id=command.team_id,
+        )
+        if not await self.start(run):
+            await respond(
+                ":warning: The run was not started (the database refused or is "
+                "unreachable). Please try again."
+            )
+
+    async def on_mention(self, ack: Ack, body: dict[str, Any], say: Say) -> None:
+        """Start a run for the text after ``@agent`` (Events API ``app_mention``)."""
+        await ack()
+        try:
+            mention = parse(MentionCallback, body).event
+        except PayloadError as exc:
+            logger.warning("%s", exc)
+            return
+        task = mention_task(mention.text)
+        if not task:
+            await say(text=USAGE_TEXT.replace("/agent", "@agent"), thread_ts=mention.ts)
+            return
+        run = new_run(
+            task=task, channel_id=mention.channel, user_id=mention.user, team_id=mention.team
+        )
+        if not await self.start(run):
+            await say(
+                text=":warning: The run was not started; please mention me again.",
+                thread_ts=mention.ts,
+            )
+
+    async def start(self, run: Run) -> bool:
+        """Record ``run`` and signal the workers; ``False`` if it could not be recorded."""
+        try:
+            await self.store.create_run(run)
+        except BridgeError as exc:
+            logger.error("run=%s not started: %s", run.run_id, exc)
+            return False
+        logger.info("run=%s thread=%s queued by %s", run.run_id, run.thread_id, run.user_id)
+        await self.bus.publish(Signal(kind="run_requested", run_id=run.run_id))
+        return True
