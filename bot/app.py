@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge.bus import Bus
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
-from bot.dedupe import Deduper, dedupe_middleware
+from bot.dedupe import DedupeMiddleware, Deduper
 from bot.recorder import DecisionRecorder
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
@@ -49,7 +49,7 @@ def create_app(
         deduper: Remembers event IDs, so Slack's retried deliveries are ignored.
     """
     app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
-    app.use(dedupe_middleware(deduper))
+    app.use(DedupeMiddleware(deduper))
     recorder = DecisionRecorder(store=store, bus=bus)
     ActionListeners(store=store, recorder=recorder).register(app)
     SubmissionListeners(store=store, recorder=recorder).register(app)
@@ -69,6 +69,14 @@ def is_ssl_check(body: bytes) -> bool:
         return False
 
 
+def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
+    """Whether Slack signed ``body`` (a body that is not UTF-8 was not sent by Slack)."""
+    try:
+        return verifier.is_valid_request(body, headers)
+    except UnicodeDecodeError:
+        return False
+
+
 def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
     """Return the aiohttp application serving ``bolt_app`` and the health check.
 
@@ -82,7 +90,7 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
         body = await request.read()
         if is_ssl_check(body):
             return web.Response(status=200)  # Slack checking our certificate: nothing to do
-        if not verifier.is_valid_request(body, dict(request.headers)):
+        if not is_signed(verifier, body, dict(request.headers)):
             return web.Response(status=401, text="invalid signature")
         try:
             bolt_request = AsyncBoltRequest(
@@ -90,9 +98,16 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
                 query=request.query_string,
                 headers=dict(request.headers),
             )
+            if bolt_request.body.get("type") == "block_actions" and not bolt_request.body.get(
+                "actions"
+            ):
+                # Bolt's listener matching fails on a click with no action (a 500).
+                return web.Response(status=400, text="block_actions without actions")
             return await to_aiohttp_response(await bolt_app.async_dispatch(bolt_request))
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            logger.warning("unreadable signed request to %s: %s", request.path, exc)
+        except Exception:
+            # Bolt raises while reading a signed body it cannot make sense of (bad
+            # JSON, missing fields): answer it, never crash the connection.
+            logger.exception("unreadable signed request to %s (%d bytes)", request.path, len(body))
             return web.Response(status=400, text="unreadable request")
 
     async def healthz(_: web.Request) -> web.Response:

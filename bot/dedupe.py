@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 logger = logging.getLogger(__name__)
@@ -85,16 +87,30 @@ class RedisDeduper:
             return True
 
 
-def dedupe_middleware(
-    deduper: Deduper,
-) -> Callable[..., Awaitable[BoltResponse | None]]:
-    """Return a Bolt global middleware that drops repeated ``event_callback`` deliveries."""
+class DedupeMiddleware(AsyncMiddleware):
+    """A Bolt global middleware that drops repeated ``event_callback`` deliveries.
 
-    async def middleware(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> Any:
+    It reads the parsed body only (no keyword injection, which would parse every part of
+    every payload first, and fail on malformed ones before any listener could answer).
+
+    Args:
+        deduper: Where event IDs are remembered.
+    """
+
+    def __init__(self, deduper: Deduper) -> None:
+        self.deduper = deduper
+
+    async def async_process(
+        self,
+        *,
+        req: AsyncBoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], Awaitable[BoltResponse]],
+    ) -> BoltResponse | None:
+        """Answer a repeated event 200 without passing it on; pass anything else on."""
+        body = req.body
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and not await deduper.first_time(event_id):
+        if isinstance(event_id, str) and not await self.deduper.first_time(event_id):
             logger.info("duplicate delivery of event %s ignored", event_id)
             return BoltResponse(status=200, body="")
         return await next()
-
-    return middleware

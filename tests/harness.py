@@ -90,7 +90,7 @@ class Harness:
         """Start the sandbox, the web app and the workers."""
         await self.sandbox.start()
         self.settings = self.settings.model_copy(update={"slack_api_url": self.sandbox.api_url})
-        client = make_client(
+        self.client = client = make_client(
             token=self.settings.slack_bot_token, base_url=self.settings.slack_api_url
         )
         # The web process has its own pool, with the web's short timeout, as in production.

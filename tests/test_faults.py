@@ -1,0 +1,303 @@
+"""Faults: concurrency, Redis and PostgreSQL outages, Slack API failures, duplicate
+deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web, workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import psycopg
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import Settings
+from bot import ids
+from tests import services
+from tests.harness import CHANNEL, DBA, REVIEWER, Harness
+
+REASON = "Archive the rows before deleting them."
+DEAD_REDIS = "redis://127.0.0.1:1/0"
+REVIEWERS = {f"U0R{i:02d}": f"reviewer{i}" for i in range(20)}
+
+
+async def finish_demo(harness: Harness) -> Any:
+    """Run the documentation scenario; return the finished run."""
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve")
+    await harness.reject(sql, REASON)
+    return await harness.finished(run)
+
+
+async def tool_names(harness: Harness, run: Any) -> list[str]:
+    return sorted(m.name for m in await harness.tool_messages(run))
+
+
+class TestConcurrency:
+    @pytest.fixture
+    def harness_options(self) -> dict[str, Any]:
+        return {
+            "workers": 2,
+            "users": {**REVIEWERS, DBA: "dba", REVIEWER: "reviewer", "U0ALICE": "alice"},
+        }
+
+    async def test_twenty_mixed_clicks_record_one_decision(self, harness: Harness) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        approvers, rejecters = list(REVIEWERS)[:10], list(REVIEWERS)[10:]
+        for user in rejecters:  # each opens the Reject modal first
+            await harness.click(write, "reject", user_id=user)
+        views = {u: harness.top_view(u)["id"] for u in rejecters}
+        answers = await asyncio.gather(
+            *(harness.click(write, "approve", user_id=u) for u in approvers),
+            *(
+                harness.sandbox.submit_view(
+                    view_id=views[u], user_id=u, values={ids.REASON_BLOCK: f"no, says {u}"}
+                )
+                for u in rejecters
+            ),
+        )
+        assert all(status == 200 for status, _ in answers)
+        stored = await harness.store.get_request(write.request_id)
+        assert stored is not None and stored.state == ApprovalState.DECIDED
+        winner = stored.decided_by
+        modal_losers = [u for u, (_, body) in zip(rejecters, answers[10:], strict=True) if body]
+        assert all(
+            "already decided" in harness.top_view(u)["errors"][ids.REASON_BLOCK]
+            for u in modal_losers
+        )
+        click_losers = [
+            n["user"]
+            for n in harness.sandbox.ephemerals()
+            if "already decided" in n.get("text", "")
+        ]
+        assert sorted([*modal_losers, *click_losers, winner]) == sorted(REVIEWERS)
+        await harness.reject(sql, REASON)
+        await harness.finished(run)
+        # Approved or rejected, the call has exactly one result in the checkpoint.
+        assert (await tool_names(harness, run)).count("write_file") == 1
+
+    async def test_two_workers_apply_each_decision_once(self, harness: Harness) -> None:
+        done = await finish_demo(harness)
+        assert len(harness.workers) == 2
+        assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
+        texts = harness.thread_texts(done)
+        assert sum(" returned: " in t or " failed: " in t for t in texts) == 3, texts
+        assert sum(t.startswith("Done.") for t in texts) == 1
+
+
+class TestRedisDown:
+    @pytest.fixture
+    def harness_options(self) -> dict[str, Any]:
+        return {"web_redis_url": DEAD_REDIS, "worker_redis_url": DEAD_REDIS}
+
+    async def test_decisions_are_recorded_and_applied_by_the_sweep(self, harness: Harness) -> None:
+        started = time.monotonic()
+        done = await finish_demo(harness)
+        assert done.state == RunState.DONE
+        assert time.monotonic() - started < 15  # polling every 0.5 s, not stuck
+
+
+class TestPostgresOutage:
+    async def test_a_click_while_the_database_is_down_is_told_and_can_be_retried(
+        self, harness: Harness
+    ) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        await harness.click(sql, "reject", user_id=DBA)  # a modal open before the outage
+        view = harness.top_view(DBA)
+        name = harness.settings.database_url.rsplit("/", 1)[1]
+        set_connections(name, allowed=False)
+        try:
+            status, _ = await harness.click(write, "approve")
+            assert status == 200
+            note = await harness.wait_for(lambda: _ephemeral(harness, "not* recorded"))
+            assert note["user"] == REVIEWER
+            status, body = await harness.sandbox.submit_view(
+                view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
+            )
+            assert body is not None and "database is unreachable" in str(body["errors"])
+        finally:
+            set_connections(name, allowed=True)
+        stored = await harness.store.get_request(write.request_id)
+        assert stored is not None and stored.state == ApprovalState.PENDING
+        await harness.click(write, "approve")  # the pools reconnect by themselves
+        status, body = await harness.sandbox.submit_view(
+            view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
+        )
+        assert not body, body
+        assert (await harness.finished(run)).state == RunState.DONE
+
+    async def test_a_resume_after_all_connections_died_works(self, harness: Harness) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        terminate_connections(harness.settings.database_url.rsplit("/", 1)[1])
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        assert (await harness.finished(run)).state == RunState.DONE
+
+
+class TestSlackFailures:
+    @pytest.fixture
+    def agent_settings(self, settings: Settings) -> Settings:
+        return settings.model_copy(update={"lease_s": 3.0})
+
+    async def test_429_is_retried_after_retry_after(self, harness: Harness) -> None:
+        harness.sandbox.fail_next("chat.postMessage", status=429, retry_after_s=1, times=2)
+        done = await finish_demo(harness)
+        posts = [c for c in harness.sandbox.calls if c["method"] == "chat.postMessage"]
+        assert [c["ok"] for c in posts[:3]] == [False, False, True]
+        assert done.state == RunState.DONE
+
+    async def test_a_message_slack_would_not_take_is_posted_by_a_later_sweep(
+        self, harness: Harness
+    ) -> None:
+        harness.sandbox.fail_next("chat.postMessage", status=500, times=3)  # past 2 retries
+        run = await harness.start_run(
+            {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
+        )
+        (card,) = await harness.requests(run, count=1)
+        failed = [c for c in harness.sandbox.calls if not c["ok"]]
+        assert [c["method"] for c in failed] == ["chat.postMessage"] * 3
+        assert await _thread_started(harness, run)
+        await harness.click(card, "approve")
+        assert (await harness.finished(run)).state == RunState.DONE
+
+    async def test_a_deleted_pending_card_is_posted_again(self, harness: Harness) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        client = harness.client
+        await client.chat_delete(channel=sql.channel_id, ts=sql.message_ts)
+        await harness.click(write, "approve")
+
+        async def reposted() -> Any:
+            current = await harness.store.get_request(sql.request_id)
+            return current if current and current.message_ts != sql.message_ts else None
+
+        sql = await harness.wait_for(reposted)
+        await harness.reject(sql, REASON)
+        assert (await harness.finished(run)).state == RunState.DONE
+
+
+class TestDeliveries:
+    async def test_a_retried_event_starts_one_run(self, harness: Harness) -> None:
+        event = {
+            "type": "event_callback",
+            "event_id": "Ev0001",
+            "team_id": "T0SANDBOX",
+            "api_app_id": "A0SANDBOX",
+            "event": {
+                "type": "app_mention",
+                "user": "U0ALICE",
+                "channel": CHANNEL,
+                "ts": "1700000000.000100",
+                "text": f"<@U0BOT> {DEMO_TASK}",
+            },
+        }
+        body = json.dumps(event).encode()
+        first = await harness.sandbox.post_signed(body, content_type="application/json")
+        retry = await harness.sandbox.post_signed(
+            body,
+            content_type="application/json",
+            headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
+        )
+        assert first[0] == retry[0] == 200
+        rows = await harness.store.db.fetch_all("SELECT task FROM runs")
+        assert [r["task"] for r in rows] == [DEMO_TASK]
+
+    async def test_an_unsigned_ssl_check_reaches_no_listener(self, harness: Harness) -> None:
+        body = urlencode(
+            {
+                "ssl_check": "1",
+                "token": "x",
+                "command": "/agent",
+                "text": DEMO_TASK,
+                "user_id": "U0ALICE",
+                "channel_id": CHANNEL,
+            }
+        ).encode()
+        status, _ = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
+        assert status == 200
+        assert await harness.store.db.fetch_all("SELECT run_id FROM runs") == []
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            b"payload=%7Bnot",
+            b"payload=%5B%5D",
+            b"payload=null",
+            b"payload=%22just%20text%22",
+            b'payload={"type":"block_actions","actions":[]}',
+            b'payload={"type":"view_submission","view":{}}',
+        ],
+    )
+    async def test_malformed_signed_bodies_are_answered_without_a_crash(
+        self, harness: Harness, body: bytes
+    ) -> None:
+        status, _ = await harness.sandbox.post_signed(body)
+        assert status in (200, 400, 404)
+        unsigned, _ = await harness.sandbox.post_signed(body, signature="v0=bad")
+        assert unsigned == 401
+        junk, _ = await harness.sandbox.post_signed(b"\xff\xfe\x00junk", signature="v0=bad")
+        assert junk == 401
+
+    async def test_a_body_changed_after_signing_is_refused(self, harness: Harness) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, _ = await harness.requests(run, count=2)
+        payload = {
+            "type": "block_actions",
+            "user": {"id": REVIEWER},
+            "trigger_id": "1.2",
+            "container": {
+                "type": "message",
+                "channel_id": write.channel_id,
+                "message_ts": write.message_ts,
+            },
+            "actions": [
+                {"action_id": ids.decision_action_id("approve"), "value": write.request_id}
+            ],
+        }
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(harness.settings.slack_signing_secret).generate_signature(
+            timestamp=stamp, body=body
+        )
+        tampered = body.replace(REVIEWER.encode(), b"U0MALLORY")
+        status, _ = await harness.sandbox.post_signed(
+            tampered, timestamp=int(stamp), signature=signature
+        )
+        assert status == 401
+        stored = await harness.store.get_request(write.request_id)
+        assert stored is not None and stored.state == ApprovalState.PENDING
+
+
+def set_connections(name: str, *, allowed: bool) -> None:
+    """Open or close database ``name`` to new connections (closing, also end current ones)."""
+    with psycopg.connect(services.admin_url(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {str(allowed).lower()}')
+    if not allowed:
+        terminate_connections(name)
+
+
+def terminate_connections(name: str) -> None:
+    """End every connection to database ``name`` (as a restart or an idle timeout would)."""
+    with psycopg.connect(services.admin_url(), autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+
+
+async def _ephemeral(harness: Harness, text: str) -> dict[str, Any] | None:
+    return next((n for n in harness.sandbox.ephemerals() if text in n.get("text", "")), None)
+
+
+async def _thread_started(harness: Harness, run: Any) -> bool:
+    return (await harness.store.get_run(run.run_id)).thread_ts is not None
