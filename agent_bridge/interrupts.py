@@ -72,6 +72,7 @@ def approval_requests(
     args_schemas: Mapping[str, dict[str, Any]],
     channel_id: str,
     thread_ts: str | None,
+    now: float = 0.0,
     new_id: Callable[[], str] = new_request_id,
 ) -> list[ApprovalRequest]:
     """Return one approval request per gated tool call in ``interrupts``.
@@ -84,12 +85,23 @@ def approval_requests(
         args_schemas: Tool name -> JSON schema of its arguments.
         channel_id: Where the approval messages go.
         thread_ts: Thread they go in (``None`` for top level).
+        now: Unix time in seconds; a tool's ``review_timeout_s`` counts from it.
         new_id: Request ID factory.
 
     Returns:
         Requests in interrupt order, then ``action_requests`` order.
     """
     requests: list[ApprovalRequest] = []
+
+    def expiry(tool_name: str) -> dict[str, Any]:
+        tool_policy = policy.gated(tool_name)
+        if tool_policy is None or not tool_policy.review_timeout_s:
+            return {}
+        return {
+            "expires_at": now + tool_policy.review_timeout_s,
+            "timeout_decision": tool_policy.timeout_decision(),
+        }
+
     common = {
         "run_id": run.run_id,
         "thread_id": run.thread_id,
@@ -118,6 +130,7 @@ def approval_requests(
                     description=str(value.get("description") or ""),
                     allowed_decisions=allowed,
                     args_schema=args_schemas.get(value["name"], {"type": "object"}),
+                    **expiry(value["name"]),
                     **common,
                 )
             )
@@ -140,6 +153,7 @@ def approval_requests(
                     description=str(action.get("description") or ""),
                     allowed_decisions=list(config.get("allowed_decisions") or DECISION_TYPES),
                     args_schema=args_schemas.get(action["name"], {"type": "object"}),
+                    **expiry(action["name"]),
                     **common,
                 )
             )

@@ -71,6 +71,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "ALTER TABLE approval_requests ADD COLUMN note TEXT",
     ),
+    (
+        "ALTER TABLE approval_requests ADD COLUMN expires_at DOUBLE PRECISION",
+        "ALTER TABLE approval_requests ADD COLUMN timeout_decision TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN reminded_at DOUBLE PRECISION",
+        """CREATE INDEX approval_requests_expiry ON approval_requests (expires_at)
+            WHERE state = 'pending'""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

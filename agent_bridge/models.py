@@ -140,5 +140,10 @@ class ApprovalRequest(BaseModel):
     thread_ts: str | None = None
     """Thread the approval message was posted in, if any."""
     note: str | None = None
-    """Why the request is pending again (the graph refused the recorded answer)."""
+    """Why the request is pending again (the graph refused the recorded answer), or
+    that it expired."""
+    expires_at: float | None = None
+    """When the policy's ``timeout_decision`` applies, Unix time in seconds."""
+    timeout_decision: Decision | None = None
+    reminded_at: float | None = None
     created_at: float = 0.0

@@ -42,6 +42,10 @@ class Notifier(Protocol):
         """Redraw the request's message as it now stands (e.g. reopened with a note)."""
         ...
 
+    async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
+        """Remind in the run's thread that the request is waiting and when it expires."""
+        ...
+
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """Note in the run's thread that a gated tool's call ran without review
         (its ``when`` predicate let it through)."""

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
-from agent_bridge.models import DECISION_TYPES, DecisionType, InterruptMode
+from agent_bridge.models import DECISION_TYPES, Decision, DecisionType, InterruptMode
 
 POLICIES_DIR = Path(__file__).with_name("policies")
 """Example policies shipped with the package: ``demo.yml``, ``per_call.yml``,
@@ -33,6 +33,20 @@ POLICIES_DIR = Path(__file__).with_name("policies")
 DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
 
 KEEP_MIDDLEWARE_DEFAULT = "default"
+DEFAULT_TIMEOUT_MESSAGE = (
+    "No reviewer decided within {timeout}, so the call was not run. Do not retry it; "
+    "tell the user it is waiting for approval."
+)
+
+
+def _duration(seconds: float) -> str:
+    """``3600`` -> ``1 h``, ``90`` -> ``90 s``: a timeout as people say it."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
+
+
 """``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
 
 
@@ -41,6 +55,10 @@ class ToolPolicy(BaseModel):
 
     Attributes:
         allowed_decisions: Buttons the reviewer gets (non-empty).
+        review_timeout_s: How long a reviewer has, seconds; unset: no limit. A reminder
+            is posted in the run's thread at half-time.
+        on_timeout: The decision applied at expiry (default ``reject``).
+        timeout_message: The reason given to the model (``{timeout}`` is replaced).
         description: Static text shown to the reviewer, or ``callable: module:attr``
             naming a ``(tool_call, state, runtime) -> str`` function.
         when: Optional ``module:attr`` of a ``(ToolCallRequest) -> bool`` predicate;
@@ -53,6 +71,29 @@ class ToolPolicy(BaseModel):
     description: str | None = None
     description_callable: str | None = Field(default=None, alias="callable")
     when: str | None = None
+    review_timeout_s: float | None = Field(default=None, gt=0)
+    on_timeout: DecisionType = "reject"
+    timeout_message: str = DEFAULT_TIMEOUT_MESSAGE
+
+    @model_validator(mode="after")
+    def _timeout_decision_is_allowed(self) -> ToolPolicy:
+        if self.review_timeout_s and self.on_timeout not in self.allowed_decisions:
+            raise ValueError(
+                f"on_timeout {self.on_timeout!r} is not among allowed_decisions "
+                f"{self.allowed_decisions}"
+            )
+        if self.on_timeout == "edit":
+            raise ValueError("on_timeout cannot be 'edit': there are no edited arguments")
+        return self
+
+    def timeout_decision(self) -> Decision | None:
+        """The decision applied when no one decides within ``review_timeout_s``."""
+        if not self.review_timeout_s:
+            return None
+        message = self.timeout_message.format(timeout=_duration(self.review_timeout_s))
+        return Decision(
+            type=self.on_timeout, message=None if self.on_timeout == "approve" else message
+        )
 
     def middleware_config(self, *, default_description: str) -> dict[str, Any]:
         """Return this tool's ``InterruptOnConfig`` dict.

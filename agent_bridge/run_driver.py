@@ -276,6 +276,7 @@ class RunDriver:
             args_schemas=self.args_schemas,
             channel_id=self.approvals_channel or run.channel_id,
             thread_ts=None if self.approvals_channel else run.thread_ts,
+            now=self.store.clock(),
         )
         for request in await self.store.add_requests(requests):
             if request.message_ts is not None or request.state != ApprovalState.PENDING:

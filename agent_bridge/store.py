@@ -49,10 +49,10 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
-    args_schema, state, channel_id, thread_ts, created_at)
+    args_schema, state, channel_id, thread_ts, created_at, expires_at, timeout_decision)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
-    'pending', :channel_id, :thread_ts, :now)
+    'pending', :channel_id, :thread_ts, :now, :expires_at, :timeout_decision)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -67,7 +67,8 @@ SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts
     WHERE request_id = :request_id"""
 RECORD_DECISION = """UPDATE approval_requests
-    SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now
+    SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
+        note = NULL
     WHERE request_id = :request_id AND state = 'pending'
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
@@ -79,6 +80,18 @@ REOPEN_REQUEST = """UPDATE approval_requests
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
+SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
+    WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL
+    AND message_ts IS NOT NULL AND created_at + (expires_at - created_at) / 2 <= :now"""
+MARK_REMINDED = """UPDATE approval_requests SET reminded_at = :now
+    WHERE request_id = :request_id AND reminded_at IS NULL"""
+SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
+    WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
+EXPIRE_REQUEST = """UPDATE approval_requests
+    SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
+        note = :note
+    WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
+    RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
 COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
     WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""
@@ -96,6 +109,8 @@ def request_from_row(row: Row) -> ApprovalRequest:
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
     data["decision"] = json.loads(row["decision"]) if row.get("decision") else None
+    timeout = row.get("timeout_decision")
+    data["timeout_decision"] = json.loads(timeout) if timeout else None
     return ApprovalRequest.model_validate(data)
 
 
@@ -325,6 +340,35 @@ class ApprovalStore:
         )
         return changed == 1
 
+    async def due_reminders(self) -> list[ApprovalRequest]:
+        """Return posted pending requests past half their review time, not yet reminded."""
+        rows = await self.db.fetch_all(SELECT_DUE_REMINDERS, {"now": self.clock()})
+        return [request_from_row(r) for r in rows]
+
+    async def mark_reminded(self, request_id: str) -> bool:
+        """Claim the request's one reminder; ``False`` if another worker already did."""
+        return (
+            await self.db.execute(MARK_REMINDED, {"request_id": request_id, "now": self.clock()})
+            == 1
+        )
+
+    async def due_expiries(self) -> list[ApprovalRequest]:
+        """Return pending requests whose review time is over."""
+        rows = await self.db.fetch_all(SELECT_DUE_EXPIRIES, {"now": self.clock()})
+        return [request_from_row(r) for r in rows]
+
+    async def expire(self, request_id: str, *, note: str) -> ApprovalRequest | None:
+        """Record the request's timeout decision if it is still pending (compare-and-set,
+        like a reviewer's click: whichever comes first wins).
+
+        Returns:
+            The expired request, or ``None`` if someone decided it first.
+        """
+        row = await self.db.fetch_one(
+            EXPIRE_REQUEST, {"request_id": request_id, "now": self.clock(), "note": note}
+        )
+        return request_from_row(row) if row else None
+
     async def release_notice(self, run_id: str, key: str) -> None:
         """Forget a claimed notice whose post failed, so a later attempt can post it."""
         await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
@@ -352,4 +396,8 @@ class ApprovalStore:
             "channel_id": request.channel_id,
             "thread_ts": request.thread_ts,
             "now": self.clock(),
+            "expires_at": request.expires_at,
+            "timeout_decision": request.timeout_decision.model_dump_json()
+            if request.timeout_decision
+            else None,
         }

@@ -15,6 +15,7 @@ import secrets
 
 from agent_bridge.bus import Bus
 from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.models import RunState
 from agent_bridge.notifier import NotifyError
 from agent_bridge.run_driver import RunDriver
@@ -35,6 +36,7 @@ class Worker:
         store: The approval store (the truth).
         bus: Where wake-up signals arrive.
         driver: Advances one run's graph.
+        expiry: Reminds and expires requests with a review time limit.
         poll_interval_s: Sweep period when no signal arrives, seconds.
         lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
         owner: This worker's name in leases (random by default).
@@ -46,6 +48,7 @@ class Worker:
         store: ApprovalStore,
         bus: Bus,
         driver: RunDriver,
+        expiry: ExpiryKeeper | None = None,
         poll_interval_s: float = 5.0,
         lease_s: float = 60.0,
         owner: str | None = None,
@@ -53,6 +56,7 @@ class Worker:
         self.store = store
         self.bus = bus
         self.driver = driver
+        self.expiry = expiry
         self.poll_interval_s = poll_interval_s
         self.lease_s = lease_s
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
@@ -77,7 +81,10 @@ class Worker:
             task.cancel()
 
     async def sweep(self) -> None:
-        """Start every queued run and advance every waiting run that has work."""
+        """Remind and expire due requests; start every queued run and advance every
+        waiting run that has work."""
+        if self.expiry is not None:
+            await self.expiry.sweep()
         for run_id in await self.store.startable_runs():
             self._spawn(run_id, RunState.QUEUED)
         for run_id in await self.store.runs_needing_work():

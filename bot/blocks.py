@@ -198,6 +198,24 @@ def render_run_failed(error: str) -> Message:
     ]
 
 
+def render_reminder(request: ApprovalRequest) -> Message:
+    """Render the half-time reminder of a request with a review time limit."""
+    name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
+    when = slack_date(request.expires_at) if request.expires_at is not None else "soon"
+    outcome = (
+        _OUTCOMES[request.timeout_decision.type][1].lower()
+        if request.timeout_decision
+        else "decided"
+    )
+    text = (
+        f":alarm_clock: Still waiting for a decision on {name}. If no one decides by "
+        f"{when}, it will be {outcome} automatically."
+    )
+    return truncate(
+        f"Reminder: {request.tool_name} is waiting for a decision", FALLBACK_TEXT_MAX_CHARS
+    )[0], [_section(text)]
+
+
 def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     """Render a note that a gated tool's call ran without review (its ``when`` predicate
     let it through). Returns ``(text, blocks)``."""

@@ -52,4 +52,10 @@ def current_card(
                 }
             )
         return approval_text(request), blocks
-    return decided_text(request), render_decided(request)
+    blocks = render_decided(request)
+    if request.note:
+        note, _ = truncate(request.note, NOTE_MAX_CHARS)
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": f":alarm_clock: {note}"}]}
+        )
+    return decided_text(request), blocks

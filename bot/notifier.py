@@ -18,6 +18,7 @@ from agent_bridge.notifier import NotifyError
 from bot.blocks import (
     render_final_answer,
     render_ran_without_review,
+    render_reminder,
     render_run_failed,
     render_run_started,
     render_tool_result,
@@ -60,6 +61,11 @@ class SlackNotifier:
             )
         except (SlackApiError, ClientError, TimeoutError) as exc:
             raise notify_error(f"chat.update of {request.message_ts}", exc) from exc
+
+    async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.reminder``."""
+        text, blocks = render_reminder(request)
+        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """See ``Notifier.ran_without_review``."""

@@ -20,6 +20,7 @@ from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
+from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.policy import load_policy
 from agent_bridge.redis_bus import RedisBus
@@ -105,10 +106,11 @@ def build_worker(
         policy=policy,
         checkpointer=backend.checkpointer,
     )
+    notifier = SlackNotifier(client)
     driver = RunDriver(
         store=store,
         graph=graph,
-        notifier=SlackNotifier(client),
+        notifier=notifier,
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
@@ -117,6 +119,7 @@ def build_worker(
         store=store,
         bus=bus,
         driver=driver,
+        expiry=ExpiryKeeper(store=store, notifier=notifier),
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
     )

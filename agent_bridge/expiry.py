@@ -1,0 +1,75 @@
+"""Review time limits: a reminder at half-time, the policy's default decision at expiry.
+
+Swept by the worker with the store's clock (tests control it). Both steps are
+compare-and-set in the database, so with several workers each reminder is posted once
+and an expiry races a reviewer's click like any other decision: the first one wins.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent_bridge.models import ApprovalRequest
+from agent_bridge.notifier import Notifier, NotifyError
+from agent_bridge.store import ApprovalStore
+
+logger = logging.getLogger(__name__)
+
+
+def expiry_note(request: ApprovalRequest) -> str:
+    """What the card says after the request expired."""
+    decision = request.timeout_decision
+    verb = {"approve": "approved", "reject": "rejected", "respond": "answered"}.get(
+        decision.type if decision else "", "decided"
+    )
+    return f"Expired: no reviewer decided in time, so the policy {verb} it."
+
+
+class ExpiryKeeper:
+    """Reminds and expires approval requests whose tool has ``review_timeout_s``.
+
+    Args:
+        store: The approval store (its clock decides what is due).
+        notifier: Posts reminders and redraws expired cards.
+    """
+
+    def __init__(self, *, store: ApprovalStore, notifier: Notifier) -> None:
+        self.store = store
+        self.notifier = notifier
+
+    async def sweep(self) -> None:
+        """Post due reminders and expire due requests (the worker's sweep then finds
+        their runs with a decision to apply).
+
+        Raises:
+            StoreUnavailableError: If the database is unreachable.
+        """
+        for request in await self.store.due_reminders():
+            if await self.store.mark_reminded(request.request_id):
+                await self._tell(request, reminder=True)
+        for request in await self.store.due_expiries():
+            expired = await self.store.expire(request.request_id, note=expiry_note(request))
+            if expired is not None:
+                logger.info(
+                    "run=%s interrupt=%s request=%s expired",
+                    expired.run_id,
+                    expired.interrupt_id,
+                    expired.request_id,
+                )
+                await self._tell(expired, reminder=False)
+
+    async def _tell(self, request: ApprovalRequest, *, reminder: bool) -> None:
+        run = await self.store.get_run(request.run_id)
+        try:
+            if reminder:
+                await self.notifier.reminder(request, run=run)
+            else:
+                await self.notifier.approval_updated(request, run=run)
+        except NotifyError as exc:
+            logger.warning(
+                "run=%s request=%s %s not posted: %s",
+                request.run_id,
+                request.request_id,
+                "reminder" if reminder else "expiry",
+                exc,
+            )
