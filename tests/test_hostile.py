@@ -1,0 +1,180 @@
+"""Hostile and broken input, end to end: huge and numerous arguments, mention injection
+in any agent text, unknown actions, stale buttons, a modal submitted twice. Every
+message stays valid Block Kit (the harness fails a test on any sandbox violation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from bot import ids
+from bot.sandbox import live_mentions
+from tests.harness import DBA, REVIEWER, Harness
+
+HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C1> <!subteam^S1> <https://evil.example|ok>"
+BIG = "0123456789" * 10_000  # 100 KB
+
+
+def slack_text(harness: Harness) -> str:
+    """Every argument of every Web API call the bot made, as one string."""
+    return "\n".join(json.dumps(c["args"], ensure_ascii=False) for c in harness.sandbox.calls)
+
+
+def click_body(request: Any, action_id: str, user_id: str) -> bytes:
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user_id},
+        "trigger_id": "1.2.3",
+        "container": {
+            "type": "message",
+            "channel_id": request.channel_id,
+            "message_ts": request.message_ts,
+        },
+        "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
+    }
+    return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+async def ephemeral(harness: Harness, text: str) -> dict[str, Any] | None:
+    return next((n for n in harness.sandbox.ephemerals() if text in n.get("text", "")), None)
+
+
+async def test_mentions_in_any_agent_text_are_never_live(harness: Harness) -> None:
+    insert = f"INSERT INTO orders VALUES (9, '{HOSTILE}', 1, '2020-01-01')"
+    run = await harness.start_run(
+        {
+            "tool_calls": [
+                {"name": "execute_sql", "args": {"query": insert}},
+                {"name": "write_file", "args": {"path": "x.txt", "content": HOSTILE}},
+                {"name": "read_data", "args": {"table": "orders"}},
+            ]
+        }
+    )
+    sql, write = await harness.requests(run, count=2)
+    await harness.click(sql, "approve", user_id=DBA)
+    await harness.click(write, "reject", user_id=REVIEWER)
+    view = harness.top_view(REVIEWER)
+    await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: HOSTILE}
+    )
+    done = await harness.finished(run)
+    assert HOSTILE in (done.final_answer or "")  # the data went everywhere ...
+    sent = slack_text(harness)
+    assert sent.count("&lt;!channel&gt;") >= 4  # card, result, reason, answer
+    mentions = set(live_mentions(sent))
+    assert mentions <= {f"<@{REVIEWER}>", f"<@{DBA}>"}, mentions  # ... and stayed text
+
+
+async def test_a_100_kb_argument_is_cut_on_the_card_and_whole_in_the_modal(
+    harness: Harness,
+) -> None:
+    run = await harness.start_run(
+        {"tool_calls": [{"name": "write_file", "args": {"path": "big.txt", "content": BIG}}]}
+    )
+    (write,) = await harness.requests(run, count=1)
+    card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
+    assert len(json.dumps(card["blocks"])) < 20_000
+    await harness.sandbox.click(
+        channel_id=write.channel_id or "",
+        ts=write.message_ts or "",
+        action_id=ids.VIEW_ARGS_ACTION,
+        user_id=REVIEWER,
+        value=write.request_id,
+    )
+    view = await harness.wait_for(lambda: _top(harness, REVIEWER))
+    shown = "".join(b.get("text", {}).get("text", "") for b in view["blocks"])
+    # Split across sections (each a code block), but every character is reachable.
+    assert BIG in re.sub(r"[^0-9]", "", shown)
+    await harness.click(write, "approve")
+    await harness.finished(run)
+    assert (harness.settings.workspace_dir / "files/big.txt").read_text() == BIG
+
+
+async def test_sixty_gated_calls_in_one_turn(harness: Harness) -> None:
+    calls = [
+        {"name": "write_file", "args": {"path": f"f{i:02d}.txt", "content": f"{i}"}}
+        for i in range(60)
+    ]
+    run = await harness.start_run({"tool_calls": calls})
+    requests = await harness.requests(run, count=60)
+    assert [r.index for r in requests] == list(range(60))
+    await asyncio.gather(*(harness.click(r, "approve") for r in requests))
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
+    assert len(list((harness.settings.workspace_dir / "files").glob("f*.txt"))) == 60
+    updates = [c for c in harness.sandbox.calls if c["method"] == "chat.update"]
+    assert len(updates) <= 61  # each decided card once (+ the run's first message)
+
+
+async def test_unknown_actions_and_stale_buttons_are_answered_privately(
+    harness: Harness,
+) -> None:
+    run = await harness.start_run(
+        {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
+    )
+    (write,) = await harness.requests(run, count=1)
+    status, _ = await harness.sandbox.post_signed(click_body(write, "approval:frobnicate", DBA))
+    assert status == 200
+    assert await harness.wait_for(lambda: ephemeral(harness, "no longer open"))
+    await harness.click(write, "approve")
+    await harness.finished(run)
+    status, _ = await harness.sandbox.post_signed(
+        click_body(write, ids.decision_action_id("approve"), DBA)
+    )
+    assert status == 200
+    note = await harness.wait_for(lambda: ephemeral(harness, "already decided"))
+    assert note["user"] == DBA
+
+
+async def test_a_modal_submitted_twice_records_once(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    await harness.click(sql, "reject", user_id=DBA)
+    view = harness.top_view(DBA)
+    body = urlencode(
+        {
+            "payload": json.dumps(
+                {
+                    "type": "view_submission",
+                    "user": {"id": DBA},
+                    "trigger_id": "1.2.3",
+                    "view": {
+                        "id": view["id"],
+                        "type": "modal",
+                        "callback_id": view["callback_id"],
+                        "private_metadata": view["private_metadata"],
+                        "state": {
+                            "values": {
+                                ids.REASON_BLOCK: {
+                                    ids.REASON_ACTION: {
+                                        "type": "plain_text_input",
+                                        "value": "first",
+                                    }
+                                }
+                            }
+                        },
+                    },
+                }
+            )
+        }
+    ).encode()
+    first = await harness.sandbox.post_signed(body)
+    second = await harness.sandbox.post_signed(body.replace(b"first", b"again"))
+    assert first == (200, "")
+    answer = json.loads(second[1])
+    assert answer["response_action"] == "errors"
+    assert "already decided" in answer["errors"][ids.REASON_BLOCK]
+    stored = await harness.store.get_request(sql.request_id)
+    assert stored is not None and stored.state == ApprovalState.DECIDED
+    assert stored.decision is not None and stored.decision.message == "first"
+
+
+async def _top(harness: Harness, user_id: str) -> dict[str, Any] | None:
+    views = harness.sandbox.open_views(user_id)
+    return views[-1] if views else None
