@@ -154,7 +154,9 @@ class TestPerCall:
         posted = [t for t in harness.thread_texts(done) if "returned" in t or "failed" in t]
         assert len(posted) == 3, posted  # replayed results are not posted twice
 
-    async def test_an_answer_the_graph_refuses_goes_back_to_pending(self, harness: Harness) -> None:
+    async def test_an_edit_against_a_since_changed_schema_goes_back_to_pending(
+        self, harness: Harness
+    ) -> None:
         run = await harness.start_run(
             {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
         )
