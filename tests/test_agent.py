@@ -81,6 +81,7 @@ async def test_the_agent_pauses_once_for_the_turn_and_resumes(tmp_path: Path) ->
     config = {"configurable": {"thread_id": "t"}}
     await graph.ainvoke({"messages": [{"role": "user", "content": DEMO_TASK}]}, config)
     (interrupt,) = (await graph.aget_state(config)).interrupts
+    assert json.loads(json.dumps(interrupt.value)) == interrupt.value  # JSON-primitive
     names = [a["name"] for a in interrupt.value["action_requests"]]
     assert names == ["write_file", "execute_sql"]
     await graph.ainvoke(

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import psycopg
 import pytest
+import redis
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge.models import ApprovalState, RunState
@@ -102,6 +103,26 @@ class TestRedisDown:
         done = await finish_demo(harness)
         assert done.state == RunState.DONE
         assert time.monotonic() - started < 15  # polling every 0.5 s, not stuck
+
+
+async def test_a_flushed_redis_loses_nothing(harness: Harness) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve")
+    redis.Redis.from_url(services.redis_url()).flushdb()
+    await harness.reject(sql, REASON)
+    assert (await harness.finished(run)).state == RunState.DONE
+
+
+async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
+    """Safe behind a transaction-pooling proxy (PgBouncer): statements are never
+    prepared, however often they run (psycopg would prepare after 5 by default)."""
+    pool = pg_backend.db.pool
+    async with pool.connection() as conn:
+        for _ in range(10):
+            await conn.execute("SELECT run_id FROM runs WHERE run_id = %s", ("x",))
+        cursor = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
+        assert (await cursor.fetchone())["n"] == 0
 
 
 class TestPostgresOutage:

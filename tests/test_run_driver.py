@@ -139,3 +139,44 @@ async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     assert (await store.get_request(request.request_id)).state == ApprovalState.APPLIED
     answers = [payload for event, payload in notifier.events if event == "answer"]
     assert len(answers) == 1 and "Wrote 1 characters to a.txt" in answers[0]
+
+
+class SwallowingGraph:
+    """The agent graph, except that a resume is accepted without error and consumes
+    nothing: the thread's interrupts are still pending afterwards."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    async def aget_state(self, config: Any) -> Any:
+        return await self.graph.aget_state(config)
+
+    def astream(self, graph_input: Any, config: Any, **kwargs: Any) -> Any:
+        if isinstance(graph_input, Command):
+            return _nothing()
+        return self.graph.astream(graph_input, config, **kwargs)
+
+
+async def _nothing() -> AsyncIterator[Any]:
+    for item in ():
+        yield item
+
+
+async def test_a_resume_that_consumes_nothing_is_logged_and_reopened(
+    store: ApprovalStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    notifier = RecordingNotifier()
+    driver = driver_for(store, tmp_path, notifier, {})
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    await driver.drive(run)
+    driver.graph = SwallowingGraph(driver.graph)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    assert "resume consumed nothing" in caplog.text
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.state == ApprovalState.PENDING
+    assert reopened.note and "consumed no answer" in reopened.note
+    assert not (tmp_path / "ws/files/a.txt").exists()
