@@ -7,6 +7,7 @@ adapts placeholders. ``open_database(url)`` picks the driver from ``DATABASE_URL
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
@@ -41,6 +42,39 @@ class Database(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+class StatementRunner(ABC):
+    """The ``Database`` port's three queries, written once over one abstract ``_run``.
+
+    A driver implements ``_run`` (one statement in its own transaction, driver errors
+    translated to ``StoreUnavailableError`` / ``StoreRejectedError``) and ``close``.
+    """
+
+    dialect: Dialect
+
+    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
+        """See ``Database.fetch_one``."""
+        rows, _ = await self._run(sql, params)
+        return rows[0] if rows else None
+
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
+        """See ``Database.fetch_all``."""
+        rows, _ = await self._run(sql, params)
+        return rows
+
+    async def execute(self, sql: str, params: Params | None = None) -> int:
+        """See ``Database.execute``."""
+        _, changed = await self._run(sql, params)
+        return changed
+
+    @abstractmethod
+    async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        """Run one statement; return ``(rows, rows changed)``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections."""
 
 
 def sqlite_path(url: str) -> str:

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from agent_bridge.db import Dialect, Params, Row
+from agent_bridge.db import Dialect, Params, Row, StatementRunner
 from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
@@ -50,7 +50,7 @@ def connection_kwargs() -> dict[str, Any]:
     return {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
 
 
-class PostgresDatabase:
+class PostgresDatabase(StatementRunner):
     """The database port over a psycopg pool.
 
     Args:
@@ -61,21 +61,6 @@ class PostgresDatabase:
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
-
-    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
-        """See ``Database.fetch_one``."""
-        rows, _ = await self._run(sql, params)
-        return rows[0] if rows else None
-
-    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
-        """See ``Database.fetch_all``."""
-        rows, _ = await self._run(sql, params)
-        return rows
-
-    async def execute(self, sql: str, params: Params | None = None) -> int:
-        """See ``Database.execute``."""
-        _, changed = await self._run(sql, params)
-        return changed
 
     async def close(self) -> None:
         """Close the pool."""

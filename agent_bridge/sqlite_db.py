@@ -12,13 +12,13 @@ from pathlib import Path
 
 import aiosqlite
 
-from agent_bridge.db import Dialect, Params, Row
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.db import Dialect, Params, Row, StatementRunner
+from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 BUSY_TIMEOUT_S = 5.0
 
 
-class SqliteDatabase:
+class SqliteDatabase(StatementRunner):
     """The database port over one aiosqlite connection.
 
     Args:
@@ -33,21 +33,6 @@ class SqliteDatabase:
         self.path = path
         self._lock = asyncio.Lock()
 
-    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
-        """See ``Database.fetch_one``."""
-        rows, _ = await self._run(sql, params)
-        return rows[0] if rows else None
-
-    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
-        """See ``Database.fetch_all``."""
-        rows, _ = await self._run(sql, params)
-        return rows
-
-    async def execute(self, sql: str, params: Params | None = None) -> int:
-        """See ``Database.execute``."""
-        _, changed = await self._run(sql, params)
-        return changed
-
     async def close(self) -> None:
         """Close the connection."""
         await self.conn.close()
@@ -61,8 +46,10 @@ class SqliteDatabase:
                 await cursor.close()
                 await self.conn.commit()
                 return rows, max(changed, 0)
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailableError(f"SQLite refused the statement: {exc}") from exc
+        except sqlite3.OperationalError as exc:  # locked, unreadable, disk full
+            raise StoreUnavailableError(f"SQLite is unavailable: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreRejectedError(f"SQLite refused the statement: {exc}") from exc
 
 
 async def open_sqlite(path: str) -> SqliteDatabase:

@@ -22,7 +22,6 @@ import signal
 from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
-from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
@@ -36,6 +35,7 @@ from agent_bridge.worker import Worker
 from bot.notifier import SlackNotifier
 from bot.processes import open_bus, stop_on_signals
 from bot.slack_client import make_client
+from tests.graph_wrappers import ResumeInterceptor
 
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 """The points of the demo task's flow; ``in_sql`` has a test of its own."""
@@ -51,21 +51,6 @@ class CrashingNotifier(SlackNotifier):
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
         die()
         raise AssertionError("unreachable")
-
-
-class CrashingGraph:
-    """Delegates to the agent graph, dying when asked to resume."""
-
-    def __init__(self, graph: Any) -> None:
-        self.graph = graph
-
-    async def aget_state(self, config: Any) -> Any:
-        return await self.graph.aget_state(config)
-
-    def astream(self, graph_input: Any, config: Any, **kwargs: Any) -> Any:
-        if isinstance(graph_input, Command):
-            die()
-        return self.graph.astream(graph_input, config, **kwargs)
 
 
 class CrashingStore(ApprovalStore):
@@ -118,7 +103,7 @@ async def main(crash_at: str | None) -> None:
         checkpointer=backend.checkpointer,
     )
     if crash_at == "before_resume":
-        graph = CrashingGraph(graph)
+        graph = ResumeInterceptor(graph, on_resume=lambda _: die())
     client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
     notifier_type = CrashingNotifier if crash_at == "before_post" else SlackNotifier
     driver = RunDriver(

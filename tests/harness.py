@@ -11,6 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
@@ -31,8 +32,26 @@ CHANNEL = "C0GENERAL"
 REQUESTER = "U0ALICE"
 REVIEWER = "U0REVIEWER"
 DBA = "U0DBA"
+RUN_IDS = "SELECT run_id FROM runs"
 WAIT_TIMEOUT_S = 20.0
 POLL_S = 0.05
+
+
+def click_body(request: ApprovalRequest, action_id: str, user_id: str) -> bytes:
+    """A ``block_actions`` body clicking ``action_id`` on ``request``'s card, as Slack
+    would send it, for tests that post it raw (stale or forged clicks)."""
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user_id},
+        "trigger_id": "1.2.3",
+        "container": {
+            "type": "message",
+            "channel_id": request.channel_id,
+            "message_ts": request.message_ts,
+        },
+        "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
+    }
+    return urlencode({"payload": json.dumps(payload)}).encode()
 
 
 class Harness:
@@ -138,12 +157,17 @@ class Harness:
     async def start_run(self, task: str | dict[str, Any]) -> Run:
         """Send ``/agent <task>`` (a dict is sent as JSON) and return the run it queued."""
         text = task if isinstance(task, str) else json.dumps(task)
+        before = {r["run_id"] for r in await self.store.db.fetch_all(RUN_IDS)}
         status, _ = await self.sandbox.slash_command(
             command="/agent", text=text, user_id=REQUESTER, channel_id=CHANNEL
         )
         assert status == 200
-        rows = await self.store.db.fetch_all("SELECT run_id FROM runs ORDER BY created_at DESC")
-        return await self.store.get_run(rows[0]["run_id"])
+
+        async def queued() -> str | None:  # recorded just after the ack
+            new = {r["run_id"] for r in await self.store.db.fetch_all(RUN_IDS)} - before
+            return new.pop() if new else None
+
+        return await self.store.get_run(await self.wait_for(queued))
 
     async def requests(self, run: Run, *, count: int) -> list[ApprovalRequest]:
         """Wait until ``count`` requests of ``run`` are posted; return them in order."""
@@ -204,6 +228,10 @@ class Harness:
         """Fallback texts of the run's Slack thread, parent first."""
         assert run.thread_ts
         return [m.get("text", "") for m in self.sandbox.thread(run.channel_id, run.thread_ts)]
+
+    async def ephemeral(self, text: str) -> dict[str, Any] | None:
+        """The first private note containing ``text``, if any (for ``wait_for``)."""
+        return next((n for n in self.sandbox.ephemerals() if text in n.get("text", "")), None)
 
     async def _open_view(self, user_id: str) -> dict[str, Any] | None:
         views = self.sandbox.open_views(user_id)

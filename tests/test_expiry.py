@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlencode
 
 import pytest
 
@@ -17,7 +15,7 @@ from agent_bridge.policy import load_policy
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
 from bot import ids
-from tests.harness import DBA, Harness
+from tests.harness import DBA, Harness, click_body
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -67,36 +65,12 @@ async def test_a_request_is_reminded_then_expires_with_the_default_decision(
     assert len(await _reminders(harness, run) or []) == 1  # once, however many sweeps
 
     # A client still showing the old buttons clicks Approve: it is told, privately.
-    status, _ = await harness.sandbox.post_signed(stale_click(write, DBA))
+    status, _ = await harness.sandbox.post_signed(
+        click_body(write, ids.decision_action_id("approve"), DBA)
+    )
     assert status == 200
-    note = await harness.wait_for(lambda: _ephemeral(harness, "already decided"))
+    note = await harness.wait_for(lambda: harness.ephemeral("already decided"))
     assert note["user"] == DBA and "Rejected" in note["text"]
-
-
-def stale_click(request: Any, user_id: str) -> bytes:
-    """A signed-to-be ``block_actions`` body clicking Approve on ``request``'s old card."""
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user_id},
-        "trigger_id": "1.2.3",
-        "container": {
-            "type": "message",
-            "channel_id": request.channel_id,
-            "message_ts": request.message_ts,
-        },
-        "actions": [
-            {
-                "action_id": ids.decision_action_id("approve"),
-                "value": request.request_id,
-                "type": "button",
-            }
-        ],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()
-
-
-async def _ephemeral(harness: Harness, text: str) -> dict[str, Any] | None:
-    return next((n for n in harness.sandbox.ephemerals() if text in n.get("text", "")), None)
 
 
 async def _reminders(harness: Harness, run: object) -> list[str] | None:

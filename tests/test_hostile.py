@@ -15,7 +15,7 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
 from bot.sandbox import live_mentions
-from tests.harness import DBA, REVIEWER, Harness
+from tests.harness import DBA, REVIEWER, Harness, click_body
 
 HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C1> <!subteam^S1> <https://evil.example|ok>"
 BIG = "0123456789" * 10_000  # 100 KB
@@ -24,25 +24,6 @@ BIG = "0123456789" * 10_000  # 100 KB
 def slack_text(harness: Harness) -> str:
     """Every argument of every Web API call the bot made, as one string."""
     return "\n".join(json.dumps(c["args"], ensure_ascii=False) for c in harness.sandbox.calls)
-
-
-def click_body(request: Any, action_id: str, user_id: str) -> bytes:
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user_id},
-        "trigger_id": "1.2.3",
-        "container": {
-            "type": "message",
-            "channel_id": request.channel_id,
-            "message_ts": request.message_ts,
-        },
-        "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()
-
-
-async def ephemeral(harness: Harness, text: str) -> dict[str, Any] | None:
-    return next((n for n in harness.sandbox.ephemerals() if text in n.get("text", "")), None)
 
 
 async def test_mentions_in_any_agent_text_are_never_live(harness: Harness) -> None:
@@ -121,14 +102,14 @@ async def test_unknown_actions_and_stale_buttons_are_answered_privately(
     (write,) = await harness.requests(run, count=1)
     status, _ = await harness.sandbox.post_signed(click_body(write, "approval:frobnicate", DBA))
     assert status == 200
-    assert await harness.wait_for(lambda: ephemeral(harness, "no longer open"))
+    assert await harness.wait_for(lambda: harness.ephemeral("no longer open"))
     await harness.click(write, "approve")
     await harness.finished(run)
     status, _ = await harness.sandbox.post_signed(
         click_body(write, ids.decision_action_id("approve"), DBA)
     )
     assert status == 200
-    note = await harness.wait_for(lambda: ephemeral(harness, "already decided"))
+    note = await harness.wait_for(lambda: harness.ephemeral("already decided"))
     assert note["user"] == DBA
 
 

@@ -19,6 +19,7 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
+from tests.graph_wrappers import ResumeInterceptor
 
 
 class RecordingNotifier:
@@ -141,22 +142,6 @@ async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     assert len(answers) == 1 and "Wrote 1 characters to a.txt" in answers[0]
 
 
-class SwallowingGraph:
-    """The agent graph, except that a resume is accepted without error and consumes
-    nothing: the thread's interrupts are still pending afterwards."""
-
-    def __init__(self, graph: Any) -> None:
-        self.graph = graph
-
-    async def aget_state(self, config: Any) -> Any:
-        return await self.graph.aget_state(config)
-
-    def astream(self, graph_input: Any, config: Any, **kwargs: Any) -> Any:
-        if isinstance(graph_input, Command):
-            return _nothing()
-        return self.graph.astream(graph_input, config, **kwargs)
-
-
 async def _nothing() -> AsyncIterator[Any]:
     for item in ():
         yield item
@@ -171,7 +156,8 @@ async def test_a_resume_that_consumes_nothing_is_logged_and_reopened(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
     )
     await driver.drive(run)
-    driver.graph = SwallowingGraph(driver.graph)
+    # The resume is accepted without error and runs nothing: the interrupt stays pending.
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=lambda _: _nothing())
     (request,) = await store.requests_for_run(run.run_id)
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
     assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
