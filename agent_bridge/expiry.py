@@ -44,7 +44,7 @@ class ExpiryKeeper:
         Raises:
             StoreUnavailableError: If the database is unreachable.
         """
-        for request in await self.store.due_reminders():
+        for request in await self.store.due_reminders():  # posted, half-way, not yet expired
             if await self.store.mark_reminded(request.request_id):
                 await self._tell(request, reminder=True)
         for request in await self.store.due_expiries():
@@ -66,6 +66,8 @@ class ExpiryKeeper:
             else:
                 await self.notifier.approval_updated(request, run=run)
         except NotifyError as exc:
+            if reminder:
+                await self.store.unmark_reminded(request.request_id)  # next sweep retries
             logger.warning(
                 "run=%s request=%s %s not posted: %s",
                 request.run_id,

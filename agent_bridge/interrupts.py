@@ -72,7 +72,6 @@ def approval_requests(
     args_schemas: Mapping[str, dict[str, Any]],
     channel_id: str,
     thread_ts: str | None,
-    now: float = 0.0,
     new_id: Callable[[], str] = new_request_id,
 ) -> list[ApprovalRequest]:
     """Return one approval request per gated tool call in ``interrupts``.
@@ -85,7 +84,6 @@ def approval_requests(
         args_schemas: Tool name -> JSON schema of its arguments.
         channel_id: Where the approval messages go.
         thread_ts: Thread they go in (``None`` for top level).
-        now: Unix time in seconds; a tool's ``review_timeout_s`` counts from it.
         new_id: Request ID factory.
 
     Returns:
@@ -98,7 +96,7 @@ def approval_requests(
         if tool_policy is None or not tool_policy.review_timeout_s:
             return {}
         return {
-            "expires_at": now + tool_policy.review_timeout_s,
+            "review_timeout_s": tool_policy.review_timeout_s,
             "timeout_decision": tool_policy.timeout_decision(),
         }
 

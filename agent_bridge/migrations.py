@@ -78,6 +78,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX approval_requests_expiry ON approval_requests (expires_at)
             WHERE state = 'pending'""",
     ),
+    (
+        "ALTER TABLE runs ADD COLUMN agent TEXT NOT NULL DEFAULT 'default'",
+        "ALTER TABLE approval_requests ADD COLUMN review_timeout_s DOUBLE PRECISION",
+        "CREATE INDEX runs_agent_state ON runs (agent, state)",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -35,6 +35,8 @@ class ApprovalState(StrEnum):
     """A reviewer's decision is recorded; the worker has not resumed with it yet."""
     APPLIED = "applied"
     """The thread was resumed with the decision (or the checkpoint shows it was)."""
+    CANCELLED = "cancelled"
+    """The run failed first: the call will never run, whatever was or is decided."""
 
 
 class RunState(StrEnum):
@@ -84,10 +86,17 @@ class Decision(BaseModel):
         return {"type": "approve"}
 
 
+DEFAULT_AGENT = "default"
+"""The agent a run goes to unless its channel is mapped to another (``CHANNEL_AGENTS``)."""
+
+
 class Run(BaseModel):
     """One task given to the agent: one LangGraph thread (``thread_id``)."""
 
     run_id: str
+    agent: str = DEFAULT_AGENT
+    """Which agent runs it: only workers with that ``AGENT_NAME`` pick it up, so agents
+    with different tools, policies and interrupt modes share one deployment."""
     thread_id: str
     task: str
     channel_id: str
@@ -142,8 +151,11 @@ class ApprovalRequest(BaseModel):
     note: str | None = None
     """Why the request is pending again (the graph refused the recorded answer), or
     that it expired."""
+    review_timeout_s: float | None = None
+    """The tool's review time limit, seconds; counted from when the card is posted."""
     expires_at: float | None = None
-    """When the policy's ``timeout_decision`` applies, Unix time in seconds."""
+    """When the policy's ``timeout_decision`` applies, Unix time in seconds (set when
+    the card is first posted: no one can decide a card they never saw)."""
     timeout_decision: Decision | None = None
     reminded_at: float | None = None
     created_at: float = 0.0

@@ -43,7 +43,7 @@ class Notifier(Protocol):
         ...
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
-        """Remind in the run's thread that the request is waiting and when it expires."""
+        """Remind, where the request's card is, that it is waiting and when it expires."""
         ...
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:

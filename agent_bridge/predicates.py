@@ -22,6 +22,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+SQL_DIALECTS = ("sqlite", "postgres", "mysql", "")
+"""Dialects a query must read as read-only in ("" is sqlglot's default); include the
+dialect of the database your tool runs SQL on."""
 PATH_ARG = "path"
 SQL_ARG = "query"
 READ_ONLY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
@@ -57,16 +60,21 @@ def writes_outside_workspace(request: Any) -> bool:
 def sql_is_not_read_only(request: Any) -> bool:
     """Review SQL unless every statement is a plain read (``SELECT``, set operations).
 
-    Parsed with sqlglot; anything it cannot parse is reviewed, as are ``SELECT ... INTO``
-    and statements hiding a write in a CTE.
+    Parsed with sqlglot in each of ``SQL_DIALECTS``: dialects disagree on details such
+    as nested ``/* */`` comments, so a statement counts as read-only only if every one
+    of them reads it so. Anything unparsable is reviewed, as are ``SELECT ... INTO``
+    and writes hidden in a CTE.
     """
     query = str(request.tool_call["args"].get(SQL_ARG, ""))
+    return not all(_reads_only(query, dialect) for dialect in SQL_DIALECTS)
+
+
+def _reads_only(query: str, dialect: str) -> bool:
+    """Whether sqlglot's ``dialect`` parses ``query`` as reads only."""
     try:
-        statements = [s for s in sqlglot.parse(query) if s is not None]
+        statements = [s for s in sqlglot.parse(query, read=dialect or None) if s is not None]
     except SqlglotError:
-        return True
-    if not statements:
-        return True
-    return any(
-        not isinstance(s, READ_ONLY_ROOTS) or s.find(*WRITING_NODES) is not None for s in statements
+        return False
+    return bool(statements) and all(
+        isinstance(s, READ_ONLY_ROOTS) and s.find(*WRITING_NODES) is None for s in statements
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.interrupts import approval_requests, is_hitl, pending_tool_calls
@@ -142,7 +143,10 @@ class RunDriver:
         )
         try:
             await self._stream(run, graph_input, config, calls)
-        except Exception as exc:
+        except ValidationError as exc:
+            # LangGraph checked a per-call answer against the interrupt's response_schema
+            # and refused it before saving anything. Any other error (a tool that raised)
+            # fails the run: re-answering would replay the saved answer, not the new one.
             if not plan.applying or not await self._reopen_refused(run, config, plan, exc):
                 raise
             return RunState.WAITING, None
@@ -244,6 +248,18 @@ class RunDriver:
         plan.applying = [r for r in plan.applying if r not in refused]
         return bool(refused)
 
+    async def close_requests(self, run: Run, *, error: str) -> None:
+        """The run failed: close its open requests and redraw their cards, so no one
+        decides a call that will never run."""
+        note = f"The run failed, so this call will not run ({error[:300]})."
+        for request in await self.store.cancel_open_requests(run.run_id, note=note):
+            try:
+                await self.notifier.approval_updated(request, run=run)
+            except NotifyError as exc:
+                logger.warning(
+                    "run=%s request=%s card not redrawn: %s", run.run_id, request.request_id, exc
+                )
+
     async def _reopen(
         self, run: Run, request_id: str, note: str, *, schema_changed: bool = False
     ) -> None:
@@ -276,7 +292,6 @@ class RunDriver:
             args_schemas=self.args_schemas,
             channel_id=self.approvals_channel or run.channel_id,
             thread_ts=None if self.approvals_channel else run.thread_ts,
-            now=self.store.clock(),
         )
         for request in await self.store.add_requests(requests):
             if request.message_ts is not None or request.state != ApprovalState.PENDING:
@@ -284,6 +299,8 @@ class RunDriver:
             try:
                 channel_id, ts = await self.notifier.approval_requested(request, run=run)
             except NotifyError as exc:
+                if not exc.retryable:
+                    raise  # e.g. an unknown APPROVALS_CHANNEL: fail the run, say why
                 logger.warning(
                     "run=%s interrupt=%s request=%s not posted, will retry: %s",
                     run.run_id,

@@ -11,6 +11,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_bridge.models import DEFAULT_AGENT
+
 DEMO_SIGNING_SECRET = "sandbox-signing-secret"
 """Signing secret shared by the demo's bot and its local Slack sandbox (never a real one)."""
 DEMO_BOT_TOKEN = "xoxb-sandbox-token"
@@ -43,6 +45,11 @@ class Settings(BaseSettings):
     """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
     agent: str = "agent_bridge.demo_tools:make_tools"
     """``module:attribute``: a list of tools, or a callable ``(settings) -> tools``."""
+    agent_name: str = DEFAULT_AGENT
+    """Worker: the name of the agent it runs; it picks up only runs for that agent."""
+    channel_agents: dict[str, str] = Field(default_factory=dict)
+    """Web: channel ID -> agent name (JSON, e.g. ``{"C0DBA": "sql"}``); runs started
+    in other channels go to the ``default`` agent."""
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy shipped with the package."""
     workspace_dir: Path = Path(".demo/workspace")

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agent_bridge.db import Database, Row
-from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
+from agent_bridge.models import DEFAULT_AGENT, ApprovalRequest, Decision, Run, RunState
 
 Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
 
 INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, team_id,
-    thread_ts, state, created_at, updated_at)
+    thread_ts, state, created_at, updated_at, agent)
     VALUES (:run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
-    :now, :now)"""
+    :now, :now, :agent)"""
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
 CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
     updated_at = :now
@@ -37,11 +37,11 @@ RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until
     WHERE run_id = :run_id AND lease_owner = :owner"""
 SET_RUN_THREAD = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
-    WHERE state = 'queued' OR (state = 'running' AND lease_until < :now)
+    WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))
     ORDER BY created_at"""
 SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
     JOIN approval_requests a ON a.run_id = r.run_id
-    WHERE r.state = 'waiting' AND (
+    WHERE r.agent = :agent AND r.state = 'waiting' AND (
         (a.state = 'pending' AND a.message_ts IS NULL)
         OR (a.state = 'decided' AND (a.mode = 'per_call' OR NOT EXISTS (
             SELECT 1 FROM approval_requests b
@@ -49,10 +49,10 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
-    args_schema, state, channel_id, thread_ts, created_at, expires_at, timeout_decision)
+    args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
-    'pending', :channel_id, :thread_ts, :now, :expires_at, :timeout_decision)
+    'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -64,7 +64,8 @@ SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
     WHERE interrupt_id = :interrupt_id ORDER BY idx"""
 SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
-SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts
+SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
+        expires_at = COALESCE(expires_at, :now + review_timeout_s)
     WHERE request_id = :request_id"""
 RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
@@ -82,15 +83,19 @@ INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
 SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL
-    AND message_ts IS NOT NULL AND created_at + (expires_at - created_at) / 2 <= :now"""
+    AND expires_at - review_timeout_s / 2 <= :now AND expires_at > :now"""
 MARK_REMINDED = """UPDATE approval_requests SET reminded_at = :now
     WHERE request_id = :request_id AND reminded_at IS NULL"""
+UNMARK_REMINDED = "UPDATE approval_requests SET reminded_at = NULL WHERE request_id = :request_id"
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
 EXPIRE_REQUEST = """UPDATE approval_requests
     SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
         note = :note
     WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
+    RETURNING *"""
+CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note
+    WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
 COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
@@ -137,6 +142,7 @@ class ApprovalStore:
             {
                 **run.model_dump(
                     include={
+                        "agent",
                         "run_id",
                         "thread_id",
                         "task",
@@ -218,18 +224,20 @@ class ApprovalStore:
         """Remember the ``ts`` of the run's first Slack message (its thread)."""
         await self.db.execute(SET_RUN_THREAD, {"run_id": run_id, "thread_ts": thread_ts})
 
-    async def startable_runs(self) -> list[str]:
-        """Return IDs of queued runs and of running runs whose lease expired, oldest first."""
-        rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock()})
+    async def startable_runs(self, agent: str = DEFAULT_AGENT) -> list[str]:
+        """Return IDs of ``agent``'s queued runs and of its running runs whose lease
+        expired, oldest first."""
+        rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock(), "agent": agent})
         return [r["run_id"] for r in rows]
 
-    async def runs_needing_work(self) -> list[str]:
-        """Return IDs of waiting runs with something for a worker to do.
+    async def runs_needing_work(self, agent: str = DEFAULT_AGENT) -> list[str]:
+        """Return IDs of ``agent``'s waiting runs with something for a worker to do.
 
         That is: a decision that can be sent now (per-call, or the last of a batched
         interrupt), or an approval message that was never posted.
         """
-        return [r["run_id"] for r in await self.db.fetch_all(SELECT_RUNS_NEEDING_WORK)]
+        rows = await self.db.fetch_all(SELECT_RUNS_NEEDING_WORK, {"agent": agent})
+        return [r["run_id"] for r in rows]
 
     # -- approval requests ---------------------------------------------------
 
@@ -271,10 +279,16 @@ class ApprovalStore:
         return [request_from_row(r) for r in rows]
 
     async def set_message(self, request_id: str, *, channel_id: str, message_ts: str) -> None:
-        """Remember where the request's Slack message is."""
+        """Remember where the request's Slack message is; a review time limit starts
+        counting at the first post."""
         await self.db.execute(
             SET_MESSAGE,
-            {"request_id": request_id, "channel_id": channel_id, "message_ts": message_ts},
+            {
+                "request_id": request_id,
+                "channel_id": channel_id,
+                "message_ts": message_ts,
+                "now": self.clock(),
+            },
         )
 
     async def record_decision(
@@ -352,6 +366,10 @@ class ApprovalStore:
             == 1
         )
 
+    async def unmark_reminded(self, request_id: str) -> None:
+        """Forget a reminder whose post failed, so the next sweep posts it."""
+        await self.db.execute(UNMARK_REMINDED, {"request_id": request_id})
+
     async def due_expiries(self) -> list[ApprovalRequest]:
         """Return pending requests whose review time is over."""
         rows = await self.db.fetch_all(SELECT_DUE_EXPIRIES, {"now": self.clock()})
@@ -368,6 +386,11 @@ class ApprovalStore:
             EXPIRE_REQUEST, {"request_id": request_id, "now": self.clock(), "note": note}
         )
         return request_from_row(row) if row else None
+
+    async def cancel_open_requests(self, run_id: str, *, note: str) -> list[ApprovalRequest]:
+        """Close the run's pending and unapplied requests (the run failed); return them."""
+        rows = await self.db.fetch_all(CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note})
+        return [request_from_row(r) for r in rows]
 
     async def release_notice(self, run_id: str, key: str) -> None:
         """Forget a claimed notice whose post failed, so a later attempt can post it."""
@@ -396,7 +419,7 @@ class ApprovalStore:
             "channel_id": request.channel_id,
             "thread_ts": request.thread_ts,
             "now": self.clock(),
-            "expires_at": request.expires_at,
+            "review_timeout_s": request.review_timeout_s,
             "timeout_decision": request.timeout_decision.model_dump_json()
             if request.timeout_decision
             else None,

@@ -16,7 +16,7 @@ import secrets
 from agent_bridge.bus import Bus
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.models import RunState
+from agent_bridge.models import DEFAULT_AGENT, RunState
 from agent_bridge.notifier import NotifyError
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.store import ApprovalStore
@@ -37,6 +37,7 @@ class Worker:
         bus: Where wake-up signals arrive.
         driver: Advances one run's graph.
         expiry: Reminds and expires requests with a review time limit.
+        agent_name: The agent ``driver`` runs; only its runs are picked up.
         poll_interval_s: Sweep period when no signal arrives, seconds.
         lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
         owner: This worker's name in leases (random by default).
@@ -49,6 +50,7 @@ class Worker:
         bus: Bus,
         driver: RunDriver,
         expiry: ExpiryKeeper | None = None,
+        agent_name: str = DEFAULT_AGENT,
         poll_interval_s: float = 5.0,
         lease_s: float = 60.0,
         owner: str | None = None,
@@ -57,6 +59,7 @@ class Worker:
         self.bus = bus
         self.driver = driver
         self.expiry = expiry
+        self.agent_name = agent_name
         self.poll_interval_s = poll_interval_s
         self.lease_s = lease_s
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
@@ -85,9 +88,9 @@ class Worker:
         waiting run that has work."""
         if self.expiry is not None:
             await self.expiry.sweep()
-        for run_id in await self.store.startable_runs():
+        for run_id in await self.store.startable_runs(self.agent_name):
             self._spawn(run_id, RunState.QUEUED)
-        for run_id in await self.store.runs_needing_work():
+        for run_id in await self.store.runs_needing_work(self.agent_name):
             self._spawn(run_id, RunState.WAITING)
 
     async def idle(self) -> None:
@@ -129,13 +132,24 @@ class Worker:
             state, answer = await self.driver.drive(run)
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except NotifyError as exc:
-            logger.warning(
-                "run=%s thread=%s Slack failed, will retry on the next sweep: %s",
-                run.run_id,
-                run.thread_id,
-                exc,
-            )
-            await self.store.release_run(run_id, owner=self.owner, state=RunState.QUEUED)
+            if exc.retryable:
+                logger.warning(
+                    "run=%s thread=%s Slack failed, will retry on the next sweep: %s",
+                    run.run_id,
+                    run.thread_id,
+                    exc,
+                )
+                await self.store.release_run(run_id, owner=self.owner, state=RunState.QUEUED)
+            else:
+                logger.error(
+                    "run=%s thread=%s failed, Slack refused a message: %s",
+                    run.run_id,
+                    run.thread_id,
+                    exc,
+                )
+                await self.store.release_run(
+                    run_id, owner=self.owner, state=RunState.FAILED, error=str(exc)
+                )
         except StoreUnavailableError as exc:
             logger.warning(
                 "run=%s thread=%s paused until its lease expires, will retry: %s",
@@ -151,6 +165,7 @@ class Worker:
             await self.store.release_run(
                 run_id, owner=self.owner, state=RunState.FAILED, error=error
             )
+            await self.driver.close_requests(run, error=error)
         finally:
             heartbeat.cancel()
 

@@ -8,6 +8,7 @@ forged or stale one); ``GET /healthz`` answers 200 for load balancers.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -38,6 +39,7 @@ def create_app(
     bus: Bus,
     client: AsyncWebClient,
     deduper: Deduper,
+    channel_agents: Mapping[str, str] | None = None,
 ) -> AsyncApp:
     """Return the Bolt app with every listener registered.
 
@@ -47,13 +49,14 @@ def create_app(
         bus: Where signals to workers go.
         client: Web API client (its token authorises the app).
         deduper: Remembers event IDs, so Slack's retried deliveries are ignored.
+        channel_agents: Channel ID -> agent name for runs started there.
     """
     app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
     app.use(DedupeMiddleware(deduper))
     recorder = DecisionRecorder(store=store, bus=bus)
     ActionListeners(store=store, recorder=recorder).register(app)
     SubmissionListeners(store=store, recorder=recorder).register(app)
-    StartListeners(store=store, bus=bus).register(app)
+    StartListeners(store=store, bus=bus, channel_agents=channel_agents or {}).register(app)
     return app
 
 

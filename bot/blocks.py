@@ -122,8 +122,10 @@ def decided_text(request: ApprovalRequest) -> str:
 
 
 def already_decided_text(request: ApprovalRequest) -> str:
-    """The private note for a click that lost the race: who decided, how and when."""
-    return f"This request was already decided: {_outcome_line(request)}."
+    """The private note for a click that lost the race: who decided, how and when
+    (and why, when no one did: it expired, or its run failed)."""
+    why = f" {truncate(request.note, 300)[0]}" if request.note and not request.decided_by else ""
+    return f"This request was already decided: {_outcome_line(request)}.{why}"
 
 
 def already_decided_plain(request: ApprovalRequest) -> str:
@@ -279,8 +281,8 @@ def _context(
 
 
 def _outcome(request: ApprovalRequest) -> tuple[str, str]:
-    if request.decision is None:
-        return "☑️", "Decided"
+    if request.decision is None:  # closed before anyone decided (its run failed)
+        return "🚫", "Closed"
     return _OUTCOMES[request.decision.type]
 
 

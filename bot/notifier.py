@@ -63,9 +63,15 @@ class SlackNotifier:
             raise notify_error(f"chat.update of {request.message_ts}", exc) from exc
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
-        """See ``Notifier.reminder``."""
+        """See ``Notifier.reminder``: posted where the card is (in its thread, or under
+        it in ``APPROVALS_CHANNEL``), so the reviewers see it."""
         text, blocks = render_reminder(request)
-        await self._post(run.channel_id, text, blocks, thread_ts=run.thread_ts)
+        await self._post(
+            request.channel_id or run.channel_id,
+            text,
+            blocks,
+            thread_ts=request.thread_ts or request.message_ts,
+        )
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """See ``Notifier.ran_without_review``."""

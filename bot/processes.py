@@ -73,6 +73,7 @@ async def start_web(
         bus=bus,
         client=client,
         deduper=deduper,
+        channel_agents=settings.channel_agents,
     )
     runner = web.AppRunner(
         create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
@@ -120,6 +121,7 @@ def build_worker(
         bus=bus,
         driver=driver,
         expiry=ExpiryKeeper(store=store, notifier=notifier),
+        agent_name=settings.agent_name,
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
     )

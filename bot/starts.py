@@ -11,14 +11,14 @@ import logging
 import re
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import BridgeError
-from agent_bridge.models import Run
+from agent_bridge.models import DEFAULT_AGENT, Run
 from agent_bridge.store import ApprovalStore
 from bot.actions import Ack
 from bot.errors import PayloadError
@@ -39,10 +39,11 @@ Respond = Callable[..., Awaitable[Any]]
 Say = Callable[..., Awaitable[Any]]
 
 
-def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None) -> Run:
-    """Return a new queued run for ``task`` started by ``user_id`` in ``channel_id``."""
+def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None, agent: str) -> Run:
+    """Return a new queued run of ``agent`` for ``task`` by ``user_id`` in ``channel_id``."""
     return Run(
         run_id=f"run-{secrets.token_hex(RUN_ID_BYTES)}",
+        agent=agent,
         thread_id=str(uuid.uuid4()),
         task=task,
         channel_id=channel_id,
@@ -62,11 +63,15 @@ class StartListeners:
     Args:
         store: Where runs are recorded.
         bus: Where "run requested" goes.
+        channel_agents: Channel ID -> agent name; other channels get ``DEFAULT_AGENT``.
     """
 
-    def __init__(self, *, store: ApprovalStore, bus: Bus) -> None:
+    def __init__(
+        self, *, store: ApprovalStore, bus: Bus, channel_agents: Mapping[str, str]
+    ) -> None:
         self.store = store
         self.bus = bus
+        self.channel_agents = dict(channel_agents)
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
@@ -92,6 +97,7 @@ class StartListeners:
             channel_id=command.channel_id,
             user_id=command.user_id,
             team_id=command.team_id,
+            agent=self.channel_agents.get(command.channel_id, DEFAULT_AGENT),
         )
         if not await self.start(run):
             await respond(
@@ -112,7 +118,11 @@ class StartListeners:
             await say(text=USAGE_TEXT.replace("/agent", "@agent"), thread_ts=mention.ts)
             return
         run = new_run(
-            task=task, channel_id=mention.channel, user_id=mention.user, team_id=mention.team
+            task=task,
+            channel_id=mention.channel,
+            user_id=mention.user,
+            team_id=mention.team,
+            agent=self.channel_agents.get(mention.channel, DEFAULT_AGENT),
         )
         if not await self.start(run):
             await say(

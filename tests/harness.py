@@ -66,6 +66,8 @@ class Harness:
         web_redis_url: Redis URL of the web process (default ``settings.redis_url``).
         worker_redis_url: Redis URL of the workers (default ``settings.redis_url``).
         users: Sandbox users (default: the sandbox's reviewer, dba and alice).
+        worker_settings: Per-worker changes to ``settings`` (another agent, policy,
+            ``agent_name``); when given, one worker each and ``workers`` is ignored.
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Harness:
         web_redis_url: str | None = None,
         worker_redis_url: str | None = None,
         users: dict[str, str] | None = None,
+        worker_settings: list[dict[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
@@ -95,7 +98,7 @@ class Harness:
         self.worker_redis_url = worker_redis_url or settings.redis_url or ""
         self.server: WebServer | None = None
         self.workers: list[Worker] = []
-        self.worker_count = workers
+        self.worker_settings = worker_settings or [{} for _ in range(workers)]
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._buses: list[RedisBus] = [self.web_bus]
@@ -126,11 +129,11 @@ class Harness:
             port=0,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
-        for _ in range(self.worker_count):
+        for changes in self.worker_settings:
             bus = RedisBus(self.worker_redis_url, channel=self.channel)
             self._buses.append(bus)
             worker = build_worker(
-                settings=self.settings,
+                settings=self.settings.model_copy(update=changes),
                 store=self.store,
                 bus=bus,
                 backend=self.backend,
@@ -154,12 +157,13 @@ class Harness:
 
     # -- driving -------------------------------------------------------------
 
-    async def start_run(self, task: str | dict[str, Any]) -> Run:
-        """Send ``/agent <task>`` (a dict is sent as JSON) and return the run it queued."""
+    async def start_run(self, task: str | dict[str, Any], *, channel_id: str = CHANNEL) -> Run:
+        """Send ``/agent <task>`` (a dict is sent as JSON) in ``channel_id``; return the
+        run it queued."""
         text = task if isinstance(task, str) else json.dumps(task)
         before = {r["run_id"] for r in await self.store.db.fetch_all(RUN_IDS)}
         status, _ = await self.sandbox.slash_command(
-            command="/agent", text=text, user_id=REQUESTER, channel_id=CHANNEL
+            command="/agent", text=text, user_id=REQUESTER, channel_id=channel_id
         )
         assert status == 200
 

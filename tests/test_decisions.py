@@ -232,3 +232,40 @@ async def _thread_has(harness: Harness, run: Any, text: str) -> bool:
 
 async def _exists(path: Path) -> bool:
     return path.exists()
+
+
+class TestBothModesInOneDeployment:
+    """Two agents, one web app and one database: #general's runs go to the default
+    (batched) agent, #approvals' to the DBAs' per-call agent (``CHANNEL_AGENTS``)."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: Settings) -> Settings:
+        return settings.model_copy(update={"channel_agents": {"C0APPROVAL": "dba"}})
+
+    @pytest.fixture
+    def harness_options(self) -> dict[str, Any]:
+        return {
+            "worker_settings": [
+                {},
+                {"agent_name": "dba", "policy": POLICIES_DIR / "per_call.yml"},
+            ]
+        }
+
+    async def test_each_run_goes_to_its_agent_and_mode(self, harness: Harness) -> None:
+        batched = await harness.start_run(DEMO_TASK)
+        per_call = await harness.start_run(DEMO_TASK, channel_id="C0APPROVAL")
+        assert (batched.agent, per_call.agent) == ("default", "dba")
+        b_write, b_sql = await harness.requests(batched, count=2)
+        p_write, p_sql = await harness.requests(per_call, count=2)
+        assert (b_write.mode, b_write.batch_size) == ("batched", 2)
+        assert (p_write.mode, p_write.batch_size) == ("per_call", 1)
+        assert (
+            b_write.interrupt_id == b_sql.interrupt_id != p_write.interrupt_id != p_sql.interrupt_id
+        )
+        await harness.click(p_write, "approve")
+        await harness.reject(p_sql, REASON)
+        await harness.click(b_write, "approve")
+        await harness.reject(b_sql, REASON)
+        for run in (batched, per_call):
+            done = await harness.finished(run)
+            assert done.state == RunState.DONE and REASON in (done.final_answer or "")

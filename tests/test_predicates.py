@@ -43,6 +43,7 @@ def test_writes_outside_workspace(path: str, reviewed: bool) -> None:
         ("SELECT * INTO backup FROM orders", True),
         ("CREATE TABLE x (a INT)", True),
         ("this is not sql ((", True),
+        ("/* /* */ DELETE FROM orders -- */ SELECT 1", True),  # SQLite does not nest comments
         ("", True),
     ],
 )

@@ -3,6 +3,7 @@ notifier port's in-memory twin: paths that are hard to provoke through Slack."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.backend import open_backend
+from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run, RunState
 from agent_bridge.policy import POLICIES_DIR, load_policy
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import Worker
 from tests.graph_wrappers import ResumeInterceptor
 
 
@@ -166,3 +169,41 @@ async def test_a_resume_that_consumes_nothing_is_logged_and_reopened(
     assert reopened is not None and reopened.state == ApprovalState.PENDING
     assert reopened.note and "consumed no answer" in reopened.note
     assert not (tmp_path / "ws/files/a.txt").exists()
+
+
+async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """Not a refused answer: re-answering would replay the saved one, so the run fails
+    and its open cards are closed, never reopened (per-call mode keeps the answer)."""
+    notifier = RecordingNotifier()
+    driver = driver_for(store, tmp_path, notifier, {})
+    worker = Worker(store=store, bus=InProcessBus(), driver=driver)
+    (tmp_path / "ws/files/adir").mkdir(parents=True)  # writing to it raises IsADirectoryError
+    run = await new_run(
+        store,
+        json.dumps(
+            {
+                "tool_calls": [
+                    {"name": "write_file", "args": {"path": "adir", "content": "x"}},
+                    {"name": "execute_sql", "args": {"query": "DELETE FROM orders"}},
+                ]
+            }
+        ),
+    )
+    state, _ = await driver.drive(run)
+    await store.release_run(run.run_id, owner="w", state=state)
+    write, sql = await store.requests_for_run(run.run_id)
+    await store.record_decision(write.request_id, Decision(type="approve"), user_id="U2")
+
+    await worker.advance(run.run_id, RunState.WAITING)
+
+    failed = await store.get_run(run.run_id)
+    assert failed.state == RunState.FAILED and "IsADirectoryError" in (failed.error or "")
+    closed = {r.tool_name: r for r in await store.requests_for_run(run.run_id)}
+    assert {r.state for r in closed.values()} == {ApprovalState.CANCELLED}
+    assert (closed["execute_sql"].note or "").startswith("The run failed")
+    redrawn = [e for e, _ in notifier.events if e == "updated"]
+    assert len(redrawn) == 2 and ("failed", failed.error) in notifier.events
+    won, _ = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
+    assert not won  # a click on the closed card records nothing

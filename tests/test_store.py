@@ -124,3 +124,29 @@ async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
     await store.mark_applied(["r1", "r2"])
     assert await store.runs_needing_work() == []
     assert {r.state for r in await store.requests_for_run("run-1")} == {ApprovalState.APPLIED}
+
+
+async def test_a_review_time_limit_counts_from_the_first_post(store: ApprovalStore) -> None:
+    now = [1_000.0]
+    store.clock = lambda: now[0]
+    await store.create_run(make_run())
+    request = make_request("r1").model_copy(
+        update={
+            "review_timeout_s": 60.0,
+            "timeout_decision": Decision(type="reject", message="late"),
+        }
+    )
+    await store.add_requests([request])
+    now[0] += 3600  # an hour unposted (Slack down): no one could have decided it
+    assert await store.due_expiries() == [] and await store.due_reminders() == []
+    await store.set_message("r1", channel_id="C1", message_ts="1.1")
+    await store.set_message("r1", channel_id="C1", message_ts="1.2")  # a re-post: same limit
+    now[0] += 31
+    assert [r.request_id for r in await store.due_reminders()] == ["r1"]
+    now[0] += 30
+    (due,) = await store.due_expiries()
+    assert due.expires_at == 1_000.0 + 3600 + 60
+    assert await store.due_reminders() == []  # past its limit: expire it, do not remind
+    expired = await store.expire("r1", note="Expired")
+    assert expired is not None and expired.decision == Decision(type="reject", message="late")
+    assert await store.expire("r1", note="Expired") is None  # once
