@@ -92,14 +92,7 @@ class StartListeners:
             return
         shown, _ = truncate(task, ECHO_MAX_CHARS)
         await ack(f"Starting a run for: {shown}")
-        run = new_run(
-            task=task,
-            channel_id=command.channel_id,
-            user_id=command.user_id,
-            team_id=command.team_id,
-            agent=self.channel_agents.get(command.channel_id, DEFAULT_AGENT),
-        )
-        if not await self.start(run):
+        if not await self.start(task, command.channel_id, command.user_id, command.team_id):
             await respond(
                 ":warning: The run was not started (the database refused or is "
                 "unreachable). Please try again."
@@ -117,21 +110,25 @@ class StartListeners:
         if not task:
             await say(text=USAGE_TEXT.replace("/agent", "@agent"), thread_ts=mention.ts)
             return
-        run = new_run(
-            task=task,
-            channel_id=mention.channel,
-            user_id=mention.user,
-            team_id=mention.team,
-            agent=self.channel_agents.get(mention.channel, DEFAULT_AGENT),
-        )
-        if not await self.start(run):
+        if not await self.start(task, mention.channel, mention.user, mention.team):
             await say(
                 text=":warning: The run was not started; please mention me again.",
                 thread_ts=mention.ts,
             )
 
-    async def start(self, run: Run) -> bool:
-        """Record ``run`` and signal the workers; ``False`` if it could not be recorded."""
+    async def start(self, task: str, channel_id: str, user_id: str, team_id: str | None) -> bool:
+        """Record a run of the channel's agent and signal the workers.
+
+        Returns:
+            ``False`` if the run could not be recorded (the caller tells the user).
+        """
+        run = new_run(
+            task=task,
+            channel_id=channel_id,
+            user_id=user_id,
+            team_id=team_id,
+            agent=self.channel_agents.get(channel_id, DEFAULT_AGENT),
+        )
         try:
             await self.store.create_run(run)
         except BridgeError as exc:
