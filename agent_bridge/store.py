@@ -15,91 +15,38 @@ from typing import Any
 
 from agent_bridge.db import Database, Row
 from agent_bridge.models import DEFAULT_AGENT, ApprovalRequest, Decision, Run, RunState
+from agent_bridge.store_sql import (
+    CANCEL_OPEN_REQUESTS,
+    CLAIM_RUN,
+    COUNT_DECIDED,
+    DELETE_NOTICE,
+    EXPIRE_REQUEST,
+    INSERT_NOTICE,
+    INSERT_REQUEST,
+    INSERT_RUN,
+    MARK_APPLIED,
+    MARK_REMINDED,
+    RECORD_DECISION,
+    RELEASE_RUN,
+    RENEW_LEASE,
+    REOPEN_REQUEST,
+    SELECT_DUE_EXPIRIES,
+    SELECT_DUE_REMINDERS,
+    SELECT_INTERRUPT_REQUESTS,
+    SELECT_PENDING_POSTED,
+    SELECT_REQUEST,
+    SELECT_REQUEST_BY_KEY,
+    SELECT_RUN,
+    SELECT_RUN_REQUESTS,
+    SELECT_RUNS_NEEDING_WORK,
+    SELECT_STARTABLE_RUNS,
+    SET_MESSAGE,
+    SET_RUN_THREAD,
+    UNMARK_REMINDED,
+)
 
 Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
-
-INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, team_id,
-    thread_ts, state, created_at, updated_at, agent)
-    VALUES (:run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
-    :now, :now, :agent)"""
-SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
-CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
-    updated_at = :now
-    WHERE run_id = :run_id AND (state = :from_state
-        OR (state = 'running' AND lease_until < :now))
-    RETURNING *"""
-RENEW_LEASE = """UPDATE runs SET lease_until = :until
-    WHERE run_id = :run_id AND lease_owner = :owner AND state = 'running'"""
-RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until = NULL,
-    final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
-    updated_at = :now
-    WHERE run_id = :run_id AND lease_owner = :owner"""
-SET_RUN_THREAD = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
-SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
-    WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))
-    ORDER BY created_at"""
-SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
-    JOIN approval_requests a ON a.run_id = r.run_id
-    WHERE r.agent = :agent AND r.state = 'waiting' AND (
-        (a.state = 'pending' AND a.message_ts IS NULL)
-        OR (a.state = 'decided' AND (a.mode = 'per_call' OR NOT EXISTS (
-            SELECT 1 FROM approval_requests b
-            WHERE b.interrupt_id = a.interrupt_id AND b.state = 'pending'))))"""
-
-INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
-    idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
-    args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision)
-    VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
-    :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
-    'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision)
-    ON CONFLICT (interrupt_id, idx) DO NOTHING"""
-SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
-SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
-    WHERE interrupt_id = :interrupt_id AND idx = :idx"""
-SELECT_RUN_REQUESTS = (
-    "SELECT * FROM approval_requests WHERE run_id = :run_id ORDER BY created_at, idx"
-)
-SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
-    WHERE interrupt_id = :interrupt_id ORDER BY idx"""
-SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
-    WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
-SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
-        expires_at = COALESCE(expires_at, :now + review_timeout_s)
-    WHERE request_id = :request_id"""
-RECORD_DECISION = """UPDATE approval_requests
-    SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
-        note = NULL
-    WHERE request_id = :request_id AND state = 'pending'
-    RETURNING *"""
-MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
-    WHERE request_id = :request_id AND state = 'decided'"""
-REOPEN_REQUEST = """UPDATE approval_requests
-    SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
-        args_schema = COALESCE(:args_schema, args_schema)
-    WHERE request_id = :request_id AND state = 'decided'
-    RETURNING *"""
-INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
-    VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
-SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
-    WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL
-    AND expires_at - review_timeout_s / 2 <= :now AND expires_at > :now"""
-MARK_REMINDED = """UPDATE approval_requests SET reminded_at = :now
-    WHERE request_id = :request_id AND reminded_at IS NULL"""
-UNMARK_REMINDED = "UPDATE approval_requests SET reminded_at = NULL WHERE request_id = :request_id"
-SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
-    WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
-EXPIRE_REQUEST = """UPDATE approval_requests
-    SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
-        note = :note
-    WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
-    RETURNING *"""
-CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note
-    WHERE run_id = :run_id AND state IN ('pending', 'decided')
-    RETURNING *"""
-DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
-COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
-    WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""
 
 
 def run_from_row(row: Row) -> Run:
