@@ -5,6 +5,8 @@ Used as ``AGENT=tests.report_agent:tools`` with ``tests/fixtures/report_policy.y
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.tools import BaseTool, StructuredTool
 
 
@@ -14,3 +16,9 @@ def send_report(recipients: list[str], copies: int, subject: str) -> str:
 
 
 tools: list[BaseTool] = [StructuredTool.from_function(send_report)]
+
+
+def describe(tool_call: dict[str, Any], state: Any, runtime: Any) -> str:
+    """A description callable (``callable:`` in the policy): written from the call."""
+    args = tool_call["args"]
+    return f"📨 {args.get('copies')} copies of {args.get('subject')!r} will go out"

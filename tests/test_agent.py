@@ -12,7 +12,7 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.policy import load_policy
+from agent_bridge.policy import Policy, load_policy
 from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
 from agent_bridge.settings import Settings
 
@@ -121,3 +121,40 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
 def test_a_task_without_calls_says_what_would_work(task: str, says: str) -> None:
     turn = ScriptedChatModel().next_turn([HumanMessage(task)])
     assert not turn.tool_calls and says in turn.text
+
+
+@pytest.mark.parametrize(
+    ("edit_notice", "expected"),
+    [
+        ("default", "a human reviewer replaced this tool call"),
+        ("Edited by ops.", "Edited by ops."),
+        (None, None),
+    ],
+)
+async def test_the_edit_notice_is_configurable_including_none(
+    tmp_path: Path, edit_notice: str | None, expected: str | None
+) -> None:
+    policy = Policy.model_validate({"edit_notice": edit_notice, "tools": {"write_file": True}})
+    graph = build_agent(
+        tools=load_tools(Settings(workspace_dir=tmp_path / "ws")),
+        model=ScriptedChatModel(),
+        policy=policy,
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    task = json.dumps(
+        {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
+    )
+    await graph.ainvoke({"messages": [{"role": "user", "content": task}]}, config)
+    (interrupt,) = (await graph.aget_state(config)).interrupts
+    edit = {
+        "type": "edit",
+        "edited_action": {"name": "write_file", "args": {"path": "b.txt", "content": "yy"}},
+    }
+    await graph.ainvoke(Command(resume={interrupt.id: {"decisions": [edit]}}), config)
+    (result,) = [m for m in (await graph.aget_state(config)).values["messages"] if m.type == "tool"]
+    assert result.content.endswith("Wrote 2 characters to b.txt")
+    if expected is None:
+        assert result.content == "Wrote 2 characters to b.txt"
+    else:
+        assert expected in result.content

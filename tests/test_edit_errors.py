@@ -37,6 +37,7 @@ def agent_settings(settings: Settings) -> Settings:
 async def open_edit(harness: Harness) -> tuple[Any, dict[str, Any]]:
     run = await harness.start_run(CALL)
     (request,) = await harness.requests(run, count=1)
+    assert request.description == "📨 2 copies of 'November' will go out"  # the callable's
     await harness.click(request, "edit")
     view = await harness.wait_for(lambda: _view(harness))
     return request, view
