@@ -98,9 +98,11 @@ class RunDriver:
         """Advance ``run`` once; return the state to leave it in and its final answer.
 
         Raises:
-            StoreUnavailableError, NotifyError: The database or Slack failed; the run's
-                lease will expire and a later sweep retries from the checkpoint.
-            Exception: Whatever the graph raised (the run has failed).
+            StoreUnavailableError: The database failed; the run's lease will expire and
+                a later sweep continues from the checkpoint.
+            NotifyError: Slack failed; retryable ones are retried by the next sweep.
+            Exception: Whatever the graph raised, but a refused answer (the run has
+                failed).
         """
         if run.thread_ts is None:
             thread_ts = await self.notifier.run_started(run)
