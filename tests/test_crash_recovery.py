@@ -73,6 +73,14 @@ async def killed(process: asyncio.subprocess.Process) -> None:
     assert code == -signal.SIGKILL, f"worker exited {code}, not by SIGKILL"
 
 
+async def restarted(
+    process: asyncio.subprocess.Process, harness: Harness, log: Path
+) -> asyncio.subprocess.Process:
+    """Wait for the crashing worker's SIGKILL, then start a plain one in its place."""
+    await killed(process)
+    return await start_worker(harness, log)
+
+
 async def stop(process: asyncio.subprocess.Process) -> None:
     if process.returncode is None:
         process.send_signal(signal.SIGTERM)
@@ -97,14 +105,12 @@ async def test_a_killed_worker_loses_nothing_and_does_nothing_twice(
     try:
         run = await harness.start_run(DEMO_TASK)
         if crash_at == "before_post":
-            await killed(worker)
-            worker = await start_worker(harness, log)
+            worker = await restarted(worker, harness, log)
         write, sql = await harness.requests(run, count=2)
         await harness.click(write, "approve")
         await harness.reject(sql, REASON)
         if crash_at != "before_post":
-            await killed(worker)
-            worker = await start_worker(harness, log)
+            worker = await restarted(worker, harness, log)
         done = await harness.finished(run)
     finally:
         await stop(worker)
@@ -145,8 +151,7 @@ async def test_a_statement_committed_before_a_kill_is_not_run_again(
         )
         (update,) = await harness.requests(run, count=1)
         await harness.click(update, "approve", user_id="U0DBA")
-        await killed(worker)
-        worker = await start_worker(harness, log)
+        worker = await restarted(worker, harness, log)
         done = await harness.finished(run)
     finally:
         await stop(worker)

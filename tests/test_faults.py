@@ -20,7 +20,7 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
 from bot import ids
 from tests import services
-from tests.harness import CHANNEL, DBA, REVIEWER, Harness
+from tests.harness import CHANNEL, DBA, REVIEWER, Harness, click_body
 
 REASON = "Archive the rows before deleting them."
 DEAD_REDIS = "redis://127.0.0.1:1/0"
@@ -278,20 +278,7 @@ class TestDeliveries:
     async def test_a_body_changed_after_signing_is_refused(self, harness: Harness) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, _ = await harness.requests(run, count=2)
-        payload = {
-            "type": "block_actions",
-            "user": {"id": REVIEWER},
-            "trigger_id": "1.2",
-            "container": {
-                "type": "message",
-                "channel_id": write.channel_id,
-                "message_ts": write.message_ts,
-            },
-            "actions": [
-                {"action_id": ids.decision_action_id("approve"), "value": write.request_id}
-            ],
-        }
-        body = urlencode({"payload": json.dumps(payload)}).encode()
+        body = click_body(write, ids.decision_action_id("approve"), REVIEWER)
         stamp = str(int(time.time()))
         signature = SignatureVerifier(harness.settings.slack_signing_secret).generate_signature(
             timestamp=stamp, body=body
