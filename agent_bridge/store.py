@@ -33,6 +33,7 @@ from agent_bridge.store_sql import (
     SELECT_DUE_EXPIRIES,
     SELECT_DUE_REMINDERS,
     SELECT_INTERRUPT_REQUESTS,
+    SELECT_LATEST_RUN,
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
@@ -115,6 +116,11 @@ class ApprovalStore:
         if row is None:
             raise KeyError(run_id)
         return run_from_row(row)
+
+    async def latest_run(self) -> Run | None:
+        """Return the most recently requested run, if any (the demo watches it)."""
+        row = await self.db.fetch_one(SELECT_LATEST_RUN)
+        return run_from_row(row) if row else None
 
     async def claim_run(
         self, run_id: str, *, owner: str, lease_s: float, from_state: RunState

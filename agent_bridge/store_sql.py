@@ -50,6 +50,7 @@ SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
     WHERE interrupt_id = :interrupt_id ORDER BY idx"""
 SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
+SELECT_LATEST_RUN = "SELECT * FROM runs ORDER BY created_at DESC LIMIT 1"
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
         expires_at = COALESCE(expires_at, :now + review_timeout_s)
     WHERE request_id = :request_id"""

@@ -85,24 +85,45 @@ async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
 
 
 async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
-    """Answer every posted request until a run ends; return its final answer."""
+    """Answer every posted request of the demo's run until it ends; return its answer."""
     seen: set[str] = set()
-    run_id: str | None = None
+    run = None
+    while run is None:
+        run = await store.latest_run()  # recorded just after /agent's ack
+        await asyncio.sleep(REVIEW_POLL_S)
+    run_id = run.run_id
     while True:
         for request in await store.pending_requests():
-            run_id = request.run_id
-            if request.request_id not in seen:
+            if request.run_id == run_id and request.request_id not in seen:
                 seen.add(request.request_id)
                 print(
                     f"  reviewer: {request.tool_name} -> "
                     f"{'reject' if request.tool_name == 'execute_sql' else 'approve'}"
                 )
                 await review(sandbox, request)
-        if run_id is not None:
-            run = await store.get_run(run_id)
-            if run.state in (RunState.DONE, RunState.FAILED):
-                return run.final_answer or f"(run failed: {run.error})"
+        run = await store.get_run(run_id)
+        if run.state in (RunState.DONE, RunState.FAILED):
+            return run.final_answer or f"(run failed: {run.error})"
         await asyncio.sleep(REVIEW_POLL_S)
+
+
+async def unattended_review(settings: Settings, store: ApprovalStore, sandbox: Sandbox) -> int:
+    """Review by script, print the thread and the answer, check the outcome; exit code."""
+    try:
+        answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
+    except TimeoutError:
+        print(f"\nThe run did not finish within {UNATTENDED_TIMEOUT_S:.0f} s.")
+        print_thread(sandbox)
+        return 1
+    print("\n#general as posted in the sandbox:")
+    print_thread(sandbox)
+    print(f"\nFinal answer:\n{answer}")
+    if settings.agent != Settings.model_fields["agent"].default:
+        print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
+        return 1 if answer.startswith("(run failed") else 0
+    proofs = check_outcome(settings.workspace_dir)
+    print("\nChecked:\n" + "\n".join(f"  {'ok ' if ok else 'BAD'} {what}" for what, ok in proofs))
+    return 0 if answer.startswith("Done.") and all(ok for _, ok in proofs) else 1
 
 
 def check_outcome(workspace: Path) -> list[tuple[str, bool]]:
@@ -205,16 +226,7 @@ async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattende
         print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")
         code = 0
         if unattended:
-            answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
-            print("\n#general as posted in the sandbox:")
-            print_thread(sandbox)
-            print(f"\nFinal answer:\n{answer}")
-            proofs = check_outcome(settings.workspace_dir)
-            print(
-                "\nChecked:\n"
-                + "\n".join(f"  {'ok ' if ok else 'BAD'} {what}" for what, ok in proofs)
-            )
-            code = 0 if answer.startswith("Done.") and all(ok for _, ok in proofs) else 1
+            code = await unattended_review(settings, store, sandbox)
         else:
             print("Open the page, pick who you are in the left sidebar, and click. Ctrl-C stops.")
             await stop_on_signals().wait()

@@ -67,7 +67,14 @@ def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
         arguments, escaped and cut) and one required multiline input
         (``ids.ANSWER_BLOCK`` / ``ids.ANSWER_ACTION``).
     """
-    blocks = [_section(f"{_tool(request)} asks:{_description(request)}")]
+    if request.allowed_decisions == ["respond"]:
+        heading = f"{_tool(request)} asks:"
+    else:  # answering on behalf of a tool that does something
+        heading = (
+            f"Answer instead of running {_tool(request)}: the tool will not run, and the "
+            "agent gets your text as its result."
+        )
+    blocks = [_section(f"{heading}{_description(request)}")]
     sections, cut = arg_sections(request.args, QUESTION_BUDGET_CHARS)
     blocks.extend(sections)
     if cut:
