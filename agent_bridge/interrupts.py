@@ -43,7 +43,7 @@ def is_hitl(interrupt: Interrupt) -> bool:
 def pending_tool_calls(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """Return the tool calls of the last ``AIMessage`` (the turn being reviewed)."""
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    return list(last.tool_calls) if last else []
+    return [dict(call) for call in last.tool_calls] if last else []
 
 
 def _match_tool_call_ids(
@@ -100,7 +100,7 @@ def approval_requests(
             "timeout_decision": tool_policy.timeout_decision(),
         }
 
-    common = {
+    common: dict[str, Any] = {
         "run_id": run.run_id,
         "thread_id": run.thread_id,
         "channel_id": channel_id,

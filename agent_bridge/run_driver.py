@@ -183,7 +183,9 @@ class RunDriver:
                 messages = update.get("messages") if isinstance(update, dict) else None
                 for message in messages or []:
                     if isinstance(message, AIMessage):
-                        calls.args.update({c["id"]: c["args"] for c in message.tool_calls})
+                        calls.args.update(
+                            {c["id"]: c["args"] for c in message.tool_calls if c["id"]}
+                        )
                     elif isinstance(message, ToolMessage):
                         await self._post_tool_result(run, message, calls)
 

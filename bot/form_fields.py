@@ -210,7 +210,7 @@ def _field(
     elif schema.get("type") == "string" and (empty or isinstance(value, str)):
         kind, initial = "string", (value or None) if present else None
     elif schema.get("type") in ("integer", "number") and (empty or _is_number(value)):
-        text = None if empty else number_text(value)
+        text = None if empty or value is None else number_text(value)
         is_int = schema["type"] == "integer"
         if (text is None or len(text) <= NUMBER_MAX_CHARS) and (
             empty or not is_int or isinstance(value, int)

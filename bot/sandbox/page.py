@@ -73,7 +73,7 @@ def _fields(body: dict[str, Any], *names: str, optional: tuple[str, ...] = ()) -
 
 def page_routes(
     core: Core, interactions: Interactions, request_url: Callable[[], str | None]
-) -> list[web.RouteDef]:
+) -> list[web.AbstractRouteDef]:
     """Return the routes of the page, its static files and its JSON endpoints."""
 
     async def index(request: web.Request) -> web.FileResponse:

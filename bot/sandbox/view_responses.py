@@ -43,7 +43,7 @@ def apply_view_response(
     else:
         new = body.get("view")
         problems = [str(p) for p in check_view(new)]
-        if problems:
+        if problems or not isinstance(new, dict):
             core.violate(f"{where}, response_action {action}", problems)
             return
         if action == "update":
