@@ -14,11 +14,8 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from agent_bridge.arguments import check_args
+from agent_bridge.arguments import GENERAL_KEY, check_args
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
-
-GENERAL_ERROR = ""
-"""Key of an error not about one argument."""
 
 
 def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, str]:
@@ -31,15 +28,15 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
     if decision.type not in request.allowed_decisions:
         allowed = ", ".join(request.allowed_decisions)
         return {
-            GENERAL_ERROR: f"'{decision.type}' is not allowed for {request.tool_name}; "
+            GENERAL_KEY: f"'{decision.type}' is not allowed for {request.tool_name}; "
             f"allowed: {allowed}."
         }
     if decision.type == "edit":
         if decision.edited_args is None:
-            return {GENERAL_ERROR: "An edit needs the new arguments."}
+            return {GENERAL_KEY: "An edit needs the new arguments."}
         return check_args(request.args_schema, decision.edited_args)
     if decision.type == "respond" and not (decision.message or "").strip():
-        return {GENERAL_ERROR: "Write an answer."}
+        return {GENERAL_KEY: "Write an answer."}
     return {}
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge.decisions import GENERAL_ERROR, check_decision
+from agent_bridge.arguments import GENERAL_KEY
+from agent_bridge.decisions import check_decision
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
 from agent_bridge.store import ApprovalStore
@@ -45,7 +46,7 @@ def field_errors(errors: dict[str, str], state: ViewState) -> dict[str, str]:
     mapped: dict[str, str] = {}
     for key, message in errors.items():
         block_id = key if key in state.values else ids.arg_block_id(key)
-        if key == GENERAL_ERROR or block_id not in state.values:
+        if key == GENERAL_KEY or block_id not in state.values:
             block_id = first
         mapped[block_id] = f"{mapped[block_id]} {message}" if block_id in mapped else message
     return mapped
@@ -127,7 +128,7 @@ class SubmissionListeners:
             )
             await ack(
                 response_action="errors",
-                errors=field_errors({GENERAL_ERROR: STORE_DOWN_PLAIN}, state),
+                errors=field_errors({GENERAL_KEY: STORE_DOWN_PLAIN}, state),
             )
             return
         except Exception:
@@ -140,7 +141,7 @@ class SubmissionListeners:
             )
             await ack(
                 response_action="errors",
-                errors=field_errors({GENERAL_ERROR: FAILED_PLAIN}, state),
+                errors=field_errors({GENERAL_KEY: FAILED_PLAIN}, state),
             )
             return
         if errors:
@@ -156,9 +157,9 @@ class SubmissionListeners:
         """Return ``(errors, recorded request)``; errors are keyed by argument name."""
         request = await self.store.get_request(payload.view.private_metadata)
         if request is None:
-            return {GENERAL_ERROR: stale_text()}, None
+            return {GENERAL_KEY: stale_text()}, None
         if request.state != ApprovalState.PENDING:
-            return {GENERAL_ERROR: already_decided_plain(request)}, None
+            return {GENERAL_KEY: already_decided_plain(request)}, None
         decision, errors = build(request, payload.view.state)
         if decision is None:
             return errors, None
@@ -170,5 +171,5 @@ class SubmissionListeners:
         )
         if not won:
             assert current is not None
-            return {GENERAL_ERROR: already_decided_plain(current)}, None
+            return {GENERAL_KEY: already_decided_plain(current)}, None
         return {}, current

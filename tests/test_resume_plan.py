@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent_bridge.decisions import GENERAL_ERROR, check_decision, plan_resume
+from agent_bridge.arguments import GENERAL_KEY
+from agent_bridge.decisions import check_decision, plan_resume
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
 
 SCHEMA = {
@@ -94,10 +95,10 @@ def test_an_invalid_decision_is_never_sent() -> None:
 
 def test_check_decision_explains_each_refusal() -> None:
     only_approve = request("a", allowed=("approve",))
-    assert GENERAL_ERROR in check_decision(only_approve, Decision(type="reject"))
+    assert GENERAL_KEY in check_decision(only_approve, Decision(type="reject"))
     edit = check_decision(request("a"), Decision(type="edit", edited_args={"path": "p"}))
     assert set(edit) == {"content"}
     assert check_decision(
         request("a", allowed=("respond",)), Decision(type="respond", message=" ")
-    ) == {GENERAL_ERROR: "Write an answer."}
+    ) == {GENERAL_KEY: "Write an answer."}
     assert check_decision(request("a"), Decision(type="approve")) == {}
