@@ -18,7 +18,6 @@ from agent_bridge.models import DEFAULT_AGENT, ApprovalRequest, Decision, Run, R
 from agent_bridge.store_sql import (
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
-    COUNT_DECIDED,
     DELETE_NOTICE,
     EXPIRE_REQUEST,
     INSERT_NOTICE,
@@ -348,11 +347,6 @@ class ApprovalStore:
     async def release_notice(self, run_id: str, key: str) -> None:
         """Forget a claimed notice whose post failed, so a later attempt can post it."""
         await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
-
-    async def decided_count(self, interrupt_id: str) -> int:
-        """Return how many requests of the interrupt are no longer pending."""
-        row = await self.db.fetch_one(COUNT_DECIDED, {"interrupt_id": interrupt_id})
-        return int(row["decided"]) if row else 0
 
     def _request_params(self, request: ApprovalRequest) -> dict[str, Any]:
         return {

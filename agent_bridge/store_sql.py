@@ -85,5 +85,3 @@ CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
-COUNT_DECIDED = """SELECT COUNT(*) AS decided FROM approval_requests
-    WHERE interrupt_id = :interrupt_id AND state <> 'pending'"""

@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge.decisions import check_decision
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import DECISION_TYPES, ApprovalRequest, ApprovalState, Decision
 from agent_bridge.store import ApprovalStore
@@ -134,13 +135,13 @@ class ActionListeners:
     async def _approve(
         self, client: AsyncWebClient, payload: BlockActions, request_id: str
     ) -> None:
+        decision = Decision(type="approve")
         known = await self.store.get_request(request_id)
-        if known is not None and "approve" not in known.allowed_decisions:
-            await tell(client, payload, "'approve' is not allowed for this tool call.")
+        refused = check_decision(known, decision) if known is not None else {}
+        if refused:  # a forged click: the card never had this button
+            await tell(client, payload, " ".join(refused.values()))
             return
-        won, request = await self.recorder.record(
-            request_id, Decision(type="approve"), user_id=payload.user.id
-        )
+        won, request = await self.recorder.record(request_id, decision, user_id=payload.user.id)
         if request is None:
             await tell(client, payload, stale_text())
         elif not won:

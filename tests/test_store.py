@@ -118,7 +118,8 @@ async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
     assert await store.runs_needing_work() == []
     await store.record_decision("r1", Decision(type="approve"), user_id="U1")
     assert await store.runs_needing_work() == []
-    assert await store.decided_count("i1") == 1
+    states = [r.state for r in await store.requests_for_interrupt("i1")]
+    assert states == [ApprovalState.DECIDED, ApprovalState.PENDING]
     await store.record_decision("r2", Decision(type="approve"), user_id="U1")
     assert await store.runs_needing_work() == ["run-1"]
     await store.mark_applied(["r1", "r2"])
