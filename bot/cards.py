@@ -38,24 +38,21 @@ def current_card(
         blocks = render_approval(
             request, decided_count=decided_count, run_label=run_label(request, run)
         )
-        if request.note:
-            note, _ = truncate(request.note, NOTE_MAX_CHARS)
-            blocks.append(
-                {
-                    "type": "context",
-                    "elements": [
-                        {
-                            "type": "mrkdwn",
-                            "text": f":warning: Not applied, please decide again: {note}",
-                        }
-                    ],
-                }
-            )
-        return approval_text(request), blocks
-    blocks = render_decided(request)
-    if request.note:
-        note, _ = truncate(request.note, NOTE_MAX_CHARS)
-        blocks.append(
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": f":alarm_clock: {note}"}]}
+        return approval_text(request), with_note(
+            blocks, request.note, ":warning: Not applied, please decide again:"
         )
-    return decided_text(request), blocks
+    # Decided without a reviewer: expired, or closed because its run failed.
+    return decided_text(request), with_note(
+        render_decided(request), request.note, ":information_source:"
+    )
+
+
+def with_note(blocks: list[dict[str, Any]], note: str | None, lead: str) -> list[dict[str, Any]]:
+    """``blocks`` plus a context line ``lead note`` (cut to ``NOTE_MAX_CHARS``), if any."""
+    if not note:
+        return blocks
+    text, _ = truncate(note, NOTE_MAX_CHARS)
+    return [
+        *blocks,
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{lead} {text}"}]},
+    ]
