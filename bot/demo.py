@@ -28,8 +28,8 @@ from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import MemoryDeduper
 from bot.processes import build_worker, start_web, stop_on_signals
-from bot.sandbox import Sandbox
 from bot.slack_client import make_client
+from slack_sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import RedisDeduper
 from bot.processes import WEB_DB_TIMEOUT_S, WebServer, build_worker, start_web
-from bot.sandbox import Sandbox
 from bot.slack_client import make_client
+from slack_sandbox import Sandbox
 
 T = TypeVar("T")
 

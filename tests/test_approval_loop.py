@@ -20,7 +20,7 @@ from slack_sdk.signature import SignatureVerifier
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
-from bot.sandbox import live_mentions
+from slack_sandbox import live_mentions
 from tests.harness import DBA, REVIEWER, Harness
 
 REASON = "Archive the rows before deleting them."

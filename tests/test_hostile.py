@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
-from bot.sandbox import live_mentions
+from slack_sandbox import live_mentions
 from tests.harness import DBA, REVIEWER, Harness, click_body
 
 HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C1> <!subteam^S1> <https://evil.example|ok>"

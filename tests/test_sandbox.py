@@ -21,8 +21,8 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.sandbox import BotUnreachable, NotSubmitted, Sandbox, SandboxError, live_mentions
-from bot.sandbox.validation import check_message, check_view
+from slack_sandbox import BotUnreachable, NotSubmitted, Sandbox, SandboxError, live_mentions
+from slack_sandbox.validation import check_message, check_view
 
 SECRET = "test-signing-secret"
 TOKEN = "xoxb-sandbox-test"

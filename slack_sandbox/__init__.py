@@ -7,8 +7,8 @@ and shows a page at ``/`` where a person can click through the flow.
 
 from __future__ import annotations
 
-from bot.sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
-from bot.sandbox.sandbox import Sandbox
-from bot.sandbox.validation import live_mentions
+from slack_sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
+from slack_sandbox.sandbox import Sandbox
+from slack_sandbox.validation import live_mentions
 
 __all__ = ["BotUnreachable", "NotSubmitted", "Sandbox", "SandboxError", "live_mentions"]

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
-from bot.sandbox.errors import BotUnreachable
+from slack_sandbox.errors import BotUnreachable
 
 ACK_DEADLINE_S = 3.0
 """Slack shows an error to the user when an app answers later than this."""

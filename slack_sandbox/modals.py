@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from bot.sandbox.state import APP_ID, BOT_ID, Workspace, with_block_ids
+from slack_sandbox.state import APP_ID, BOT_ID, Workspace, with_block_ids
 
 TRIGGER_TTL_S = 3.0
 MAX_STACK_VIEWS = 3

@@ -18,12 +18,12 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.core import Core, Failure
-from bot.sandbox.delivery import ACK_DEADLINE_S, FORM, Delivery
-from bot.sandbox.errors import SandboxError
-from bot.sandbox.interactions import Interactions
-from bot.sandbox.server import Server, build_app
-from bot.sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
+from slack_sandbox.core import Core, Failure
+from slack_sandbox.delivery import ACK_DEADLINE_S, FORM, Delivery
+from slack_sandbox.errors import SandboxError
+from slack_sandbox.interactions import Interactions
+from slack_sandbox.server import Server, build_app
+from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
 
 
 class Sandbox:

@@ -13,8 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.block_rules import Problem
-from bot.sandbox.core import Core
+from slack_sandbox.block_rules import Problem
+from slack_sandbox.core import Core
 
 Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
 """A Web API method: ``(core, args) -> Slack's JSON answer``."""

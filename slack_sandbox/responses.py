@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.block_rules import Problem
-from bot.sandbox.core import Core, ResponseTarget
-from bot.sandbox.validation import check_message
+from slack_sandbox.block_rules import Problem
+from slack_sandbox.core import Core, ResponseTarget
+from slack_sandbox.validation import check_message
 
 RESPONSE_TYPES = ("ephemeral", "in_channel")
 

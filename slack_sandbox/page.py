@@ -1,7 +1,7 @@
 """The browser page: ``GET /``, its static files, its state feed and its actions.
 
 The page polls ``GET /sandbox/state`` and acts through small JSON endpoints that call
-the same :class:`~bot.sandbox.interactions.Interactions` the tests use. Bad input is
+the same :class:`~slack_sandbox.interactions.Interactions` the tests use. Bad input is
 answered 4xx with ``{"ok": false, "error"}`` (422 with ``field_errors`` when Slack's
 client would not submit a modal); an unreachable bot is a 502.
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox.core import Core
-from bot.sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
-from bot.sandbox.interactions import Interactions
-from bot.sandbox.state import BOT_USER_ID
+from slack_sandbox.core import Core
+from slack_sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
+from slack_sandbox.interactions import Interactions
+from slack_sandbox.state import BOT_USER_ID
 
 STATIC_DIR = Path(__file__).parent / "static"
 Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]

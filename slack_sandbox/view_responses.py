@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.sandbox.core import Core
-from bot.sandbox.validation import check_view
+from slack_sandbox.core import Core
+from slack_sandbox.validation import check_view
 
 RESPONSE_ACTIONS = ("errors", "update", "push", "clear")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.sandbox.core import Core
-from bot.sandbox.state import BOT_ID, BOT_USER_ID
-from bot.sandbox.web_api import Handler
+from slack_sandbox.core import Core
+from slack_sandbox.state import BOT_ID, BOT_USER_ID
+from slack_sandbox.web_api import Handler
 
 DEFAULT_HISTORY_LIMIT = 100
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.sandbox.errors import SandboxError
-from bot.sandbox.modals import public_view
-from bot.sandbox.state import APP_ID
-from bot.sandbox.validation import input_blocks
+from slack_sandbox.errors import SandboxError
+from slack_sandbox.modals import public_view
+from slack_sandbox.state import APP_ID
+from slack_sandbox.validation import input_blocks
 
 VERIFICATION_TOKEN = "sandbox-verification-token"
 """The deprecated ``token`` field every payload still carries."""

@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from bot.sandbox.api_chat import CHAT_METHODS
-from bot.sandbox.api_read import READ_METHODS
-from bot.sandbox.api_views import VIEWS_METHODS
-from bot.sandbox.core import Core
-from bot.sandbox.interactions import Interactions
-from bot.sandbox.page import page_routes
-from bot.sandbox.responses import response_routes
-from bot.sandbox.web_api import api_routes
+from slack_sandbox.api_chat import CHAT_METHODS
+from slack_sandbox.api_read import READ_METHODS
+from slack_sandbox.api_views import VIEWS_METHODS
+from slack_sandbox.core import Core
+from slack_sandbox.interactions import Interactions
+from slack_sandbox.page import page_routes
+from slack_sandbox.responses import response_routes
+from slack_sandbox.web_api import api_routes
 
 WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS
 

@@ -1,6 +1,6 @@
 """What every part of the sandbox shares: the workspace, modals, and the records.
 
-One :class:`Core` per sandbox. HTTP handlers and the :class:`~bot.sandbox.Sandbox`
+One :class:`Core` per sandbox. HTTP handlers and the :class:`~slack_sandbox.Sandbox`
 facade read and write it; it does no I/O.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.sandbox.block_rules import Problem
-from bot.sandbox.modals import Modals
-from bot.sandbox.state import Workspace
+from slack_sandbox.block_rules import Problem
+from slack_sandbox.modals import Modals
+from slack_sandbox.state import Workspace
 
 RESPONSE_URL_MAX_USES = 5
 RESPONSE_URL_TTL_S = 30 * 60

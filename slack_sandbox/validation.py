@@ -2,7 +2,7 @@
 
 A message or view the bot sends is checked here before the sandbox stores it; the
 problems found become Slack's ``invalid_blocks`` / ``invalid_arguments`` answer and the
-sandbox's ``violations``. Per-block rules live in :mod:`bot.sandbox.block_rules`.
+sandbox's ``violations``. Per-block rules live in :mod:`slack_sandbox.block_rules`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.views import View
 
-from bot.sandbox.block_rules import Problem, check_block
+from slack_sandbox.block_rules import Problem, check_block
 
 MESSAGE_MAX_BLOCKS = 50
 VIEW_MAX_BLOCKS = 100

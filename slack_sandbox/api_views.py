@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.sandbox.core import Core
-from bot.sandbox.modals import TRIGGER_TTL_S, public_view
-from bot.sandbox.validation import check_view
-from bot.sandbox.web_api import Handler, json_arg, refusal
+from slack_sandbox.core import Core
+from slack_sandbox.modals import TRIGGER_TTL_S, public_view
+from slack_sandbox.validation import check_view
+from slack_sandbox.web_api import Handler, json_arg, refusal
 
 
 def _view(core: Core, where: str, args: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bot.sandbox.core import Core
-from bot.sandbox.delivery import ACK_DEADLINE_S, Delivery, Reply, form_body, payload_body
-from bot.sandbox.errors import NotSubmitted, SandboxError
-from bot.sandbox.payloads import (
+from slack_sandbox.core import Core
+from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery, Reply, form_body, payload_body
+from slack_sandbox.errors import NotSubmitted, SandboxError
+from slack_sandbox.payloads import (
     block_actions_payload,
     client_side_errors,
     slash_command_fields,
@@ -22,8 +22,8 @@ from bot.sandbox.payloads import (
     view_closed_payload,
     view_submission_payload,
 )
-from bot.sandbox.responses import slash_command_answer
-from bot.sandbox.view_responses import apply_view_response
+from slack_sandbox.responses import slash_command_answer
+from slack_sandbox.view_responses import apply_view_response
 
 
 class Interactions:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.sandbox.core import Core
-from bot.sandbox.validation import MESSAGE_TEXT_MAX_CHARS, check_message
-from bot.sandbox.web_api import Handler, flag, json_arg, refusal
+from slack_sandbox.core import Core
+from slack_sandbox.validation import MESSAGE_TEXT_MAX_CHARS, check_message
+from slack_sandbox.web_api import Handler, flag, json_arg, refusal
 
 
 def _content(
