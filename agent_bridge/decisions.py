@@ -1,6 +1,6 @@
 """Checking decisions and building the resume value (pure functions of data).
 
-DESIGN invariant 4: no invalid answer is ever sent to the graph. A decision must be
+No invalid answer is ever sent to the graph (docs/architecture.md, invariant 4). A decision must be
 one the tool's policy allows; an edit's arguments must fit the tool's argument schema;
 a respond must say something. Batched answers go all together, in ``action_requests``
 order, and only when every request of the interrupt is decided (the middleware's
@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY, check_args
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
 
@@ -25,19 +26,25 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
         Argument name -> plain-words message for edit errors; ``""`` -> message for
         errors not about one argument (decision not allowed, empty answer).
     """
-    if decision.type not in request.allowed_decisions:
-        allowed = ", ".join(request.allowed_decisions)
-        return {
-            GENERAL_KEY: f"'{decision.type}' is not allowed for {request.tool_name}; "
-            f"allowed: {allowed}."
-        }
+    refused = refusal(request, decision.type)
+    if refused:
+        return {GENERAL_KEY: refused}
     if decision.type == "edit":
         if decision.edited_args is None:
-            return {GENERAL_KEY: "An edit needs the new arguments."}
+            return {GENERAL_KEY: wording.EDIT_NEEDS_ARGS_PLAIN}
         return check_args(request.args_schema, decision.edited_args)
     if decision.type == "respond" and not (decision.message or "").strip():
-        return {GENERAL_KEY: "Write an answer."}
+        return {GENERAL_KEY: wording.RESPOND_NEEDS_ANSWER_PLAIN}
     return {}
+
+
+def refusal(request: ApprovalRequest, decision_type: str) -> str | None:
+    """Why ``decision_type`` cannot be taken on ``request`` at all (its tool's
+    ``allowed_decisions`` do not list it), or ``None``. Part of ``check_decision``; a
+    modal opener asks it before showing the form."""
+    if decision_type in request.allowed_decisions:
+        return None
+    return wording.not_allowed_plain(decision_type, request.tool_name, request.allowed_decisions)
 
 
 class ResumePlan:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.store import ApprovalStore
@@ -22,7 +23,7 @@ def expiry_note(request: ApprovalRequest) -> str:
     verb = {"approve": "approved", "reject": "rejected", "respond": "answered"}.get(
         decision.type if decision else "", "decided"
     )
-    return f"Expired: no reviewer decided in time, so the policy {verb} it."
+    return wording.expiry_note(verb)
 
 
 class ExpiryKeeper:

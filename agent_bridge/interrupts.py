@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
-from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run
+from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, InterruptMode, Run
 from agent_bridge.policy import Policy
 
 REQUEST_ID_BYTES = 9
@@ -63,36 +64,60 @@ def _match_tool_call_ids(
     return ids
 
 
-def approval_requests(
-    run: Run,
-    interrupts: Sequence[Interrupt],
-    *,
-    messages: Sequence[BaseMessage],
-    policy: Policy,
-    args_schemas: Mapping[str, dict[str, Any]],
-    channel_id: str,
-    thread_ts: str | None,
-    new_id: Callable[[], str] = new_request_id,
-) -> list[ApprovalRequest]:
-    """Return one approval request per gated tool call in ``interrupts``.
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's approval cards go and what builds their requests.
 
-    Args:
+    Attributes:
         run: The run whose thread raised the interrupts.
-        interrupts: ``StateSnapshot.interrupts`` (pending interrupts).
-        messages: The thread's messages, to find batched calls' tool call IDs.
-        policy: For per-call mode's allowed decisions.
+        policy: For per-call mode's allowed decisions and review time limits.
         args_schemas: Tool name -> JSON schema of its arguments.
-        channel_id: Where the approval messages go.
-        thread_ts: Thread they go in (``None`` for top level).
+        channel_id: Where the cards go.
+        thread_ts: The Slack thread they go in (``None`` for top level).
         new_id: Request ID factory.
-
-    Returns:
-        Requests in interrupt order, then ``action_requests`` order.
     """
-    requests: list[ApprovalRequest] = []
 
-    def expiry(tool_name: str) -> dict[str, Any]:
-        tool_policy = policy.gated(tool_name)
+    run: Run
+    policy: Policy
+    args_schemas: Mapping[str, dict[str, Any]]
+    channel_id: str
+    thread_ts: str | None
+    new_id: Callable[[], str] = new_request_id
+
+    def request(
+        self,
+        interrupt: Interrupt,
+        action: Mapping[str, Any],
+        *,
+        index: int,
+        mode: InterruptMode,
+        batch_size: int,
+        tool_call_id: str | None,
+        allowed: Sequence[DecisionType],
+    ) -> ApprovalRequest:
+        """One approval request for ``action`` (``name``, ``args``, ``description``)."""
+        name = str(action["name"])
+        return ApprovalRequest(
+            request_id=self.new_id(),
+            run_id=self.run.run_id,
+            thread_id=self.run.thread_id,
+            channel_id=self.channel_id,
+            thread_ts=self.thread_ts,
+            interrupt_id=interrupt.id,
+            index=index,
+            mode=mode,
+            batch_size=batch_size,
+            tool_call_id=tool_call_id,
+            tool_name=name,
+            args=dict(action.get("args") or {}),
+            description=str(action.get("description") or ""),
+            allowed_decisions=list(allowed),
+            args_schema=self.args_schemas.get(name, {"type": "object"}),
+            **self._time_limit(name),
+        )
+
+    def _time_limit(self, tool_name: str) -> dict[str, Any]:
+        tool_policy = self.policy.gated(tool_name)
         if tool_policy is None or not tool_policy.review_timeout_s:
             return {}
         return {
@@ -100,59 +125,65 @@ def approval_requests(
             "timeout_decision": tool_policy.timeout_decision(),
         }
 
-    common: dict[str, Any] = {
-        "run_id": run.run_id,
-        "thread_id": run.thread_id,
-        "channel_id": channel_id,
-        "thread_ts": thread_ts,
-    }
+
+def approval_requests(
+    interrupts: Sequence[Interrupt], *, messages: Sequence[BaseMessage], placement: Placement
+) -> list[ApprovalRequest]:
+    """Return one approval request per gated tool call in ``interrupts``.
+
+    Args:
+        interrupts: ``StateSnapshot.interrupts`` (pending interrupts); any that are not
+            ``HumanInTheLoopMiddleware``'s are skipped.
+        messages: The thread's messages, to find batched calls' tool call IDs.
+        placement: The run, policy, schemas and where the cards go.
+
+    Returns:
+        Requests in interrupt order, then ``action_requests`` order.
+    """
+    requests: list[ApprovalRequest] = []
     for interrupt in interrupts:
-        value = interrupt.value
         if not is_hitl(interrupt):
             continue
-        if value.get("type") == "tool_approval":
-            tool_policy = policy.gated(value["name"])
-            allowed: list[DecisionType] = (
-                list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
-            )
-            requests.append(
-                ApprovalRequest(
-                    request_id=new_id(),
-                    interrupt_id=interrupt.id,
-                    index=0,
-                    mode="per_call",
-                    batch_size=1,
-                    tool_call_id=value.get("tool_call_id"),
-                    tool_name=value["name"],
-                    args=dict(value.get("args") or {}),
-                    description=str(value.get("description") or ""),
-                    allowed_decisions=allowed,
-                    args_schema=args_schemas.get(value["name"], {"type": "object"}),
-                    **expiry(value["name"]),
-                    **common,
-                )
-            )
-            continue
-        actions = list(value["action_requests"])
-        configs = list(value.get("review_configs") or [])
-        call_ids = _match_tool_call_ids(actions, pending_tool_calls(messages))
-        for index, (action, call_id) in enumerate(zip(actions, call_ids, strict=True)):
-            config = configs[index] if index < len(configs) else {}
-            requests.append(
-                ApprovalRequest(
-                    request_id=new_id(),
-                    interrupt_id=interrupt.id,
-                    index=index,
-                    mode="batched",
-                    batch_size=len(actions),
-                    tool_call_id=call_id,
-                    tool_name=action["name"],
-                    args=dict(action.get("args") or {}),
-                    description=str(action.get("description") or ""),
-                    allowed_decisions=list(config.get("allowed_decisions") or DECISION_TYPES),
-                    args_schema=args_schemas.get(action["name"], {"type": "object"}),
-                    **expiry(action["name"]),
-                    **common,
-                )
-            )
+        if interrupt.value.get("type") == "tool_approval":
+            requests.append(_per_call_request(interrupt, placement))
+        else:
+            requests.extend(_batched_requests(interrupt, messages, placement))
     return requests
+
+
+def _per_call_request(interrupt: Interrupt, placement: Placement) -> ApprovalRequest:
+    """The one request of a per-call ``ToolApprovalRequest``."""
+    value = interrupt.value
+    tool_policy = placement.policy.gated(value["name"])
+    allowed = list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    return placement.request(
+        interrupt,
+        value,
+        index=0,
+        mode="per_call",
+        batch_size=1,
+        tool_call_id=value.get("tool_call_id"),
+        allowed=allowed,
+    )
+
+
+def _batched_requests(
+    interrupt: Interrupt, messages: Sequence[BaseMessage], placement: Placement
+) -> list[ApprovalRequest]:
+    """One request per action of a batched ``HITLRequest``, ``index`` = its position."""
+    actions = list(interrupt.value["action_requests"])
+    configs = list(interrupt.value.get("review_configs") or [])
+    call_ids = _match_tool_call_ids(actions, pending_tool_calls(messages))
+    return [
+        placement.request(
+            interrupt,
+            action,
+            index=index,
+            mode="batched",
+            batch_size=len(actions),
+            tool_call_id=call_id,
+            allowed=(configs[index] if index < len(configs) else {}).get("allowed_decisions")
+            or DECISION_TYPES,
+        )
+        for index, (action, call_id) in enumerate(zip(actions, call_ids, strict=True))
+    ]

@@ -4,13 +4,14 @@ These pydantic models are the only things `bot` imports from `agent_bridge` besi
 the ports; they carry everything the web process needs to render a message, open a
 modal and check a decision, so it never needs the agent's code.
 
-Words follow DESIGN.md: a *run* is one LangGraph thread; an *approval request* is one
+Words follow docs/architecture.md: a *run* is one LangGraph thread; an *approval request* is one
 gated tool call waiting for a person, keyed by ``(interrupt_id, index)``; a *decision*
 is the LangChain ``HumanInTheLoopMiddleware`` decision dict.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -159,3 +160,30 @@ class ApprovalRequest(BaseModel):
     timeout_decision: Decision | None = None
     reminded_at: float | None = None
     created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """``ApprovalStore.record_decision`` recorded this decision: it won."""
+
+    request: ApprovalRequest
+    """The request as decided (``decision``, ``decided_by``, ``decided_at`` set)."""
+
+
+@dataclass(frozen=True)
+class AlreadyDecided:
+    """Someone (or the policy, at expiry, or a failed run) decided first; nothing was
+    recorded. ``request.decided_by`` / ``decision`` / ``decided_at`` say who, how, when."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
+class UnknownRequest:
+    """No request has this ID (a forged or very old button); nothing was recorded."""
+
+    request_id: str
+
+
+Recording = Recorded | AlreadyDecided | UnknownRequest
+"""What recording a decision came to."""

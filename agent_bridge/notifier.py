@@ -1,7 +1,7 @@
 """The notifier port: what the worker tells people, implemented by the Slack side.
 
 ``agent_bridge`` never imports ``bot``; the worker is handed an object with these
-methods at the composition root (``bot.cli``). Methods raise ``NotifyError`` when the
+methods at the composition root (``bot.processes``). Methods raise ``NotifyError`` when the
 message could not be posted.
 """
 
@@ -34,12 +34,13 @@ class Notifier(Protocol):
         """Post the run's first message in its channel; return its ``ts`` (the thread)."""
         ...
 
-    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
-        """Post the request's message; return ``(channel_id, ts)``."""
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
+        """Post the request's card and record in the store where it is."""
         ...
 
     async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
-        """Redraw the request's message as it now stands (e.g. reopened with a note)."""
+        """Redraw the request's card from the store's current state (e.g. reopened with a
+        note); a failure is logged, not raised, since the change is already recorded."""
         ...
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:

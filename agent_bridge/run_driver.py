@@ -2,15 +2,17 @@
 
 Called by the worker under the run's lease. Before resuming, the checkpoint is asked
 which interrupts are still pending: a decision whose interrupt is gone was applied
-already and is only marked so (DESIGN invariant 3). Results are posted once each, and
-an answer the graph refuses goes back to the reviewer instead of failing the run.
+already and is only marked so (docs/architecture.md, invariant 3). Results are posted
+once each, and an answer the graph refuses goes back to the reviewer instead of failing
+the run. ``drive`` is a sequence of named steps: make sure the run has its Slack
+thread, plan the resume from the checkpoint, pick the graph's input, stream it, settle.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +20,11 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from agent_bridge import wording
 from agent_bridge.decisions import ResumePlan, plan_resume
-from agent_bridge.interrupts import approval_requests, is_hitl, pending_tool_calls
-from agent_bridge.models import ApprovalState, Run, RunState
+from agent_bridge.graph import AgentGraph, thread_config
+from agent_bridge.interrupts import Placement, approval_requests, is_hitl, pending_tool_calls
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy
 from agent_bridge.store import ApprovalStore
@@ -29,12 +33,8 @@ logger = logging.getLogger(__name__)
 
 EDIT_NOTICE_END = "\n\nTool response:\n"
 """Where ``HumanInTheLoopMiddleware``'s edit notice ends and the tool's own result begins."""
-
-
-def _invalid_note(errors: dict[str, str]) -> str:
-    """The card note for a decision that no longer fits the tool (e.g. after a deploy)."""
-    details = "; ".join(f"{k}: {v}" if k else v for k, v in errors.items())
-    return f"the answer no longer fits the tool's arguments ({details})"
+_FINISHED = object()
+"""``_graph_input``'s answer when the thread's graph has nothing left to run."""
 
 
 @dataclass
@@ -51,6 +51,17 @@ class ToolCalls:
     reviewed: set[str | None]
     edited: set[str | None] = field(default_factory=set)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, requests: Sequence[ApprovalRequest], snapshot: Any) -> ToolCalls:
+        """What the run's requests and its checkpoint say about the turn's tool calls."""
+        return cls(
+            reviewed={r.tool_call_id for r in requests},
+            edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
+            args={
+                c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
+            },
+        )
 
 
 def message_text(message: BaseMessage) -> str:
@@ -74,14 +85,14 @@ class RunDriver:
         notifier: Posts to Slack.
         policy: The approval policy the graph was built with.
         args_schemas: Tool name -> JSON schema of its arguments.
-        approvals_channel: Channel for approval messages; ``None``: the run's thread.
+        approvals_channel: Channel for approval cards; ``None``: the run's Slack thread.
     """
 
     def __init__(
         self,
         *,
         store: ApprovalStore,
-        graph: Any,
+        graph: AgentGraph,
         notifier: Notifier,
         policy: Policy,
         args_schemas: Mapping[str, dict[str, Any]],
@@ -104,45 +115,66 @@ class RunDriver:
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
-        if run.thread_ts is None:
-            thread_ts = await self.notifier.run_started(run)
-            await self.store.set_run_thread(run.run_id, thread_ts)
-            run = run.model_copy(update={"thread_ts": thread_ts})
-        config = {"configurable": {"thread_id": run.thread_id}}
+        run = await self._ensure_slack_thread(run)
+        config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
         requests = await self.store.requests_for_run(run.run_id)
-        plan = plan_resume(
-            requests, {i.id for i in snapshot.interrupts}, current_schemas=self.args_schemas
-        )
-        # The checkpoint is the truth: a decision whose interrupt is gone was applied.
-        await self.store.mark_applied(plan.already_applied)
-        for request_id, errors in plan.invalid.items():
-            await self._reopen(run, request_id, _invalid_note(errors), schema_changed=True)
-        graph_input: Any
+        plan = await self._plan(run, snapshot, requests)
         if snapshot.interrupts and not plan.resume:
             await self._post_approvals(run, snapshot)
             return RunState.WAITING, None
+        graph_input = self._graph_input(run, snapshot, plan)
+        if graph_input is _FINISHED:
+            return await self._finish(run, snapshot)
+        if not await self._resume(run, graph_input, config, plan, ToolCalls.of(requests, snapshot)):
+            return RunState.WAITING, None
+        return await self._settle(run, config, plan)
+
+    async def _ensure_slack_thread(self, run: Run) -> Run:
+        """Post the run's first message (its Slack thread) if it has none yet."""
+        if run.thread_ts is not None:
+            return run
+        thread_ts = await self.notifier.run_started(run)
+        await self.store.set_run_thread_ts(run.run_id, thread_ts)
+        return run.model_copy(update={"thread_ts": thread_ts})
+
+    async def _plan(
+        self, run: Run, snapshot: Any, requests: Sequence[ApprovalRequest]
+    ) -> ResumePlan:
+        """Plan the resume against the checkpoint's pending interrupts: mark applied
+        what the checkpoint shows was applied; reopen decisions that no longer fit."""
+        plan = plan_resume(
+            requests, {i.id for i in snapshot.interrupts}, current_schemas=self.args_schemas
+        )
+        await self.store.mark_applied(plan.already_applied)
+        for request_id, errors in plan.invalid.items():
+            await self._reopen(
+                run, request_id, wording.invalid_answer_note(errors), schema_changed=True
+            )
+        return plan
+
+    def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:
+        """What to stream: the resume, the task (a new thread), ``None`` (continue a step
+        a dead worker left), or ``_FINISHED``."""
         if snapshot.interrupts:
             logger.info(
-                "run=%s thread=%s resuming interrupts=%s",
+                "run=%s thread_id=%s resuming interrupts=%s",
                 run.run_id,
                 run.thread_id,
                 sorted(plan.resume),
             )
-            graph_input = Command(resume=plan.resume)
-        elif not snapshot.values:
-            graph_input = {"messages": [{"role": "user", "content": run.task}]}
-        elif snapshot.next:
-            graph_input = None  # a worker died mid-step: continue from the checkpoint
-        else:
-            return await self._finish(run, snapshot)
-        calls = ToolCalls(
-            reviewed={r.tool_call_id for r in requests},
-            edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
-            args={
-                c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
-            },
-        )
+            return Command(resume=plan.resume)
+        if not snapshot.values:
+            return {"messages": [{"role": "user", "content": run.task}]}
+        if snapshot.next:
+            return None
+        return _FINISHED
+
+    async def _resume(
+        self, run: Run, graph_input: Any, config: dict[str, Any], plan: ResumePlan, calls: ToolCalls
+    ) -> bool:
+        """Stream ``graph_input``; return ``False`` if the graph refused the answer
+        (its requests are pending again, with the reason)."""
         try:
             await self._stream(run, graph_input, config, calls)
         except ValidationError as exc:
@@ -151,12 +183,19 @@ class RunDriver:
             # fails the run: re-answering would replay the saved answer, not the new one.
             if not plan.applying or not await self._reopen_refused(run, config, plan, exc):
                 raise
-            return RunState.WAITING, None
+            return False
+        return True
+
+    async def _settle(
+        self, run: Run, config: dict[str, Any], plan: ResumePlan
+    ) -> tuple[RunState, str | None]:
+        """After a stream: mark the answers applied, then wait on the next interrupts or
+        finish."""
         snapshot = await self.graph.aget_state(config)
         unconsumed = set(plan.resume) & {i.id for i in snapshot.interrupts}
         if unconsumed:
             logger.error(
-                "run=%s thread=%s resume consumed nothing for interrupts %s",
+                "run=%s thread_id=%s resume consumed nothing for interrupts %s",
                 run.run_id,
                 run.thread_id,
                 sorted(unconsumed),
@@ -239,30 +278,18 @@ class RunDriver:
             for r in await self.store.requests_for_run(run.run_id)
             if r.request_id in plan.applying and r.interrupt_id in pending
         ]
-        reason = f"{type(exc).__name__}: {exc}" if exc else "the graph consumed no answer"
+        reason = f"{type(exc).__name__}: {exc}" if exc else wording.CONSUMED_NOTHING_REASON
         for request_id in refused:
             logger.error(
-                "run=%s thread=%s request=%s answer refused on resume: %s",
+                "run=%s thread_id=%s request=%s answer refused on resume: %s",
                 run.run_id,
                 run.thread_id,
                 request_id,
                 reason,
             )
-            await self._reopen(run, request_id, f"the agent refused the answer ({reason})")
+            await self._reopen(run, request_id, wording.refused_answer_note(reason))
         plan.applying = [r for r in plan.applying if r not in refused]
         return bool(refused)
-
-    async def close_requests(self, run: Run, *, error: str) -> None:
-        """The run failed: close its open requests and redraw their cards, so no one
-        decides a call that will never run."""
-        note = f"The run failed, so this call will not run ({error[:300]})."
-        for request in await self.store.cancel_open_requests(run.run_id, note=note):
-            try:
-                await self.notifier.approval_updated(request, run=run)
-            except NotifyError as exc:
-                logger.warning(
-                    "run=%s request=%s card not redrawn: %s", run.run_id, request.request_id, exc
-                )
 
     async def _reopen(
         self, run: Run, request_id: str, note: str, *, schema_changed: bool = False
@@ -271,16 +298,11 @@ class RunDriver:
         current = await self.store.get_request(request_id)
         schema = self.args_schemas.get(current.tool_name) if current and schema_changed else None
         request = await self.store.reopen(request_id, note=note, args_schema=schema)
-        if request is None:
-            return
-        try:
+        if request is not None:
             await self.notifier.approval_updated(request, run=run)
-        except NotifyError as exc:
-            logger.warning("run=%s request=%s card not redrawn: %s", run.run_id, request_id, exc)
 
     async def _post_approvals(self, run: Run, snapshot: Any) -> None:
         """Store a request per gated call of the pending interrupts; post unposted ones."""
-        ours = [i for i in snapshot.interrupts if is_hitl(i)]
         for other in (i for i in snapshot.interrupts if not is_hitl(i)):
             logger.error(
                 "run=%s interrupt=%s is not a HumanInTheLoopMiddleware interrupt; "
@@ -288,39 +310,47 @@ class RunDriver:
                 run.run_id,
                 other.id,
             )
-        requests = approval_requests(
-            run,
-            ours,
-            messages=snapshot.values.get("messages", []),
+        placement = Placement(
+            run=run,
             policy=self.policy,
             args_schemas=self.args_schemas,
             channel_id=self.approvals_channel or run.channel_id,
             thread_ts=None if self.approvals_channel else run.thread_ts,
         )
+        requests = approval_requests(
+            snapshot.interrupts, messages=snapshot.values.get("messages", []), placement=placement
+        )
         for request in await self.store.add_requests(requests):
-            if request.message_ts is not None or request.state != ApprovalState.PENDING:
-                continue
-            try:
-                channel_id, ts = await self.notifier.approval_requested(request, run=run)
-            except NotifyError as exc:
-                if not exc.retryable:
-                    raise  # e.g. an unknown APPROVALS_CHANNEL: fail the run, say why
-                logger.warning(
-                    "run=%s interrupt=%s request=%s not posted, will retry: %s",
-                    run.run_id,
-                    request.interrupt_id,
-                    request.request_id,
-                    exc,
-                )
-                continue
-            await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
-            logger.info(
-                "run=%s interrupt=%s index=%s request=%s posted",
+            if request.message_ts is None and request.state == ApprovalState.PENDING:
+                await self._post_card(run, request)
+
+    async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
+        """Post one request's card; a retryable failure is left to the next sweep.
+
+        Raises:
+            NotifyError: Slack refused the card for good (e.g. an unknown
+                ``APPROVALS_CHANNEL``): the run fails, saying why.
+        """
+        try:
+            await self.notifier.approval_requested(request, run=run)
+        except NotifyError as exc:
+            if not exc.retryable:
+                raise
+            logger.warning(
+                "run=%s interrupt=%s request=%s not posted, will retry: %s",
                 run.run_id,
                 request.interrupt_id,
-                request.index,
                 request.request_id,
+                exc,
             )
+            return
+        logger.info(
+            "run=%s interrupt=%s index=%s request=%s posted",
+            run.run_id,
+            request.interrupt_id,
+            request.index,
+            request.request_id,
+        )
 
     async def _finish(self, run: Run, snapshot: Any) -> tuple[RunState, str]:
         messages = snapshot.values.get("messages", [])
@@ -329,5 +359,5 @@ class RunDriver:
         async with self._notice(run, "final_answer") as first:
             if first:
                 await self.notifier.run_finished(run, answer=answer)
-        logger.info("run=%s thread=%s done", run.run_id, run.thread_id)
+        logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer

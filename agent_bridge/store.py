@@ -1,7 +1,7 @@
 """The approval store: runs, approval requests and decisions, in the database.
 
-The database is the source of truth (DESIGN invariant 5). Every state transition is one
-atomic statement; recording a decision is a compare-and-set from ``pending`` to
+The database is the source of truth (docs/architecture.md, invariant 5). Every state
+transition is one atomic statement; recording a decision is a compare-and-set from ``pending`` to
 ``decided`` so that of any number of concurrent clicks exactly one wins (invariant 2).
 Requests are inserted idempotently on ``(interrupt_id, index)`` (invariant 1).
 """
@@ -14,7 +14,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agent_bridge.db import Database, Row
-from agent_bridge.models import DEFAULT_AGENT, ApprovalRequest, Decision, Run, RunState
+from agent_bridge.models import (
+    DEFAULT_AGENT,
+    AlreadyDecided,
+    ApprovalRequest,
+    Decision,
+    Recorded,
+    Recording,
+    Run,
+    RunState,
+    UnknownRequest,
+)
 from agent_bridge.store_sql import (
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
@@ -172,7 +182,7 @@ class ApprovalStore:
             },
         )
 
-    async def set_run_thread(self, run_id: str, thread_ts: str) -> None:
+    async def set_run_thread_ts(self, run_id: str, thread_ts: str) -> None:
         """Remember the ``ts`` of the run's first Slack message (its thread)."""
         await self.db.execute(SET_RUN_THREAD, {"run_id": run_id, "thread_ts": thread_ts})
 
@@ -245,12 +255,13 @@ class ApprovalStore:
 
     async def record_decision(
         self, request_id: str, decision: Decision, *, user_id: str
-    ) -> tuple[bool, ApprovalRequest | None]:
-        """Record ``decision`` by ``user_id`` if the request is still pending.
+    ) -> Recording:
+        """Record ``decision`` by ``user_id`` if the request is still pending: one
+        compare-and-set, so the first valid decision wins (invariant 2).
 
         Returns:
-            ``(True, request)`` if this call recorded it; ``(False, request)`` if it was
-            already decided (the request shows by whom and how); ``(False, None)`` if
+            ``Recorded`` if this call recorded it; ``AlreadyDecided`` if it was decided
+            before (the request shows by whom, how and when); ``UnknownRequest`` if
             there is no such request.
         """
         row = await self.db.fetch_one(
@@ -263,8 +274,9 @@ class ApprovalStore:
             },
         )
         if row is not None:
-            return True, request_from_row(row)
-        return False, await self.get_request(request_id)
+            return Recorded(request_from_row(row))
+        current = await self.get_request(request_id)
+        return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
 
     async def mark_applied(self, request_ids: Sequence[str]) -> None:
         """Mark decided requests as applied to their thread."""

@@ -16,9 +16,10 @@ import secrets
 from agent_bridge.bus import Bus
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.models import DEFAULT_AGENT, RunState
+from agent_bridge.models import DEFAULT_AGENT, Run, RunState
 from agent_bridge.notifier import NotifyError
 from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class Worker:
         store: The approval store (the truth).
         bus: Where wake-up signals arrive.
         driver: Advances one run's graph.
+        failures: Ends failed runs.
         expiry: Reminds and expires requests with a review time limit.
         agent_name: The agent ``driver`` runs; only its runs are picked up.
         poll_interval_s: Sweep period when no signal arrives, seconds.
@@ -49,6 +51,7 @@ class Worker:
         store: ApprovalStore,
         bus: Bus,
         driver: RunDriver,
+        failures: RunFailures,
         expiry: ExpiryKeeper | None = None,
         agent_name: str = DEFAULT_AGENT,
         poll_interval_s: float = 5.0,
@@ -58,6 +61,7 @@ class Worker:
         self.store = store
         self.bus = bus
         self.driver = driver
+        self.failures = failures
         self.expiry = expiry
         self.agent_name = agent_name
         self.poll_interval_s = poll_interval_s
@@ -120,7 +124,7 @@ class Worker:
         If Slack fails, the run goes back to the queue and the next sweep drives it
         again from its checkpoint (the driver only ever continues from there). If the
         database fails, the lease is left to expire and a later sweep retries. A failure
-        of the graph is posted in the run's thread and ends the run.
+        of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
         run = await self.store.claim_run(
             run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state
@@ -132,42 +136,38 @@ class Worker:
             state, answer = await self.driver.drive(run)
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except NotifyError as exc:
-            if exc.retryable:
-                logger.warning(
-                    "run=%s thread=%s Slack failed, will retry on the next sweep: %s",
-                    run.run_id,
-                    run.thread_id,
-                    exc,
-                )
-                await self.store.release_run(run_id, owner=self.owner, state=RunState.QUEUED)
-            else:
-                logger.error(
-                    "run=%s thread=%s failed, Slack refused a message: %s",
-                    run.run_id,
-                    run.thread_id,
-                    exc,
-                )
-                await self.store.release_run(
-                    run_id, owner=self.owner, state=RunState.FAILED, error=str(exc)
-                )
+            await self._slack_failed(run, exc)
         except StoreUnavailableError as exc:
             logger.warning(
-                "run=%s thread=%s paused until its lease expires, will retry: %s",
+                "run=%s thread_id=%s paused until its lease expires, will retry: %s",
                 run.run_id,
                 run.thread_id,
                 exc,
             )
         except Exception as exc:
-            logger.exception("run=%s thread=%s failed", run.run_id, run.thread_id)
-            error = f"{type(exc).__name__}: {exc}"
-            with contextlib.suppress(NotifyError):
-                await self.driver.notifier.run_failed(run, error=error)
-            await self.store.release_run(
-                run_id, owner=self.owner, state=RunState.FAILED, error=error
-            )
-            await self.driver.close_requests(run, error=error)
+            logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
+            await self.failures.fail(run, owner=self.owner, error=f"{type(exc).__name__}: {exc}")
         finally:
             heartbeat.cancel()
+
+    async def _slack_failed(self, run: Run, exc: NotifyError) -> None:
+        """Requeue the run after a passing Slack failure; fail it after a refusal."""
+        if exc.retryable:
+            logger.warning(
+                "run=%s thread_id=%s Slack failed, will retry on the next sweep: %s",
+                run.run_id,
+                run.thread_id,
+                exc,
+            )
+            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+            return
+        logger.error(
+            "run=%s thread_id=%s failed, Slack refused a message: %s",
+            run.run_id,
+            run.thread_id,
+            exc,
+        )
+        await self.failures.fail(run, owner=self.owner, error=str(exc))
 
     async def _heartbeat(self, run_id: str) -> None:
         while True:

@@ -2,8 +2,9 @@
 
 Every listener acks first (Slack wants an answer within 3 s); a modal is opened with
 the click's ``trigger_id`` straight away, before any other work (it expires in 3 s).
-A click that cannot be honoured (stale card, already decided, database down) is
-answered privately with ``chat.postEphemeral``.
+A click that cannot be honoured (stale card, already decided, not allowed, database
+down) is answered privately with ``chat.postEphemeral``, in the wording of
+``agent_bridge.wording``.
 """
 
 from __future__ import annotations
@@ -13,18 +14,23 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import ClientError
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge.decisions import check_decision
+from agent_bridge import wording
+from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.models import DECISION_TYPES, ApprovalRequest, ApprovalState, Decision
+from agent_bridge.models import (
+    DECISION_TYPES,
+    AlreadyDecided,
+    ApprovalRequest,
+    ApprovalState,
+    Decision,
+    Recorded,
+)
 from agent_bridge.store import ApprovalStore
 from bot import ids
-from bot.blocks import already_decided_text, stale_text
-from bot.errors import PayloadError
+from bot.blocks import already_decided_text
+from bot.errors import PayloadError, SlackCallError
 from bot.modals import (
     render_edit_modal,
     render_full_args_modal,
@@ -33,15 +39,11 @@ from bot.modals import (
 )
 from bot.payloads import BlockActions, parse
 from bot.recorder import DecisionRecorder
+from bot.slack_gateway import SlackGateway
 
 logger = logging.getLogger(__name__)
 
 Ack = Callable[..., Awaitable[Any]]
-
-STORE_DOWN_TEXT = (
-    ":warning: Your decision was *not* recorded: the approval database is unreachable. "
-    "Please try again in a moment."
-)
 
 MODALS: dict[str, Callable[[ApprovalRequest], dict[str, Any]]] = {
     "edit": render_edit_modal,
@@ -50,40 +52,28 @@ MODALS: dict[str, Callable[[ApprovalRequest], dict[str, Any]]] = {
 }
 
 
-async def tell(client: AsyncWebClient, payload: BlockActions, text: str) -> None:
-    """Answer the clicking user privately in the card's channel (and thread)."""
-    channel_id = payload.container.channel_id
-    if channel_id is None:
-        return
-    try:
-        await client.chat_postEphemeral(
-            channel=channel_id,
-            user=payload.user.id,
-            text=text,
-            thread_ts=payload.message.thread_ts if payload.message else None,
-        )
-    except (SlackApiError, ClientError, TimeoutError) as exc:
-        logger.warning("ephemeral to %s not posted: %s", payload.user.id, exc)
-
-
 class ActionListeners:
     """The ``block_actions`` listeners.
 
     Args:
         store: The approval store (to read requests for modals).
         recorder: Records approve clicks.
+        slack: The Slack gateway (private answers, modals).
     """
 
-    def __init__(self, *, store: ApprovalStore, recorder: DecisionRecorder) -> None:
+    def __init__(
+        self, *, store: ApprovalStore, recorder: DecisionRecorder, slack: SlackGateway
+    ) -> None:
         self.store = store
         self.recorder = recorder
+        self.slack = slack
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
         app.action(re.compile(f"^{re.escape(ids.ACTION_PREFIX)}"))(self.on_decision)
         app.action(ids.VIEW_ARGS_ACTION)(self.on_view_args)
 
-    async def on_decision(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_decision(self, ack: Ack, body: dict[str, Any]) -> None:
         """A decision button: record approve; open the modal of edit/reject/respond."""
         await ack()
         try:
@@ -97,13 +87,13 @@ class ActionListeners:
             logger.warning(
                 "unknown action_id %r from %s", payload.action.action_id, payload.user.id
             )
-            await tell(client, payload, stale_text())
+            await self.tell(payload, wording.STALE_TEXT)
             return
         try:
             if decision_type == "approve":
-                await self._approve(client, payload, request_id)
+                await self._approve(payload, request_id)
             else:
-                await self._open_modal(client, payload, request_id, decision_type)
+                await self._open_modal(payload, request_id, decision_type)
         except StoreUnavailableError as exc:
             logger.error(
                 "request=%s %s click by %s not recorded: %s",
@@ -112,9 +102,9 @@ class ActionListeners:
                 payload.user.id,
                 exc,
             )
-            await tell(client, payload, STORE_DOWN_TEXT)
+            await self.tell(payload, wording.STORE_DOWN_TEXT)
 
-    async def on_view_args(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_view_args(self, ack: Ack, body: dict[str, Any]) -> None:
         """ "View full arguments": a read-only modal with every argument in full."""
         await ack()
         try:
@@ -125,48 +115,61 @@ class ActionListeners:
             return
         except StoreUnavailableError as exc:
             logger.error("full arguments not shown: %s", exc)
-            await tell(client, payload, STORE_DOWN_TEXT)
+            await self.tell(payload, wording.STORE_DOWN_TEXT)
             return
         if request is None:
-            await tell(client, payload, stale_text())
+            await self.tell(payload, wording.STALE_TEXT)
             return
-        await self._views_open(client, payload, render_full_args_modal(request))
+        await self._open_view(payload, render_full_args_modal(request))
 
-    async def _approve(
-        self, client: AsyncWebClient, payload: BlockActions, request_id: str
-    ) -> None:
+    async def tell(self, payload: BlockActions, text: str) -> None:
+        """Answer the clicking user privately in the card's channel (and thread);
+        a failure is logged (there is no one else to tell)."""
+        channel_id = payload.container.channel_id
+        if channel_id is None:
+            return
+        try:
+            await self.slack.post_ephemeral(
+                team_id=payload.team_id,
+                channel_id=channel_id,
+                user_id=payload.user.id,
+                text=text,
+                thread_ts=payload.message.thread_ts if payload.message else None,
+            )
+        except SlackCallError as exc:
+            logger.warning("ephemeral to %s not posted: %s", payload.user.id, exc)
+
+    async def _approve(self, payload: BlockActions, request_id: str) -> None:
         decision = Decision(type="approve")
         known = await self.store.get_request(request_id)
         refused = check_decision(known, decision) if known is not None else {}
         if refused:  # a forged click: the card never had this button
-            await tell(client, payload, " ".join(refused.values()))
+            await self.tell(payload, " ".join(refused.values()))
             return
-        won, request = await self.recorder.record(request_id, decision, user_id=payload.user.id)
-        if request is None:
-            await tell(client, payload, stale_text())
-        elif not won:
-            await tell(client, payload, already_decided_text(request))
+        outcome = await self.recorder.record(request_id, decision, user_id=payload.user.id)
+        if isinstance(outcome, Recorded):
+            await self.recorder.refresh(outcome.request)
+        elif isinstance(outcome, AlreadyDecided):
+            await self.tell(payload, already_decided_text(outcome.request))
         else:
-            await self.recorder.refresh(client, request)
+            await self.tell(payload, wording.STALE_TEXT)
 
-    async def _open_modal(
-        self, client: AsyncWebClient, payload: BlockActions, request_id: str, decision_type: str
-    ) -> None:
+    async def _open_modal(self, payload: BlockActions, request_id: str, decision_type: str) -> None:
         request = await self.store.get_request(request_id)
         if request is None:
-            await tell(client, payload, stale_text())
+            await self.tell(payload, wording.STALE_TEXT)
         elif request.state != ApprovalState.PENDING:
-            await tell(client, payload, already_decided_text(request))
-        elif decision_type not in request.allowed_decisions:
-            await tell(client, payload, f"'{decision_type}' is not allowed for this tool call.")
+            await self.tell(payload, already_decided_text(request))
+        elif refused := refusal(request, decision_type):
+            await self.tell(payload, refused)
         else:
-            await self._views_open(client, payload, MODALS[decision_type](request))
+            await self._open_view(payload, MODALS[decision_type](request))
 
-    async def _views_open(
-        self, client: AsyncWebClient, payload: BlockActions, view: dict[str, Any]
-    ) -> None:
+    async def _open_view(self, payload: BlockActions, view: dict[str, Any]) -> None:
         try:
-            await client.views_open(trigger_id=payload.trigger_id, view=view)
-        except (SlackApiError, ClientError, TimeoutError) as exc:
+            await self.slack.open_view(
+                team_id=payload.team_id, trigger_id=payload.trigger_id, view=view
+            )
+        except SlackCallError as exc:
             logger.warning("modal for %s not opened: %s", payload.user.id, exc)
-            await tell(client, payload, "The form could not be opened; click again.")
+            await self.tell(payload, wording.FORM_NOT_OPENED_TEXT)

@@ -21,8 +21,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge.bus import Bus
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
+from bot.card_owner import CardOwner
 from bot.dedupe import DedupeMiddleware, Deduper
 from bot.recorder import DecisionRecorder
+from bot.slack_gateway import single_workspace
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
 
@@ -47,16 +49,20 @@ def create_app(
         signing_secret: The Slack app's signing secret (requests are verified with it).
         store: The approval store.
         bus: Where signals to workers go.
-        client: Web API client (its token authorises the app).
+        client: Web API client (its token authorises the app); Bolt gets it, and every
+            call of ours goes through a ``bot.slack_gateway`` over it.
         deduper: Remembers event IDs, so Slack's retried deliveries are ignored.
         channel_agents: Channel ID -> agent name for runs started there.
     """
     app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
     app.use(DedupeMiddleware(deduper))
-    recorder = DecisionRecorder(store=store, bus=bus)
-    ActionListeners(store=store, recorder=recorder).register(app)
+    slack = single_workspace(client)
+    recorder = DecisionRecorder(store=store, bus=bus, cards=CardOwner(store=store, slack=slack))
+    ActionListeners(store=store, recorder=recorder, slack=slack).register(app)
     SubmissionListeners(store=store, recorder=recorder).register(app)
-    StartListeners(store=store, bus=bus, channel_agents=channel_agents or {}).register(app)
+    StartListeners(store=store, bus=bus, slack=slack, channel_agents=channel_agents or {}).register(
+        app
+    )
     return app
 
 

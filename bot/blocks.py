@@ -18,6 +18,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_bridge import wording
 from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run, RunState
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
@@ -124,8 +125,8 @@ def decided_text(request: ApprovalRequest) -> str:
 def already_decided_text(request: ApprovalRequest) -> str:
     """The private note for a click that lost the race: who decided, how and when
     (and why, when no one did: it expired, or its run failed)."""
-    why = f" {truncate(request.note, 300)[0]}" if request.note and not request.decided_by else ""
-    return f"This request was already decided: {_outcome_line(request)}.{why}"
+    why = truncate(request.note, 300)[0] if request.note and not request.decided_by else None
+    return wording.already_decided_text(_outcome_line(request), why)
 
 
 def already_decided_plain(request: ApprovalRequest) -> str:
@@ -134,18 +135,7 @@ def already_decided_plain(request: ApprovalRequest) -> str:
     when = ""
     if request.decided_at is not None:
         when = datetime.fromtimestamp(request.decided_at, UTC).strftime(" at %H:%M UTC")
-    return (
-        f"Another reviewer already decided this request ({verb.lower()}{when}); "
-        "nothing was recorded. See the card for who."
-    )
-
-
-def stale_text() -> str:
-    """The private note for a button whose request is gone or whose run has finished."""
-    return (
-        "This approval request is no longer open (its run has finished or was "
-        "cancelled), so nothing was recorded."
-    )
+    return wording.already_decided_plain(verb.lower(), when)
 
 
 _RUN_STATUS: dict[RunState, tuple[str, str]] = {

@@ -1,13 +1,16 @@
 """The approval card of a request in its current state (pure).
 
-Shared by the notifier (first post) and the decision recorder (updates), so a card
-looks the same however it was last drawn.
+``draw_card`` is the one drawing of a card: ``bot.card_owner`` calls it for the first
+post and for every redraw, in the web process and the worker alike, so a card reads
+the same whoever redraws it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
 from bot.mrkdwn import truncate
@@ -24,23 +27,23 @@ def run_label(request: ApprovalRequest, run: Run) -> str | None:
     return f"{run.run_id}: {run.task[:RUN_LABEL_TASK_CHARS]}"
 
 
-def current_card(
-    request: ApprovalRequest, run: Run, *, decided_count: int = 0
+def draw_card(
+    request: ApprovalRequest, siblings: Sequence[ApprovalRequest], run: Run
 ) -> tuple[str, list[dict[str, Any]]]:
     """Return ``(fallback text, blocks)`` for the request as it stands.
 
     Args:
         request: The request.
+        siblings: Every request of its interrupt, itself included (batched progress,
+            "n of m decided", counts the decided ones).
         run: Its run.
-        decided_count: How many requests of its interrupt are decided (batched progress).
     """
     if request.state == ApprovalState.PENDING:
+        decided_count = sum(1 for r in siblings if r.state != ApprovalState.PENDING)
         blocks = render_approval(
             request, decided_count=decided_count, run_label=run_label(request, run)
         )
-        return approval_text(request), with_note(
-            blocks, request.note, ":warning: Not applied, please decide again:"
-        )
+        return approval_text(request), with_note(blocks, request.note, wording.REOPENED_LEAD)
     # Decided without a reviewer: expired, or closed because its run failed.
     return decided_text(request), with_note(
         render_decided(request), request.note, ":information_source:"

@@ -2,8 +2,10 @@
 
 ``render_inputs`` renders the fields ``bot.form_fields.build_form`` lays out from the
 tool's JSON schema; ``parse_submission`` turns the modal's ``view.state.values`` back
-into arguments and checks them with ``agent_bridge.arguments.check_args``, so nothing the
-tool would refuse is recorded (DESIGN.md invariant 4). Pure: no I/O.
+into arguments. It does not check them: the submission listener checks the decision
+once, with ``agent_bridge.decisions.check_decision``, and ``ParsedEdit.placed`` puts
+those errors on the form's inputs, so nothing the tool would refuse is recorded
+(docs/architecture.md, invariant 4). Pure: no I/O.
 
 Untouched fields keep the proposed value exactly: when an input comes back with the text
 it was rendered with (ignoring surrounding whitespace and ``\\r\\n`` line endings, which
@@ -20,9 +22,10 @@ proposed; a reviewer who must change it rejects the call with a reason instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from agent_bridge.arguments import GENERAL_KEY, check_args
+from agent_bridge.arguments import GENERAL_KEY
 from bot import ids
 from bot.form_fields import (
     INPUT_MAX_CHARS,
@@ -79,10 +82,48 @@ def render_inputs(args_schema: dict[str, Any], args: dict[str, Any]) -> list[dic
     return [_field_block(field) for field in form.fields]
 
 
+@dataclass(frozen=True)
+class ParsedEdit:
+    """A submitted edit form, read but not yet checked against the tool's schema.
+
+    Attributes:
+        args: The arguments read (an unreadable input's argument left out), or ``None``
+            when the form as a whole could not be read (then ``errors`` says why).
+        errors: ``block_id`` -> plain-words message for inputs that could not be read.
+        fallback: The block that shows errors about no input of its own (``""`` when
+            the form has no input at all).
+        editable: Names of the arguments that have an input.
+    """
+
+    args: dict[str, Any] | None
+    errors: dict[str, str]
+    fallback: str
+    editable: frozenset[str] = frozenset()
+
+    def placed(self, check_errors: dict[str, str]) -> dict[str, str]:
+        """Return every error keyed by the block that shows it: the read errors, then
+        ``check_decision``'s argument-keyed ones.
+
+        A read error wins over a check error for the same input (the argument was left
+        out because it could not be read, so the check would only say it is missing);
+        errors about an argument without an input go to ``fallback``, prefixed with
+        the argument's name.
+        """
+        errors = dict(self.errors)
+        for name, message in check_errors.items():
+            if name in self.editable:
+                errors.setdefault(ids.arg_block_id(name), message)
+            else:
+                said = f"{name}: {message}" if name else message
+                fallback = self.fallback
+                errors[fallback] = f"{errors[fallback]} {said}" if fallback in errors else said
+        return errors
+
+
 def parse_submission(
     args_schema: dict[str, Any], args: dict[str, Any], state_values: dict[str, Any]
-) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """Turn a submitted edit form back into checked arguments.
+) -> ParsedEdit:
+    """Read a submitted edit form back into arguments.
 
     Args:
         args_schema: the schema the form was rendered from.
@@ -91,20 +132,15 @@ def parse_submission(
             "value": str | None}}}`` (``selected_option`` for selects and radio buttons).
 
     Returns:
-        ``(new_args, {})``, or ``(None, {block_id: message})`` with plain-words errors for
-        Slack's ``response_action: "errors"``. Errors about no input of their own go to
-        the first input (``ids.ARGS_JSON_BLOCK`` in JSON mode), prefixed with the
-        argument's name; key ``""`` only when the form has no input at all. An input
-        missing from ``state_values`` keeps its proposed value.
-
-    Raises:
-        jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
+        A ``ParsedEdit``. Errors about no input of their own go to the first input
+        (``ids.ARGS_JSON_BLOCK`` in JSON mode). An input missing from ``state_values``
+        keeps its proposed value.
     """
     form = build_form(args_schema, args)
     if form.mode == "kept":
-        return _checked(args_schema, dict(args), {}, GENERAL_KEY, set())
+        return ParsedEdit(dict(args), {}, GENERAL_KEY)
     if form.mode == "json":
-        return _parse_json_mode(args_schema, args, form, state_values)
+        return _parse_json_mode(args, form, state_values)
     result: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for field in form.fields:
@@ -120,9 +156,9 @@ def parse_submission(
             outcome = field.proposed if field.present else _OMIT
         if outcome is not _OMIT:
             result[field.name] = outcome
-    editable = {f.name for f in form.fields if f.kind != "kept"}
+    editable = frozenset(f.name for f in form.fields if f.kind != "kept")
     first = next((ids.arg_block_id(f.name) for f in form.fields if f.name in editable), "")
-    return _checked(args_schema, result, errors, first, editable)
+    return ParsedEdit(result, errors, first, editable)
 
 
 def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
@@ -156,44 +192,21 @@ def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
         return _OMIT, f"Not valid JSON: {error}"
 
 
-def _parse_json_mode(
-    args_schema: dict[str, Any], args: dict[str, Any], form: Form, state_values: dict[str, Any]
-) -> tuple[dict[str, Any] | None, dict[str, str]]:
+def _parse_json_mode(args: dict[str, Any], form: Form, state_values: dict[str, Any]) -> ParsedEdit:
     block = ids.ARGS_JSON_BLOCK
     action = state_values.get(block, {}).get(ids.ARG_ACTION)
     text = form.json_text if action is None else (_submitted(action) or "").strip()
     if not text:
-        return None, {block: "This field is required."}
+        return ParsedEdit(None, {block: "This field is required."}, block)
     if _same_text(text, form.json_text):
-        return _checked(args_schema, dict(args), {}, block, set())
+        return ParsedEdit(dict(args), {}, block)
     try:
         new_args = parse_json(text)
     except ValueError as error:
-        return None, {block: f"Not valid JSON: {error}"}
+        return ParsedEdit(None, {block: f"Not valid JSON: {error}"}, block)
     if not isinstance(new_args, dict):
-        return None, {block: 'Must be a JSON object, like {"name": "value"}.'}
-    return _checked(args_schema, new_args, {}, block, set())
-
-
-def _checked(
-    args_schema: dict[str, Any],
-    new_args: dict[str, Any],
-    errors: dict[str, str],
-    fallback: str,
-    editable: set[str],
-) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """Add ``check_args`` errors to the parse ``errors``, keyed by the block to show them on.
-
-    A parse error wins over a check error for the same input (the argument was left out
-    because it could not be read, so the check would only say it is missing).
-    """
-    for name, message in check_args(args_schema, new_args).items():
-        if name in editable:
-            errors.setdefault(ids.arg_block_id(name), message)
-        else:
-            said = f"{name}: {message}" if name else message
-            errors[fallback] = f"{errors[fallback]} {said}" if fallback in errors else said
-    return (None, errors) if errors else (new_args, {})
+        return ParsedEdit(None, {block: 'Must be a JSON object, like {"name": "value"}.'}, block)
+    return ParsedEdit(new_args, {}, block)
 
 
 def _submitted(action: dict[str, Any]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from agent_bridge.notifier import NotifyError
+
 
 class BotError(Exception):
     """Root of every error ``bot`` raises on purpose."""
@@ -11,4 +13,52 @@ class PayloadError(BotError):
     """Slack sent a payload this app cannot read (or someone sent one pretending).
 
     It is answered without a crash and logged; nothing is recorded.
+    """
+
+
+class SlackCallError(NotifyError, BotError):
+    """A Web API call failed; raised only by ``bot.slack_gateway``, never a slack_sdk type.
+
+    It is a ``NotifyError``, so the worker handles it as the notifier port says:
+    ``retryable`` ones are tried again on its next sweep.
+
+    Attributes:
+        method: The Web API method, e.g. ``chat.update``.
+        code: Slack's ``error`` field (``message_not_found``...), or ``None`` when Slack
+            was not reached.
+    """
+
+    def __init__(
+        self, message: str, *, method: str, code: str | None = None, retryable: bool
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.method = method
+        self.code = code
+
+
+class SlackUnavailableError(SlackCallError):
+    """Slack could not be reached, or kept answering 429 / 5xx past slack_sdk's retries.
+
+    Nothing was done on Slack's side; the same call can simply be made again later.
+    """
+
+
+class MessageGoneError(SlackCallError):
+    """The message to update no longer exists (someone deleted it).
+
+    Post it again if it still matters (``bot.card_owner`` does so for pending cards).
+    """
+
+
+class ChannelUnreachableError(SlackCallError):
+    """The bot cannot write in that channel (unknown, archived, or the bot is not in it).
+
+    Invite the bot to the channel, or fix the channel ID in the configuration.
+    """
+
+
+class SlackRefusedError(SlackCallError):
+    """Slack refused the call itself (invalid blocks, a revoked token, an expired trigger).
+
+    Retrying the same call fails again; the message names Slack's error code.
     """

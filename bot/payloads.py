@@ -29,6 +29,12 @@ class SlackUser(_Payload):
     team_id: str | None = None
 
 
+class Team(_Payload):
+    """The workspace the interaction came from."""
+
+    id: str
+
+
 class Container(_Payload):
     """Where a clicked element lives (a message's channel and ``ts``)."""
 
@@ -57,6 +63,7 @@ class BlockActions(_Payload):
 
     type: Literal["block_actions"]
     user: SlackUser
+    team: Team | None = None
     trigger_id: str
     container: Container
     actions: list[Action] = Field(min_length=1)
@@ -67,6 +74,11 @@ class BlockActions(_Payload):
     def action(self) -> Action:
         """The clicked element (Slack sends one per click)."""
         return self.actions[0]
+
+    @property
+    def team_id(self) -> str | None:
+        """The clicker's workspace (``team.id``, else ``user.team_id``)."""
+        return self.team.id if self.team else self.user.team_id
 
 
 class ViewState(_Payload):
@@ -89,7 +101,13 @@ class ViewSubmission(_Payload):
 
     type: Literal["view_submission"]
     user: SlackUser
+    team: Team | None = None
     view: SubmittedView
+
+    @property
+    def team_id(self) -> str | None:
+        """The submitter's workspace (``team.id``, else ``user.team_id``)."""
+        return self.team.id if self.team else self.user.team_id
 
 
 class SlashCommand(_Payload):

@@ -25,13 +25,16 @@ from agent_bridge.migrations import check_version
 from agent_bridge.policy import load_policy
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
+from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
-from bot.notifier import SlackNotifier
 from bot.slack_client import make_client
+from bot.slack_gateway import single_workspace
+from bot.slack_notifier import SlackNotifier
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +110,9 @@ def build_worker(
         policy=policy,
         checkpointer=backend.checkpointer,
     )
-    notifier = SlackNotifier(client)
+    slack = single_workspace(client)
+    cards = CardOwner(store=store, slack=slack)
+    notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
         graph=graph,
@@ -120,6 +125,7 @@ def build_worker(
         store=store,
         bus=bus,
         driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
         expiry=ExpiryKeeper(store=store, notifier=notifier),
         agent_name=settings.agent_name,
         poll_interval_s=settings.poll_interval_s,

@@ -16,19 +16,20 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
+from agent_bridge import wording
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import BridgeError
 from agent_bridge.models import DEFAULT_AGENT, Run
 from agent_bridge.store import ApprovalStore
 from bot.actions import Ack
-from bot.errors import PayloadError
+from bot.errors import PayloadError, SlackCallError
 from bot.mrkdwn import truncate
-from bot.payloads import MentionCallback, SlashCommand, parse
+from bot.payloads import AppMention, MentionCallback, SlashCommand, parse
+from bot.slack_gateway import SlackGateway
 
 logger = logging.getLogger(__name__)
 
 COMMAND = "/agent"
-USAGE_TEXT = "Usage: `/agent <task>`, for example `/agent Archive old orders, then delete them`"
 RUN_ID_BYTES = 6
 ECHO_MAX_CHARS = 300
 """How much of the task the command's private reply repeats, characters."""
@@ -36,7 +37,6 @@ ECHO_MAX_CHARS = 300
 LEADING_MENTIONS = re.compile(r"^(\s*<@[A-Z0-9]+(\|[^>]*)?>)+")
 
 Respond = Callable[..., Awaitable[Any]]
-Say = Callable[..., Awaitable[Any]]
 
 
 def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None, agent: str) -> Run:
@@ -63,14 +63,21 @@ class StartListeners:
     Args:
         store: Where runs are recorded.
         bus: Where "run requested" goes.
+        slack: The Slack gateway (answers to mentions).
         channel_agents: Channel ID -> agent name; other channels get ``DEFAULT_AGENT``.
     """
 
     def __init__(
-        self, *, store: ApprovalStore, bus: Bus, channel_agents: Mapping[str, str]
+        self,
+        *,
+        store: ApprovalStore,
+        bus: Bus,
+        slack: SlackGateway,
+        channel_agents: Mapping[str, str],
     ) -> None:
         self.store = store
         self.bus = bus
+        self.slack = slack
         self.channel_agents = dict(channel_agents)
 
     def register(self, app: AsyncApp) -> None:
@@ -84,21 +91,18 @@ class StartListeners:
             command = parse(SlashCommand, body)
         except PayloadError as exc:
             logger.warning("%s", exc)
-            await ack("That command could not be read; please try again.")
+            await ack(wording.COMMAND_UNREADABLE_TEXT)
             return
         task = command.text.strip()
         if not task:
-            await ack(USAGE_TEXT)
+            await ack(wording.USAGE_TEXT)
             return
         shown, _ = truncate(task, ECHO_MAX_CHARS)
-        await ack(f"Starting a run for: {shown}")
+        await ack(wording.starting_run_text(shown))
         if not await self.start(task, command.channel_id, command.user_id, command.team_id):
-            await respond(
-                ":warning: The run was not started (the database refused or is "
-                "unreachable). Please try again."
-            )
+            await respond(wording.RUN_NOT_STARTED_TEXT)
 
-    async def on_mention(self, ack: Ack, body: dict[str, Any], say: Say) -> None:
+    async def on_mention(self, ack: Ack, body: dict[str, Any]) -> None:
         """Start a run for the text after ``@agent`` (Events API ``app_mention``)."""
         await ack()
         try:
@@ -108,13 +112,22 @@ class StartListeners:
             return
         task = mention_task(mention.text)
         if not task:
-            await say(text=USAGE_TEXT.replace("/agent", "@agent"), thread_ts=mention.ts)
-            return
-        if not await self.start(task, mention.channel, mention.user, mention.team):
-            await say(
-                text=":warning: The run was not started; please mention me again.",
+            await self._reply(mention, wording.MENTION_USAGE_TEXT)
+        elif not await self.start(task, mention.channel, mention.user, mention.team):
+            await self._reply(mention, wording.MENTION_NOT_STARTED_TEXT)
+
+    async def _reply(self, mention: AppMention, text: str) -> None:
+        """Answer a mention in its thread; a failure is logged."""
+        try:
+            await self.slack.post_message(
+                team_id=mention.team,
+                channel_id=mention.channel,
+                text=text,
+                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
                 thread_ts=mention.ts,
             )
+        except SlackCallError as exc:
+            logger.warning("reply to %s's mention not posted: %s", mention.user, exc)
 
     async def start(self, task: str, channel_id: str, user_id: str, team_id: str | None) -> bool:
         """Record a run of the channel's agent and signal the workers.

@@ -3,25 +3,28 @@
 Unlike a click, a submission is checked and recorded *before* the ack, because the ack
 is how Slack shows field errors in the modal (``response_action: "errors"``): a bad
 edit, an empty answer, a decision someone else already made, or a database outage are
-shown on the form and nothing is saved (DESIGN invariant 4). Redrawing cards comes after.
+shown on the form and nothing is saved (docs/architecture.md, invariant 4). The decision
+is checked once, by ``agent_bridge.decisions.check_decision``. Redrawing cards comes
+after the ack.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY
 from agent_bridge.decisions import check_decision
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
+from agent_bridge.models import AlreadyDecided, ApprovalRequest, ApprovalState, Decision, Recorded
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.actions import Ack
-from bot.blocks import already_decided_plain, stale_text
+from bot.blocks import already_decided_plain
 from bot.edit_form import parse_submission
 from bot.errors import PayloadError
 from bot.payloads import ViewState, ViewSubmission, parse
@@ -29,10 +32,10 @@ from bot.recorder import DecisionRecorder
 
 logger = logging.getLogger(__name__)
 
-STORE_DOWN_PLAIN = (
-    "Not recorded: the approval database is unreachable. Please submit again in a moment."
-)
-FAILED_PLAIN = "Not recorded: something went wrong on our side. Please submit again."
+Draft = tuple[Decision | None, Callable[[dict[str, str]], dict[str, str]]]
+"""What a modal's values make: the decision (``None``: unreadable) and how to place
+argument-keyed errors on the form's blocks."""
+Build = Callable[[ApprovalRequest, ViewState], Draft]
 
 
 def field_errors(errors: dict[str, str], state: ViewState) -> dict[str, str]:
@@ -75,44 +78,36 @@ class SubmissionListeners:
         app.view(ids.REJECT_CALLBACK)(self.on_reject)
         app.view(ids.RESPOND_CALLBACK)(self.on_respond)
 
-    async def on_edit(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_edit(self, ack: Ack, body: dict[str, Any]) -> None:
         """Edit modal: parse the typed form, check it against the tool's schema, record."""
-        await self._submit(ack, body, client, self._edit_decision)
+        await self._submit(ack, body, self._edit_decision)
 
-    async def on_reject(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_reject(self, ack: Ack, body: dict[str, Any]) -> None:
         """Reject modal: an optional reason."""
-        await self._submit(ack, body, client, self._reject_decision)
+        await self._submit(ack, body, self._reject_decision)
 
-    async def on_respond(self, ack: Ack, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_respond(self, ack: Ack, body: dict[str, Any]) -> None:
         """Respond modal: the answer the model gets as the tool's result."""
-        await self._submit(ack, body, client, self._respond_decision)
+        await self._submit(ack, body, self._respond_decision)
 
     @staticmethod
-    def _edit_decision(
-        request: ApprovalRequest, state: ViewState
-    ) -> tuple[Decision | None, dict[str, str]]:
-        args, errors = parse_submission(request.args_schema, request.args, state.values)
-        if args is None:
-            return None, errors
-        return Decision(type="edit", edited_args=args), {}
+    def _edit_decision(request: ApprovalRequest, state: ViewState) -> Draft:
+        parsed = parse_submission(request.args_schema, request.args, state.values)
+        if parsed.args is None:
+            return None, lambda _: parsed.errors
+        return Decision(type="edit", edited_args=parsed.args), parsed.placed
 
     @staticmethod
-    def _reject_decision(
-        request: ApprovalRequest, state: ViewState
-    ) -> tuple[Decision | None, dict[str, str]]:
+    def _reject_decision(request: ApprovalRequest, state: ViewState) -> Draft:
         reason = text_value(state, ids.REASON_BLOCK, ids.REASON_ACTION).strip()
-        return Decision(type="reject", message=reason or None), {}
+        return Decision(type="reject", message=reason or None), dict
 
     @staticmethod
-    def _respond_decision(
-        request: ApprovalRequest, state: ViewState
-    ) -> tuple[Decision | None, dict[str, str]]:
+    def _respond_decision(request: ApprovalRequest, state: ViewState) -> Draft:
         answer = text_value(state, ids.ANSWER_BLOCK, ids.ANSWER_ACTION)
-        return Decision(type="respond", message=answer), {}
+        return Decision(type="respond", message=answer), dict
 
-    async def _submit(
-        self, ack: Ack, body: dict[str, Any], client: AsyncWebClient, build: Any
-    ) -> None:
+    async def _submit(self, ack: Ack, body: dict[str, Any], build: Build) -> None:
         try:
             payload = parse(ViewSubmission, body)
         except PayloadError as exc:
@@ -126,11 +121,7 @@ class SubmissionListeners:
             logger.error(
                 "view %s by %s not recorded: %s", payload.view.callback_id, payload.user.id, exc
             )
-            await ack(
-                response_action="errors",
-                errors=field_errors({GENERAL_KEY: STORE_DOWN_PLAIN}, state),
-            )
-            return
+            errors, request = {GENERAL_KEY: wording.STORE_DOWN_PLAIN}, None
         except Exception:
             # The edge of the app: whatever went wrong, the reviewer gets an answer.
             logger.exception(
@@ -139,37 +130,30 @@ class SubmissionListeners:
                 payload.view.private_metadata,
                 payload.user.id,
             )
-            await ack(
-                response_action="errors",
-                errors=field_errors({GENERAL_KEY: FAILED_PLAIN}, state),
-            )
-            return
+            errors, request = {GENERAL_KEY: wording.FAILED_PLAIN}, None
         if errors:
             await ack(response_action="errors", errors=field_errors(errors, state))
             return
         await ack()
         if request is not None:
-            await self.recorder.refresh(client, request)
+            await self.recorder.refresh(request)
 
     async def _check_and_record(
-        self, payload: ViewSubmission, build: Any
+        self, payload: ViewSubmission, build: Build
     ) -> tuple[dict[str, str], ApprovalRequest | None]:
-        """Return ``(errors, recorded request)``; errors are keyed by argument name."""
+        """Return ``(errors, recorded request)``; errors keyed by argument or block."""
         request = await self.store.get_request(payload.view.private_metadata)
         if request is None:
-            return {GENERAL_KEY: stale_text()}, None
+            return {GENERAL_KEY: wording.STALE_TEXT}, None
         if request.state != ApprovalState.PENDING:
             return {GENERAL_KEY: already_decided_plain(request)}, None
-        decision, errors = build(request, payload.view.state)
-        if decision is None:
+        decision, place = build(request, payload.view.state)
+        errors = place(check_decision(request, decision) if decision else {})
+        if errors or decision is None:
             return errors, None
-        errors = check_decision(request, decision)
-        if errors:
-            return errors, None
-        won, current = await self.recorder.record(
-            request.request_id, decision, user_id=payload.user.id
-        )
-        if not won:
-            assert current is not None
-            return {GENERAL_KEY: already_decided_plain(current)}, None
-        return {}, current
+        outcome = await self.recorder.record(request.request_id, decision, user_id=payload.user.id)
+        if isinstance(outcome, Recorded):
+            return {}, outcome.request
+        if isinstance(outcome, AlreadyDecided):
+            return {GENERAL_KEY: already_decided_plain(outcome.request)}, None
+        return {GENERAL_KEY: wording.STALE_TEXT}, None

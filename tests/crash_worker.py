@@ -29,12 +29,15 @@ from agent_bridge.backend import open_backend
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy import load_policy
 from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
-from bot.notifier import SlackNotifier
+from bot.card_owner import CardOwner
 from bot.processes import open_bus, stop_on_signals
 from bot.slack_client import make_client
+from bot.slack_gateway import single_workspace
+from bot.slack_notifier import SlackNotifier
 from tests.graph_wrappers import ResumeInterceptor
 
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
@@ -48,7 +51,7 @@ def die() -> None:
 
 
 class CrashingNotifier(SlackNotifier):
-    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
         die()
         raise AssertionError("unreachable")
 
@@ -106,10 +109,12 @@ async def main(crash_at: str | None) -> None:
         graph = ResumeInterceptor(graph, on_resume=lambda _: die())
     client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
     notifier_type = CrashingNotifier if crash_at == "before_post" else SlackNotifier
+    slack = single_workspace(client)
+    notifier = notifier_type(slack=slack, cards=CardOwner(store=store, slack=slack))
     driver = RunDriver(
         store=store,
         graph=graph,
-        notifier=notifier_type(client),
+        notifier=notifier,
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
     )
@@ -117,6 +122,7 @@ async def main(crash_at: str | None) -> None:
         store=store,
         bus=bus,
         driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
     )

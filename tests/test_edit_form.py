@@ -14,7 +14,8 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
 from agent_bridge.arguments import check_args, tool_args_schema
-from agent_bridge.models import ApprovalRequest
+from agent_bridge.decisions import check_decision
+from agent_bridge.models import ApprovalRequest, Decision
 from bot import ids
 from bot.edit_form import parse_submission, render_inputs
 from bot.modals import render_edit_modal
@@ -181,6 +182,28 @@ def assert_valid_modal(schema: dict[str, Any], args: dict[str, Any]) -> None:
             assert len(block["text"]["text"]) <= 3000
 
 
+def submit_edit(
+    schema: dict[str, Any], args: dict[str, Any], values: dict[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """What the edit submission listener makes of a form: read it, check the decision
+    once with ``check_decision``, place the errors; ``(args, {})`` or ``(None, errors)``."""
+    parsed = parse_submission(schema, args, values)
+    if parsed.args is None:
+        return None, parsed.errors
+    request = ApprovalRequest(
+        request_id="r1",
+        run_id="run-1",
+        thread_id="t1",
+        interrupt_id="i1",
+        tool_name="tool",
+        args=args,
+        allowed_decisions=["edit"],
+        args_schema=schema,
+    )
+    errors = parsed.placed(check_decision(request, Decision(type="edit", edited_args=parsed.args)))
+    return (None, errors) if errors else (parsed.args, {})
+
+
 def state_of(**values: Any) -> dict[str, Any]:
     """State values from ``name=raw``: str → text input, dict → selected option."""
     state = {}
@@ -202,7 +225,7 @@ def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
     schema, args = case
     assert check_args(schema, args) == {}
     blocks = render_inputs(schema, args)
-    new_args, errors = parse_submission(schema, args, simulate(blocks))
+    new_args, errors = submit_edit(schema, args, simulate(blocks))
     assert errors == {}
     assert typed(new_args) == typed(args)
     assert_valid_modal(schema, args)
@@ -213,7 +236,7 @@ def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
 def test_retyped_values_parse_back_to_the_same_arguments(case: tuple[dict, dict]) -> None:
     schema, args = case
     blocks = render_inputs(schema, args)
-    new_args, errors = parse_submission(schema, args, simulate(blocks, retype=True))
+    new_args, errors = submit_edit(schema, args, simulate(blocks, retype=True))
     assert errors == {}
     assert json.dumps(typed(new_args), sort_keys=True) == json.dumps(typed(args), sort_keys=True)
 
@@ -295,7 +318,7 @@ def test_schema_of_a_real_tool_gives_typed_inputs() -> None:
         False,
     )
     assert next(b for b in blocks if b["block_id"] == "arg:limit")["optional"] is True
-    assert parse_submission(schema, RUN_SQL_ARGS, simulate(blocks)) == (RUN_SQL_ARGS, {})
+    assert submit_edit(schema, RUN_SQL_ARGS, simulate(blocks)) == (RUN_SQL_ARGS, {})
     assert_valid_modal(schema, RUN_SQL_ARGS)
 
 
@@ -304,7 +327,7 @@ def test_write_file_form_edits_a_value() -> None:
     args = {"path": "/tmp/a.txt", "content": "old"}
     state = simulate(render_inputs(schema, args))
     state["arg:content"][ids.ARG_ACTION]["value"] = "new\ncontent"
-    assert parse_submission(schema, args, state) == (
+    assert submit_edit(schema, args, state) == (
         {"path": "/tmp/a.txt", "content": "new\ncontent"},
         {},
     )
@@ -371,14 +394,14 @@ def test_invalid_answers_give_plain_field_errors(
     state = simulate(render_inputs(SQL_SCHEMA, RUN_SQL_ARGS))
     for name, raw in changes.items():
         state.update(state_of(**{name: raw}))
-    assert parse_submission(SQL_SCHEMA, RUN_SQL_ARGS, state) == (None, errors)
+    assert submit_edit(SQL_SCHEMA, RUN_SQL_ARGS, state) == (None, errors)
 
 
 def test_a_missing_required_argument_is_asked_for() -> None:
     args = {"content": "x"}
     blocks = render_inputs(tool_args_schema(write_file), args)
     assert next(b for b in blocks if b["block_id"] == "arg:path")["optional"] is False
-    assert parse_submission(tool_args_schema(write_file), args, simulate(blocks)) == (
+    assert submit_edit(tool_args_schema(write_file), args, simulate(blocks)) == (
         None,
         {"arg:path": "This field is required."},
     )
@@ -387,7 +410,7 @@ def test_a_missing_required_argument_is_asked_for() -> None:
 def test_cleared_fields_become_null_or_are_left_out() -> None:
     state = simulate(render_inputs(SQL_SCHEMA, RUN_SQL_ARGS))
     state.update(state_of(limit=None, ratio="", tags="  "))
-    new_args, errors = parse_submission(SQL_SCHEMA, RUN_SQL_ARGS, state)
+    new_args, errors = submit_edit(SQL_SCHEMA, RUN_SQL_ARGS, state)
     assert errors == {}
     assert new_args is not None
     assert new_args["limit"] is None and new_args["tags"] is None  # Optional: null
@@ -403,7 +426,7 @@ def test_a_value_too_long_to_edit_is_shown_read_only_and_kept() -> None:
     assert "5,000 characters" in kept["text"]["text"] and "kept as proposed" in kept["text"]["text"]
     state = simulate(blocks)
     state["arg:path"][ids.ARG_ACTION]["value"] = "/other.txt"
-    assert parse_submission(schema, args, state) == (
+    assert submit_edit(schema, args, state) == (
         {"path": "/other.txt", "content": "z" * 5000},
         {},
     )
@@ -415,18 +438,18 @@ def test_untyped_schema_uses_one_json_input() -> None:
     blocks = render_inputs({}, args)
     assert [b["block_id"] for b in blocks] == [ids.ARGS_JSON_BLOCK]
     assert json.loads(blocks[0]["element"]["initial_value"]) == args
-    assert parse_submission({}, args, simulate(blocks)) == (args, {})
+    assert submit_edit({}, args, simulate(blocks)) == (args, {})
     state = {
         ids.ARGS_JSON_BLOCK: {ids.ARG_ACTION: {"type": "plain_text_input", "value": '{"a": 2}'}}
     }
-    assert parse_submission({}, args, state) == ({"a": 2}, {})
+    assert submit_edit({}, args, state) == ({"a": 2}, {})
     state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "[1]"
-    assert parse_submission({}, args, state) == (
+    assert submit_edit({}, args, state) == (
         None,
         {ids.ARGS_JSON_BLOCK: 'Must be a JSON object, like {"name": "value"}.'},
     )
     state[ids.ARGS_JSON_BLOCK][ids.ARG_ACTION]["value"] = "{"
-    assert parse_submission({}, args, state) == (
+    assert submit_edit({}, args, state) == (
         None,
         {
             ids.ARGS_JSON_BLOCK: "Not valid JSON: Expecting property name enclosed in double "
@@ -442,7 +465,7 @@ def test_untyped_schema_with_long_arguments_gets_one_input_per_argument() -> Non
         ("arg:small", "input"),
         ("arg:big", "section"),
     ]
-    assert parse_submission({"type": "object"}, args, simulate(blocks)) == (args, {})
+    assert submit_edit({"type": "object"}, args, simulate(blocks)) == (args, {})
 
 
 def test_arguments_the_schema_does_not_know_are_shown_not_dropped() -> None:
@@ -451,13 +474,13 @@ def test_arguments_the_schema_does_not_know_are_shown_not_dropped() -> None:
     blocks = render_inputs(schema, args)
     extra = next(b for b in blocks if b["block_id"] == "arg:mode")
     assert extra["hint"]["text"] == "Not in the tool's schema. (a JSON value)"
-    assert parse_submission(schema, args, simulate(blocks)) == (
+    assert submit_edit(schema, args, simulate(blocks)) == (
         None,
         {"arg:mode": "The tool has no argument with this name."},
     )
     state = simulate(blocks)
     state.update(state_of(mode=None))
-    assert parse_submission(schema, args, state) == ({"path": "/a", "content": "b"}, {})
+    assert submit_edit(schema, args, state) == ({"path": "/a", "content": "b"}, {})
 
 
 class Point(BaseModel):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from agent_bridge import wording
 from agent_bridge.models import DECISION_TYPES, ApprovalRequest, ApprovalState, Decision, Run
 from bot import ids
 from bot.blocks import (
@@ -27,7 +28,6 @@ from bot.blocks import (
     render_run_failed,
     render_run_started,
     render_tool_result,
-    stale_text,
 )
 from bot.modals import (
     render_edit_modal,
@@ -283,7 +283,7 @@ def test_already_decided_and_stale_notes() -> None:
     request = decided(REQUESTS["simple"], DECISIONS["reject"])
     note = already_decided_text(request)
     assert "❌ *Rejected*" in note and "<@U0REVIEWER>" in note and "<!date^1700000000^" in note
-    assert "no longer open" in stale_text()
+    assert "no longer open" in wording.STALE_TEXT
 
 
 @pytest.mark.parametrize("name", REQUESTS)

@@ -15,44 +15,22 @@ from langgraph.types import Command
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run, RunState
+from agent_bridge.models import (
+    AlreadyDecided,
+    ApprovalState,
+    Decision,
+    Run,
+    RunState,
+)
 from agent_bridge.policy import POLICIES_DIR, load_policy
 from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
+from bot.testing import RecordingNotifier
 from tests.graph_wrappers import ResumeInterceptor
-
-
-class RecordingNotifier:
-    """The ``Notifier`` port's in-memory twin: remembers what would have been posted."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    async def run_started(self, run: Run) -> str:
-        self.events.append(("started", run.run_id))
-        return "1.000"
-
-    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> tuple[str, str]:
-        self.events.append(("card", request.request_id))
-        return "C1", f"2.{len(self.events):03d}"
-
-    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
-        self.events.append(("updated", request))
-
-    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
-        self.events.append(("unreviewed", tool_name))
-
-    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
-        self.events.append(("result", (tool_name, content)))
-
-    async def run_finished(self, run: Run, *, answer: str) -> None:
-        self.events.append(("answer", answer))
-
-    async def run_failed(self, run: Run, *, error: str) -> None:
-        self.events.append(("failed", error))
 
 
 @pytest.fixture
@@ -97,7 +75,7 @@ async def new_run(store: ApprovalStore, task: str) -> Run:
 async def test_an_answer_the_graph_refuses_goes_back_to_pending(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
-    notifier = RecordingNotifier()
+    notifier = RecordingNotifier(store)
     # Our own check is as loose as a JSON-schema tool's; LangGraph's is the tool's own.
     driver = driver_for(store, tmp_path, notifier, {"write_file": {"type": "object"}})
     run = await new_run(
@@ -127,7 +105,7 @@ async def test_an_answer_the_graph_refuses_goes_back_to_pending(
 async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
-    notifier = RecordingNotifier()
+    notifier = RecordingNotifier(store)
     driver = driver_for(store, tmp_path, notifier, {})
     run = await new_run(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
@@ -153,7 +131,7 @@ async def _nothing() -> AsyncIterator[Any]:
 async def test_a_resume_that_consumes_nothing_is_logged_and_reopened(
     store: ApprovalStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    notifier = RecordingNotifier()
+    notifier = RecordingNotifier(store)
     driver = driver_for(store, tmp_path, notifier, {})
     run = await new_run(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
@@ -176,9 +154,14 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
 ) -> None:
     """Not a refused answer: re-answering would replay the saved one, so the run fails
     and its open cards are closed, never reopened (per-call mode keeps the answer)."""
-    notifier = RecordingNotifier()
+    notifier = RecordingNotifier(store)
     driver = driver_for(store, tmp_path, notifier, {})
-    worker = Worker(store=store, bus=InProcessBus(), driver=driver)
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
+    )
     (tmp_path / "ws/files/adir").mkdir(parents=True)  # writing to it raises IsADirectoryError
     run = await new_run(
         store,
@@ -205,5 +188,5 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert (closed["execute_sql"].note or "").startswith("The run failed")
     redrawn = [e for e, _ in notifier.events if e == "updated"]
     assert len(redrawn) == 2 and ("failed", failed.error) in notifier.events
-    won, _ = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
-    assert not won  # a click on the closed card records nothing
+    late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
+    assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing

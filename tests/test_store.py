@@ -11,7 +11,16 @@ import pytest
 from agent_bridge import migrations
 from agent_bridge.backend import open_backend
 from agent_bridge.errors import SchemaOutdatedError
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run, RunState
+from agent_bridge.models import (
+    AlreadyDecided,
+    ApprovalRequest,
+    ApprovalState,
+    Decision,
+    Recorded,
+    Run,
+    RunState,
+    UnknownRequest,
+)
 from agent_bridge.store import ApprovalStore
 
 
@@ -75,20 +84,23 @@ async def test_concurrent_decisions_record_exactly_one(store: ApprovalStore) -> 
     outcomes = await asyncio.gather(
         *(store.record_decision("r1", d, user_id=f"U{i}") for i, d in enumerate(decisions))
     )
-    winners = [(i, req) for i, (won, req) in enumerate(outcomes) if won]
+    winners = [i for i, outcome in enumerate(outcomes) if isinstance(outcome, Recorded)]
     assert len(winners) == 1
-    index, _ = winners[0]
+    (index,) = winners
     stored = await store.get_request("r1")
     assert stored is not None and stored.state == ApprovalState.DECIDED
     assert stored.decided_by == f"U{index}" and stored.decision == decisions[index]
-    assert all(req is not None and req.decided_by == f"U{index}" for _, req in outcomes)
+    losers = [o for o in outcomes if not isinstance(o, Recorded)]
+    assert len(losers) == 9 and all(isinstance(o, AlreadyDecided) for o in losers)
+    assert all(
+        o.request.decided_by == f"U{index}" for o in outcomes if not isinstance(o, UnknownRequest)
+    )
 
 
 async def test_unknown_request_is_neither_won_nor_found(store: ApprovalStore) -> None:
-    assert await store.record_decision("nope", Decision(type="approve"), user_id="U1") == (
-        False,
-        None,
-    )
+    assert await store.record_decision(
+        "nope", Decision(type="approve"), user_id="U1"
+    ) == UnknownRequest("nope")
 
 
 async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: ApprovalStore) -> None:

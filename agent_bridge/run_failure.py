@@ -1,0 +1,48 @@
+"""Ending a failed run, in one place: say so in its Slack thread, record it, close its
+cards.
+
+The worker calls ``fail`` when the graph raised or Slack refused a message for good;
+nobody should then decide a call that will never run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from agent_bridge.models import Run, RunState
+from agent_bridge.notifier import Notifier, NotifyError
+from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import run_failed_note
+
+logger = logging.getLogger(__name__)
+
+
+class RunFailures:
+    """Ends failed runs.
+
+    Args:
+        store: The approval store.
+        notifier: Posts the failure and redraws the closed cards.
+    """
+
+    def __init__(self, *, store: ApprovalStore, notifier: Notifier) -> None:
+        self.store = store
+        self.notifier = notifier
+
+    async def fail(self, run: Run, *, owner: str, error: str) -> None:
+        """Post the failure in the run's thread (best effort), release the run as failed
+        with ``error``, then close its open requests and redraw their cards.
+
+        Raises:
+            StoreUnavailableError: The database failed; the lease expires and a later
+                sweep drives the run again.
+        """
+        with contextlib.suppress(NotifyError):
+            await self.notifier.run_failed(run, error=error)
+        await self.store.release_run(run.run_id, owner=owner, state=RunState.FAILED, error=error)
+        for request in await self.store.cancel_open_requests(
+            run.run_id, note=run_failed_note(error)
+        ):
+            await self.notifier.approval_updated(request, run=run)
+        logger.info("run=%s thread_id=%s failed: %s", run.run_id, run.thread_id, error)

@@ -1,0 +1,133 @@
+"""The one owner of approval cards: posts them, redraws them from fresh state, re-posts
+the deleted ones.
+
+Both processes go through it: the web process after a decision, the worker after a
+reopen, an expiry, a failed run or before a reminder. Every redraw reads the request,
+its interrupt's siblings and its run from the store first and draws with
+``bot.cards.draw_card``, so a card reads the same whoever redraws it. A pending card
+whose message is gone (someone deleted it) is posted again wherever that is noticed,
+in both interrupt modes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run
+from agent_bridge.store import ApprovalStore
+from bot.cards import draw_card
+from bot.errors import MessageGoneError, SlackCallError
+from bot.slack_gateway import SlackGateway
+
+logger = logging.getLogger(__name__)
+
+SIBLING_REDRAW_MAX = 10
+"""Largest batch whose pending cards are all redrawn after a change to one of them:
+redrawing every sibling on every click costs m² ``chat.update`` calls, and the method is
+rate limited (Tier 3, about 50 a minute)."""
+
+
+class CardOwner:
+    """Posts and redraws approval cards.
+
+    Args:
+        store: Where requests, their messages and runs are kept.
+        slack: The Slack gateway.
+    """
+
+    def __init__(self, *, store: ApprovalStore, slack: SlackGateway) -> None:
+        self.store = store
+        self.slack = slack
+
+    async def post(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
+        """Post ``request``'s card and record where it is.
+
+        Args:
+            request: A stored request without a message yet.
+            run: Its run (the card goes to ``request.channel_id`` or the run's channel).
+
+        Returns:
+            The request with ``channel_id`` and ``message_ts`` set.
+
+        Raises:
+            SlackCallError: Slack did not take the card; nothing was recorded.
+        """
+        siblings = await self.store.requests_for_interrupt(request.interrupt_id)
+        channel_id = request.channel_id or run.channel_id
+        text, blocks = draw_card(request, siblings, run)
+        ts = await self.slack.post_message(
+            team_id=run.team_id,
+            channel_id=channel_id,
+            text=text,
+            blocks=blocks,
+            thread_ts=request.thread_ts,
+        )
+        await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
+        return request.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+
+    async def redraw(self, request_id: str) -> ApprovalRequest | None:
+        """Redraw the request's card, and its pending siblings in a batch of up to
+        ``SIBLING_REDRAW_MAX``, from the store's current state.
+
+        Slack failures are logged, not raised: what changed is already recorded.
+
+        Returns:
+            The request as it is now on Slack (``message_ts`` changes when its deleted
+            card was posted again), or ``None`` if there is no such request.
+        """
+        request = await self.store.get_request(request_id)
+        if request is None:
+            return None
+        run = await self.store.get_run(request.run_id)
+        siblings = await self.store.requests_for_interrupt(request.interrupt_id)
+        others = [
+            r for r in siblings if r.request_id != request_id and r.state == ApprovalState.PENDING
+        ]
+        if len(siblings) > SIBLING_REDRAW_MAX:
+            others = []
+        drawn = await self._redraw_one(request, siblings, run)
+        for sibling in others:
+            await self._redraw_one(sibling, siblings, run)
+        return drawn
+
+    async def _redraw_one(
+        self, request: ApprovalRequest, siblings: list[ApprovalRequest], run: Run
+    ) -> ApprovalRequest:
+        if request.channel_id is None or request.message_ts is None:
+            return request  # never posted: the worker's sweep posts it
+        text, blocks = draw_card(request, siblings, run)
+        try:
+            await self.slack.update_message(
+                team_id=run.team_id,
+                channel_id=request.channel_id,
+                ts=request.message_ts,
+                text=text,
+                blocks=blocks,
+            )
+        except MessageGoneError:
+            if request.state == ApprovalState.PENDING:
+                return await self._repost(request, run)
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s interrupt=%s request=%s card not redrawn: %s",
+                request.run_id,
+                request.interrupt_id,
+                request.request_id,
+                exc,
+            )
+        return request
+
+    async def _repost(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
+        """Post again a pending card someone deleted, so the request can still be decided."""
+        try:
+            posted = await self.post(request, run)
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s request=%s deleted card not re-posted: %s",
+                request.run_id,
+                request.request_id,
+                exc,
+            )
+            return request
+        logger.info("run=%s request=%s deleted card re-posted", request.run_id, request.request_id)
+        return posted

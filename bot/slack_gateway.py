@@ -1,0 +1,169 @@
+"""The Slack gateway: every Web API call the product makes, and its failures, in one place.
+
+Listeners, the card owner and the worker's notifier call these methods, never an
+``AsyncWebClient``; a failure comes out as one of ``bot.errors``'s ``SlackCallError``
+kinds (unavailable, message gone, channel unreachable, refused), so no other module
+imports ``slack_sdk`` errors or ``aiohttp``.
+
+Every call names the workspace (``team_id``) it is for. Today one bot token serves one
+workspace (``client_for`` returns the same client for every team); a per-workspace
+token store plugs in at ``client_for`` without touching a caller.
+
+Rate limits and transient failures are slack_sdk's retry handlers' job (see
+``bot.slack_client``); what reaches this module has outlasted them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.errors import (
+    ChannelUnreachableError,
+    MessageGoneError,
+    SlackCallError,
+    SlackRefusedError,
+    SlackUnavailableError,
+)
+
+MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
+CHANNEL_UNREACHABLE_CODES = frozenset(
+    {"channel_not_found", "not_in_channel", "is_archived", "channel_is_archived"}
+)
+"""Slack's ``error`` codes per kind (https://api.slack.com/methods/chat.postMessage#errors,
+https://api.slack.com/methods/chat.update#errors)."""
+
+ClientFor = Callable[[str | None], AsyncWebClient]
+"""``team_id -> client`` with that workspace's bot token."""
+
+
+def translate(method: str, exc: Exception) -> SlackCallError:
+    """Return the project's error for a failed Web API call.
+
+    Args:
+        method: The Web API method, e.g. ``chat.postMessage``.
+        exc: What slack_sdk or aiohttp raised (``SlackApiError``, ``ClientError``,
+            ``TimeoutError``).
+
+    Returns:
+        A ``SlackUnavailableError`` for an outage or a 429/5xx, ``MessageGoneError``,
+        ``ChannelUnreachableError``, or ``SlackRefusedError`` for anything else Slack
+        answered about the request itself.
+    """
+    if not isinstance(exc, SlackApiError):
+        return SlackUnavailableError(
+            f"{method} failed: Slack unreachable ({type(exc).__name__})",
+            method=method,
+            retryable=True,
+        )
+    status = exc.response.status_code
+    code = str(exc.response.get("error") or f"HTTP {status}")
+    message = f"{method} failed: {code} (HTTP {status})"
+    if status == 429 or status >= 500:
+        return SlackUnavailableError(message, method=method, code=code, retryable=True)
+    if code in MESSAGE_GONE_CODES:
+        return MessageGoneError(message, method=method, code=code, retryable=False)
+    if code in CHANNEL_UNREACHABLE_CODES:
+        return ChannelUnreachableError(message, method=method, code=code, retryable=False)
+    return SlackRefusedError(message, method=method, code=code, retryable=False)
+
+
+class SlackGateway:
+    """Makes the product's Web API calls for the workspace each names.
+
+    Args:
+        client_for: ``team_id -> AsyncWebClient`` (see ``single_workspace``).
+    """
+
+    def __init__(self, client_for: ClientFor) -> None:
+        self._client_for = client_for
+
+    async def post_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        text: str,
+        blocks: list[dict[str, Any]],
+        thread_ts: str | None = None,
+    ) -> str:
+        """``chat.postMessage``; return the new message's ``ts``.
+
+        Raises:
+            SlackCallError: One of its kinds (see ``translate``).
+        """
+        response = await self._call(
+            "chat.postMessage",
+            self._client_for(team_id).chat_postMessage(
+                channel=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
+            ),
+        )
+        return str(response["ts"])
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        """``chat.update`` of the message ``ts`` in ``channel_id``.
+
+        Raises:
+            MessageGoneError: The message was deleted.
+            SlackCallError: Any other kind.
+        """
+        await self._call(
+            "chat.update",
+            self._client_for(team_id).chat_update(
+                channel=channel_id, ts=ts, text=text, blocks=blocks
+            ),
+        )
+
+    async def post_ephemeral(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        user_id: str,
+        text: str,
+        thread_ts: str | None = None,
+    ) -> None:
+        """``chat.postEphemeral``: a message only ``user_id`` sees, in ``channel_id``.
+
+        Raises:
+            SlackCallError: One of its kinds.
+        """
+        await self._call(
+            "chat.postEphemeral",
+            self._client_for(team_id).chat_postEphemeral(
+                channel=channel_id, user=user_id, text=text, thread_ts=thread_ts
+            ),
+        )
+
+    async def open_view(
+        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
+    ) -> None:
+        """``views.open`` with a click's ``trigger_id`` (valid for 3 s after the click).
+
+        Raises:
+            SlackRefusedError: E.g. ``expired_trigger_id``.
+            SlackCallError: Any other kind.
+        """
+        await self._call(
+            "views.open", self._client_for(team_id).views_open(trigger_id=trigger_id, view=view)
+        )
+
+    @staticmethod
+    async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
+        """Await one slack_sdk call, translating its failure (``translate``)."""
+        try:
+            return await call
+        except (SlackApiError, ClientError, TimeoutError) as exc:
+            raise translate(method, exc) from exc
+
+
+def single_workspace(client: AsyncWebClient) -> SlackGateway:
+    """Return a gateway whose every call uses ``client`` (one bot token, one workspace)."""
+    return SlackGateway(lambda _team_id: client)

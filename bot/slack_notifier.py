@@ -1,0 +1,113 @@
+"""The Slack notifier: the worker's ``Notifier`` port, posting rendered Block Kit.
+
+Each method renders with a pure function from ``bot.blocks`` and makes its Web API call
+through ``bot.slack_gateway`` (for the run's workspace); cards are the card owner's. A
+failure is a ``SlackCallError``, which is a ``NotifyError``: the worker never sees
+slack_sdk types.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agent_bridge.models import ApprovalRequest, Run, RunState
+from bot.blocks import (
+    Message,
+    render_final_answer,
+    render_ran_without_review,
+    render_reminder,
+    render_run_failed,
+    render_run_started,
+    render_tool_result,
+)
+from bot.card_owner import CardOwner
+from bot.errors import SlackCallError
+from bot.slack_gateway import SlackGateway
+
+logger = logging.getLogger(__name__)
+
+
+class SlackNotifier:
+    """Posts runs' progress and approval cards.
+
+    Args:
+        slack: The Slack gateway.
+        cards: The card owner (posts and redraws approval cards).
+    """
+
+    def __init__(self, *, slack: SlackGateway, cards: CardOwner) -> None:
+        self.slack = slack
+        self.cards = cards
+
+    async def run_started(self, run: Run) -> str:
+        """See ``Notifier.run_started``."""
+        return await self._post(run, run.channel_id, render_run_started(run))
+
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.approval_requested``."""
+        await self.cards.post(request, run)
+
+    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.approval_updated``: redrawn from the store's current state."""
+        await self.cards.redraw(request.request_id)
+
+    async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.reminder``: posted where the card is (in its thread, or under
+        it in ``APPROVALS_CHANNEL``), so the reviewers see it. The card is redrawn first,
+        so a deleted one is posted again and the reminder goes under it."""
+        current = await self.cards.redraw(request.request_id) or request
+        await self._post(
+            run,
+            current.channel_id or run.channel_id,
+            render_reminder(current),
+            thread_ts=current.thread_ts or current.message_ts,
+        )
+
+    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+        """See ``Notifier.ran_without_review``."""
+        message = render_ran_without_review(tool_name, args)
+        await self._post(run, run.channel_id, message, thread_ts=run.thread_ts)
+
+    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+        """See ``Notifier.tool_ran``."""
+        message = render_tool_result(tool_name, content, ok=ok)
+        await self._post(run, run.channel_id, message, thread_ts=run.thread_ts)
+
+    async def run_finished(self, run: Run, *, answer: str) -> None:
+        """See ``Notifier.run_finished``; also marks the run's first message done."""
+        await self._post(run, run.channel_id, render_final_answer(answer), thread_ts=run.thread_ts)
+        await self._redraw_header(run.model_copy(update={"state": RunState.DONE}))
+
+    async def run_failed(self, run: Run, *, error: str) -> None:
+        """See ``Notifier.run_failed``; also marks the run's first message failed."""
+        await self._post(run, run.channel_id, render_run_failed(error), thread_ts=run.thread_ts)
+        await self._redraw_header(run.model_copy(update={"state": RunState.FAILED}))
+
+    async def _redraw_header(self, run: Run) -> None:
+        """Redraw the run's first message; a failure is logged (the answer is posted)."""
+        if run.thread_ts is None:
+            return
+        text, blocks = render_run_started(run)
+        try:
+            await self.slack.update_message(
+                team_id=run.team_id,
+                channel_id=run.channel_id,
+                ts=run.thread_ts,
+                text=text,
+                blocks=blocks,
+            )
+        except SlackCallError as exc:
+            logger.warning("run=%s first message not redrawn: %s", run.run_id, exc)
+
+    async def _post(
+        self, run: Run, channel_id: str, message: Message, *, thread_ts: str | None = None
+    ) -> str:
+        text, blocks = message
+        return await self.slack.post_message(
+            team_id=run.team_id,
+            channel_id=channel_id,
+            text=text,
+            blocks=blocks,
+            thread_ts=thread_ts,
+        )

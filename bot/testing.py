@@ -1,0 +1,169 @@
+"""In-memory twins of the ports that have no embedded implementation of their own.
+
+For fast unit tests; each twin passes the same contract suite as its real service
+(``tests/test_slack_gateway.py`` runs ``MemoryGateway`` and ``SlackGateway`` over the
+sandbox alike). The bus and the de-duplicator already have in-memory implementations
+that the one-process demo runs on (``agent_bridge.bus.InProcessBus``,
+``bot.dedupe.MemoryDeduper``); they are their ports' twins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.store import ApprovalStore
+from bot.errors import ChannelUnreachableError, MessageGoneError, SlackRefusedError
+
+
+@dataclass
+class MemoryGateway:
+    """``bot.slack_gateway.SlackGateway``'s twin: a dict of channels' messages.
+
+    Attributes:
+        channels: Channel IDs that exist; posting elsewhere raises
+            ``ChannelUnreachableError``.
+        messages: ``(channel_id, ts) -> {"text", "blocks", "thread_ts", "team_id"}``.
+        ephemerals: ``(channel_id, user_id, text)`` in order.
+        views: Views opened, in order.
+        triggers: Trigger IDs ``open_view`` accepts (each once).
+    """
+
+    channels: set[str] = field(default_factory=lambda: {"C1"})
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    ephemerals: list[tuple[str, str, str]] = field(default_factory=list)
+    views: list[dict[str, Any]] = field(default_factory=list)
+    triggers: set[str] = field(default_factory=set)
+    _next_ts: int = 1
+
+    async def post_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        text: str,
+        blocks: list[dict[str, Any]],
+        thread_ts: str | None = None,
+    ) -> str:
+        """See ``SlackGateway.post_message``."""
+        self._reachable("chat.postMessage", channel_id)
+        if thread_ts is not None and (channel_id, thread_ts) not in self.messages:
+            raise MessageGoneError(
+                "chat.postMessage failed: thread_not_found",
+                method="chat.postMessage",
+                code="thread_not_found",
+                retryable=False,
+            )
+        ts = f"{self._next_ts}.000000"
+        self._next_ts += 1
+        self.messages[(channel_id, ts)] = {
+            "text": text,
+            "blocks": blocks,
+            "thread_ts": thread_ts,
+            "team_id": team_id,
+        }
+        return ts
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        """See ``SlackGateway.update_message``."""
+        self._reachable("chat.update", channel_id)
+        message = self.messages.get((channel_id, ts))
+        if message is None:
+            raise MessageGoneError(
+                "chat.update failed: message_not_found",
+                method="chat.update",
+                code="message_not_found",
+                retryable=False,
+            )
+        message.update(text=text, blocks=blocks)
+
+    async def post_ephemeral(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        user_id: str,
+        text: str,
+        thread_ts: str | None = None,
+    ) -> None:
+        """See ``SlackGateway.post_ephemeral``."""
+        self._reachable("chat.postEphemeral", channel_id)
+        self.ephemerals.append((channel_id, user_id, text))
+
+    async def open_view(
+        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
+    ) -> None:
+        """See ``SlackGateway.open_view``."""
+        if trigger_id not in self.triggers:
+            raise SlackRefusedError(
+                "views.open failed: invalid_trigger_id",
+                method="views.open",
+                code="invalid_trigger_id",
+                retryable=False,
+            )
+        self.triggers.discard(trigger_id)
+        self.views.append(view)
+
+    def delete(self, channel_id: str, ts: str) -> None:
+        """Delete a message, as a person would in Slack."""
+        del self.messages[(channel_id, ts)]
+
+    def _reachable(self, method: str, channel_id: str) -> None:
+        if channel_id not in self.channels:
+            raise ChannelUnreachableError(
+                f"{method} failed: channel_not_found",
+                method=method,
+                code="channel_not_found",
+                retryable=False,
+            )
+
+
+class RecordingNotifier:
+    """The ``Notifier`` port's twin: remembers what would have been posted.
+
+    Args:
+        store: Where ``approval_requested`` records each card's message, as the Slack
+            notifier's card owner does.
+    """
+
+    def __init__(self, store: ApprovalStore) -> None:
+        self.store = store
+        self.events: list[tuple[str, Any]] = []
+
+    async def run_started(self, run: Run) -> str:
+        """See ``Notifier.run_started``."""
+        self.events.append(("started", run.run_id))
+        return "1.000"
+
+    async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.approval_requested``."""
+        self.events.append(("card", request.request_id))
+        ts = f"2.{len(self.events):03d}"
+        await self.store.set_message(request.request_id, channel_id="C1", message_ts=ts)
+
+    async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.approval_updated``."""
+        self.events.append(("updated", request))
+
+    async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.reminder``."""
+        self.events.append(("reminder", request.request_id))
+
+    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+        """See ``Notifier.ran_without_review``."""
+        self.events.append(("unreviewed", tool_name))
+
+    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+        """See ``Notifier.tool_ran``."""
+        self.events.append(("result", (tool_name, content)))
+
+    async def run_finished(self, run: Run, *, answer: str) -> None:
+        """See ``Notifier.run_finished``."""
+        self.events.append(("answer", answer))
+
+    async def run_failed(self, run: Run, *, error: str) -> None:
+        """See ``Notifier.run_failed``."""
+        self.events.append(("failed", error))
