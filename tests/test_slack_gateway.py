@@ -1,0 +1,167 @@
+"""The Slack gateway's contract, run against its twin and against the sandbox over HTTP.
+
+Each kind of failure comes out as the project's own error (``bot.errors``), never a
+slack_sdk or aiohttp type: the gateway is the one place that translates them.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
+from bot.errors import (
+    ChannelUnreachableError,
+    MessageGoneError,
+    SlackCallError,
+    SlackRefusedError,
+    SlackUnavailableError,
+)
+from bot.slack_client import make_client
+from bot.slack_gateway import SlackGateway, single_workspace
+from bot.testing import MemoryGateway
+from slack_sandbox import Sandbox
+
+TEAM = "T0SANDBOX"
+BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hello"}}]
+
+
+@dataclass
+class Subject:
+    """A gateway under test and what the test needs to see behind it."""
+
+    gateway: SlackGateway | MemoryGateway
+    channel_id: str
+    text_of: Callable[[str], str]
+    """``ts -> the message's text`` as the workspace holds it."""
+    delete: Callable[[str], object]
+    """Delete the message ``ts`` as a person would (may return an awaitable)."""
+    ephemerals: Callable[[str], list[str]]
+    """``user_id -> texts of the ephemerals that user was shown``."""
+
+
+@pytest.fixture(params=["twin", "sandbox"])
+async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
+    if request.param == "twin":
+        twin = MemoryGateway(channels={"C0GENERAL"})
+        yield Subject(
+            gateway=twin,
+            channel_id="C0GENERAL",
+            text_of=lambda ts: str(twin.messages[("C0GENERAL", ts)]["text"]),
+            delete=lambda ts: twin.delete("C0GENERAL", ts),
+            ephemerals=lambda user: [t for _, u, t in twin.ephemerals if u == user],
+        )
+        return
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    client = make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url)
+    channel_id = sandbox.channel_id("general")
+    try:
+        yield Subject(
+            gateway=single_workspace(client),
+            channel_id=channel_id,
+            text_of=lambda ts: str(sandbox.message(channel_id, ts)["text"]),
+            delete=lambda ts: client.chat_delete(channel=channel_id, ts=ts),
+            ephemerals=lambda user: [m["text"] for m in sandbox.ephemerals(channel_id, user)],
+        )
+    finally:
+        await sandbox.stop()
+
+
+async def _delete(subject: Subject, ts: str) -> None:
+    outcome = subject.delete(ts)
+    if hasattr(outcome, "__await__"):
+        await outcome
+
+
+async def test_a_posted_message_can_be_updated(subject: Subject) -> None:
+    ts = await subject.gateway.post_message(
+        team_id=TEAM, channel_id=subject.channel_id, text="first", blocks=BLOCKS
+    )
+    await subject.gateway.update_message(
+        team_id=TEAM, channel_id=subject.channel_id, ts=ts, text="second", blocks=BLOCKS
+    )
+    assert subject.text_of(ts) == "second"
+
+
+async def test_updating_a_deleted_message_says_it_is_gone(subject: Subject) -> None:
+    ts = await subject.gateway.post_message(
+        team_id=TEAM, channel_id=subject.channel_id, text="card", blocks=BLOCKS
+    )
+    await _delete(subject, ts)
+    with pytest.raises(MessageGoneError) as gone:
+        await subject.gateway.update_message(
+            team_id=TEAM, channel_id=subject.channel_id, ts=ts, text="x", blocks=BLOCKS
+        )
+    assert gone.value.method == "chat.update" and not gone.value.retryable
+
+
+async def test_an_unknown_channel_is_unreachable(subject: Subject) -> None:
+    with pytest.raises(ChannelUnreachableError) as unreachable:
+        await subject.gateway.update_message(
+            team_id=TEAM, channel_id="C0NOWHERE", ts="1.000001", text="x", blocks=BLOCKS
+        )
+    assert unreachable.value.code == "channel_not_found" and not unreachable.value.retryable
+
+
+async def test_a_trigger_slack_did_not_issue_is_refused(subject: Subject) -> None:
+    view = {"type": "modal", "title": {"type": "plain_text", "text": "T"}, "blocks": BLOCKS}
+    with pytest.raises(SlackRefusedError) as refused:
+        await subject.gateway.open_view(team_id=TEAM, trigger_id="1.2.forged", view=view)
+    assert refused.value.code == "invalid_trigger_id"
+
+
+async def test_a_reply_needs_its_thread(subject: Subject) -> None:
+    ts = await subject.gateway.post_message(
+        team_id=TEAM, channel_id=subject.channel_id, text="parent", blocks=BLOCKS
+    )
+    reply = await subject.gateway.post_message(
+        team_id=TEAM, channel_id=subject.channel_id, text="reply", blocks=BLOCKS, thread_ts=ts
+    )
+    assert subject.text_of(reply) == "reply"
+    await _delete(subject, ts)
+    with pytest.raises(MessageGoneError) as gone:
+        await subject.gateway.post_message(
+            team_id=TEAM, channel_id=subject.channel_id, text="x", blocks=BLOCKS, thread_ts=ts
+        )
+    assert gone.value.code == "thread_not_found"
+
+
+async def test_an_ephemeral_is_posted(subject: Subject) -> None:
+    await subject.gateway.post_ephemeral(
+        team_id=TEAM, channel_id=subject.channel_id, user_id="U0REVIEWER", text="only you"
+    )
+    assert subject.ephemerals("U0REVIEWER") == ["only you"]
+    assert subject.ephemerals("U0DBA") == []
+
+
+async def test_5xx_past_the_retries_is_unavailable_and_retryable() -> None:
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    try:
+        gateway = single_workspace(make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url))
+        sandbox.fail_next("chat.postMessage", status=500, times=3)  # slack_sdk retries twice
+        with pytest.raises(SlackUnavailableError) as down:
+            await gateway.post_message(
+                team_id=TEAM, channel_id=sandbox.channel_id("general"), text="x", blocks=BLOCKS
+            )
+        assert down.value.retryable and down.value.method == "chat.postMessage"
+        assert len([c for c in sandbox.calls if c["method"] == "chat.postMessage"]) == 3
+    finally:
+        await sandbox.stop()
+
+
+async def test_an_unreachable_slack_is_unavailable_not_an_aiohttp_error() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    gateway = single_workspace(
+        make_client(token=DEMO_BOT_TOKEN, base_url=f"http://127.0.0.1:{port}/api/")
+    )
+    with pytest.raises(SlackUnavailableError) as down:
+        await gateway.post_message(team_id=TEAM, channel_id="C1", text="x", blocks=BLOCKS)
+    assert isinstance(down.value, SlackCallError) and down.value.retryable
+    assert down.value.code is None and "unreachable" in str(down.value)
