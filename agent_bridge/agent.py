@@ -75,7 +75,7 @@ def build_agent(
         tools: The agent's tools.
         model: Its chat model.
         policy: Which tools are gated and how (``HumanInTheLoopMiddleware`` options).
-        checkpointer: Where each thread's state is saved between interrupts.
+        checkpointer: Where each ``thread_id``'s state is saved between interrupts.
         system_prompt: Optional system prompt.
 
     Returns:

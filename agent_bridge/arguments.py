@@ -1,7 +1,7 @@
 """Check tool-call arguments against the tool's JSON schema, in plain words.
 
 Shared by the web process (field errors in the edit modal, before anything is saved) and
-the worker (the last check before resuming a thread), so an edited call that the tool
+the worker (the last check before resuming a ``thread_id``), so an edited call that the tool
 would refuse is never sent to the graph (DESIGN.md invariant 4). Pure: no I/O.
 
 Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain tool's

@@ -75,7 +75,7 @@ def plan_resume(
 
     Args:
         requests: The run's approval requests (any state).
-        pending: IDs of interrupts still pending in the thread's checkpoint.
+        pending: IDs of interrupts still pending in the ``thread_id``'s checkpoint.
         current_schemas: Tool name -> argument schema of the running code. An edit made
             against a schema a deploy has since changed is re-checked against this one.
 

@@ -2,7 +2,7 @@
 
 A compiled LangGraph graph (``create_agent(...)`` with a checkpointer) satisfies it, and
 so would LangGraph's ``RemoteGraph`` for a deployed one. The driver needs only the
-thread's saved state and a streamed step.
+``thread_id``'s saved state and a streamed step.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ class AgentGraph(Protocol):
     """The two calls of ``langgraph.graph.state.CompiledStateGraph`` the driver makes."""
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
-        """Return the thread's ``StateSnapshot`` (``values``, ``next``, ``tasks``,
+        """Return the ``thread_id``'s ``StateSnapshot`` (``values``, ``next``, ``tasks``,
         ``interrupts``) for ``config = {"configurable": {"thread_id": ...}}``."""
         ...
 

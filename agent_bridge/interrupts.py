@@ -69,7 +69,7 @@ class Placement:
     """Where a run's approval cards go and what builds their requests.
 
     Attributes:
-        run: The run whose thread raised the interrupts.
+        run: The run whose LangGraph thread (``thread_id``) raised the interrupts.
         policy: For per-call mode's allowed decisions and review time limits.
         args_schemas: Tool name -> JSON schema of its arguments.
         channel_id: Where the cards go.
@@ -134,7 +134,7 @@ def approval_requests(
     Args:
         interrupts: ``StateSnapshot.interrupts`` (pending interrupts); any that are not
             ``HumanInTheLoopMiddleware``'s are skipped.
-        messages: The thread's messages, to find batched calls' tool call IDs.
+        messages: The ``thread_id``'s messages, to find batched calls' tool call IDs.
         placement: The run, policy, schemas and where the cards go.
 
     Returns:

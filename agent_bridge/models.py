@@ -4,9 +4,10 @@ These pydantic models are the only things `bot` imports from `agent_bridge` besi
 the ports; they carry everything the web process needs to render a message, open a
 modal and check a decision, so it never needs the agent's code.
 
-Words follow docs/architecture.md: a *run* is one LangGraph thread; an *approval request* is one
-gated tool call waiting for a person, keyed by ``(interrupt_id, index)``; a *decision*
-is the LangChain ``HumanInTheLoopMiddleware`` decision dict.
+Words follow docs/architecture.md: a *run* is one LangGraph thread (``thread_id``); an
+*approval request* is one gated tool call waiting for a person, keyed by
+``(interrupt_id, index)``; a *decision* is the LangChain ``HumanInTheLoopMiddleware``
+decision dict.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ class ApprovalState(StrEnum):
     DECIDED = "decided"
     """A reviewer's decision is recorded; the worker has not resumed with it yet."""
     APPLIED = "applied"
-    """The thread was resumed with the decision (or the checkpoint shows it was)."""
+    """The ``thread_id`` was resumed with the decision (or the checkpoint shows it was)."""
     CANCELLED = "cancelled"
     """The run failed first: the call will never run, whatever was or is decided."""
 
 
 class RunState(StrEnum):
-    """Life of a run (one LangGraph thread)."""
+    """Life of a run (one LangGraph ``thread_id``)."""
 
     QUEUED = "queued"
     """Requested (e.g. by ``/agent``); no worker has started it."""
@@ -52,7 +53,7 @@ class RunState(StrEnum):
     DONE = "done"
     """The graph finished; the final answer is posted."""
     FAILED = "failed"
-    """The graph raised; the error is posted in the run's thread."""
+    """The graph raised; the error is posted in the run's Slack thread."""
 
 
 class Decision(BaseModel):
@@ -101,12 +102,13 @@ class Run(BaseModel):
     thread_id: str
     task: str
     channel_id: str
-    """Slack channel the run was started from; its first message there is the thread."""
+    """Slack channel the run was started from; its first message there is the run's
+    Slack thread (``thread_ts``)."""
     user_id: str
     """Slack user who started the run."""
     team_id: str | None = None
     thread_ts: str | None = None
-    """``ts`` of the run's first message: tool results and the answer go in its thread."""
+    """``ts`` of the run's first message: tool results and the answer go in its Slack thread."""
     state: RunState = RunState.QUEUED
     final_answer: str | None = None
     error: str | None = None

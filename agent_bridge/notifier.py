@@ -31,7 +31,8 @@ class Notifier(Protocol):
     """Posts a run's progress and its approval requests."""
 
     async def run_started(self, run: Run) -> str:
-        """Post the run's first message in its channel; return its ``ts`` (the thread)."""
+        """Post the run's first message in its channel; return its ``ts`` (the run's
+        ``thread_ts``)."""
         ...
 
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
@@ -48,18 +49,18 @@ class Notifier(Protocol):
         ...
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
-        """Note in the run's thread that a gated tool's call ran without review
+        """Note in the run's Slack thread that a gated tool's call ran without review
         (its ``when`` predicate let it through)."""
         ...
 
     async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
-        """Post a tool's result (or the reviewer's rejection) in the run's thread."""
+        """Post a tool's result (or the reviewer's rejection) in the run's Slack thread."""
         ...
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
-        """Post the agent's final answer in the run's thread."""
+        """Post the agent's final answer in the run's Slack thread."""
         ...
 
     async def run_failed(self, run: Run, *, error: str) -> None:
-        """Post that the run failed, and why, in its thread."""
+        """Post that the run failed, and why, in its Slack thread."""
         ...

@@ -56,7 +56,7 @@ class ToolPolicy(BaseModel):
     Attributes:
         allowed_decisions: Buttons the reviewer gets (non-empty).
         review_timeout_s: How long a reviewer has, seconds; unset: no limit. A reminder
-            is posted in the run's thread at half-time.
+            is posted in the run's Slack thread at half-time.
         on_timeout: The decision applied at expiry (default ``reject``).
         timeout_message: The reason given to the model (``{timeout}`` is replaced).
         description: Static text shown to the reviewer, or ``callable: module:attr``

@@ -1,7 +1,7 @@
 """Ready-made ``when`` predicates for the policy: review only the risky calls.
 
 A predicate gets the middleware's ``ToolCallRequest`` and returns ``True`` to ask a
-person, ``False`` to let the call run (the run's thread notes it ran without review).
+person, ``False`` to let the call run (the run's Slack thread notes it ran without review).
 Both are pure functions of the call's arguments, so they give the same answer when the
 run resumes, as ``HumanInTheLoopMiddleware`` requires. These are the two examples of
 the LangChain HITL documentation::

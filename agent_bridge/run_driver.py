@@ -1,11 +1,12 @@
 """Driving one run's graph: start it, resume it with decisions, post what happens.
 
-Called by the worker under the run's lease. Before resuming, the checkpoint is asked
-which interrupts are still pending: a decision whose interrupt is gone was applied
-already and is only marked so (docs/architecture.md, invariant 3). Results are posted
-once each, and an answer the graph refuses goes back to the reviewer instead of failing
-the run. ``drive`` is a sequence of named steps: make sure the run has its Slack
-thread, plan the resume from the checkpoint, pick the graph's input, stream it, settle.
+Called by the worker under the run's lease; a run is one LangGraph thread
+(``thread_id``). Before resuming, the checkpoint is asked which interrupts are still
+pending: a decision whose interrupt is gone was applied already and is only marked so
+(docs/architecture.md, invariant 3). Results are posted once each, and an answer the
+graph refuses goes back to the reviewer instead of failing the run. ``drive`` is a
+sequence of named steps: make sure the run has its Slack thread (``thread_ts``), plan
+the resume from the checkpoint, pick the graph's input, stream it, settle.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 EDIT_NOTICE_END = "\n\nTool response:\n"
 """Where ``HumanInTheLoopMiddleware``'s edit notice ends and the tool's own result begins."""
 _FINISHED = object()
-"""``_graph_input``'s answer when the thread's graph has nothing left to run."""
+"""``_graph_input``'s answer when the ``thread_id``'s graph has nothing left to run."""
 
 
 @dataclass
@@ -44,7 +45,7 @@ class ToolCalls:
     Attributes:
         reviewed: Tool call IDs that had an approval request.
         edited: Tool call IDs a reviewer replaced (their results carry the middleware's
-            edit notice, meant for the model, which the thread does not repeat).
+            edit notice, meant for the model, which the Slack thread does not repeat).
         args: Tool call ID -> arguments the model proposed.
     """
 
@@ -154,7 +155,7 @@ class RunDriver:
         return plan
 
     def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:
-        """What to stream: the resume, the task (a new thread), ``None`` (continue a step
+        """What to stream: the resume, the task (a new ``thread_id``), ``None`` (continue a step
         a dead worker left), or ``_FINISHED``."""
         if snapshot.interrupts:
             logger.info(

@@ -31,7 +31,7 @@ class RunFailures:
         self.notifier = notifier
 
     async def fail(self, run: Run, *, owner: str, error: str) -> None:
-        """Post the failure in the run's thread (best effort), release the run as failed
+        """Post the failure in the run's Slack thread (best effort), release the run as failed
         with ``error``, then close its open requests and redraw their cards.
 
         Raises:

@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     slack_api_url: str = "https://slack.com/api/"
     """Web API base URL; the local sandbox's in tests and the demo."""
     approvals_channel: str | None = None
-    """Channel ID for approval messages; unset: each run's own thread."""
+    """Channel ID for approval messages; unset: each run's own Slack thread."""
     database_url: str = "sqlite:///.demo/agent.db"
     """``postgresql://...`` or ``sqlite:///path``."""
     redis_url: str | None = None

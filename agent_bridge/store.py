@@ -51,7 +51,7 @@ from agent_bridge.store_sql import (
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
     SET_MESSAGE,
-    SET_RUN_THREAD,
+    SET_RUN_THREAD_TS,
     UNMARK_REMINDED,
 )
 
@@ -183,8 +183,8 @@ class ApprovalStore:
         )
 
     async def set_run_thread_ts(self, run_id: str, thread_ts: str) -> None:
-        """Remember the ``ts`` of the run's first Slack message (its thread)."""
-        await self.db.execute(SET_RUN_THREAD, {"run_id": run_id, "thread_ts": thread_ts})
+        """Remember the ``ts`` of the run's first Slack message (its ``thread_ts``)."""
+        await self.db.execute(SET_RUN_THREAD_TS, {"run_id": run_id, "thread_ts": thread_ts})
 
     async def startable_runs(self, agent: str = DEFAULT_AGENT) -> list[str]:
         """Return IDs of ``agent``'s queued runs and of its running runs whose lease
@@ -279,7 +279,7 @@ class ApprovalStore:
         return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
 
     async def mark_applied(self, request_ids: Sequence[str]) -> None:
-        """Mark decided requests as applied to their thread."""
+        """Mark decided requests as applied to their ``thread_id``."""
         now = self.clock()
         for request_id in request_ids:
             await self.db.execute(MARK_APPLIED, {"request_id": request_id, "now": now})

@@ -2,8 +2,8 @@
 
 It waits on "signal, poll interval or stop" (the bus rings, the database is swept),
 then starts queued runs and advances waiting runs that have decisions to apply or
-messages to post. A run is advanced only under its lease (a per-thread lock in the
-database, so two workers never drive one thread); ``RunDriver`` does the advancing.
+messages to post. A run is advanced only under its lease (a per-run lock in the
+database, so two workers never drive one ``thread_id``); ``RunDriver`` does the advancing.
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ class ActionListeners:
         await self._open_view(payload, render_full_args_modal(request))
 
     async def tell(self, payload: BlockActions, text: str) -> None:
-        """Answer the clicking user privately in the card's channel (and thread);
+        """Answer the clicking user privately in the card's channel (and Slack thread);
         a failure is logged (there is no one else to tell)."""
         channel_id = payload.container.channel_id
         if channel_id is None:

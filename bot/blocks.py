@@ -146,7 +146,7 @@ _WORKING = (":hourglass_flowing_sand: *Working on it*", "Working on")
 
 
 def render_run_started(run: Run) -> Message:
-    """Render the first message of a run (its thread): status and task.
+    """Render the first message of a run (its Slack thread): status and task.
 
     Redrawn when the run ends, so the channel shows at a glance which runs are done.
     Returns ``(text, blocks)``.
@@ -161,7 +161,7 @@ def render_run_started(run: Run) -> Message:
 
 
 def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
-    """Render a tool's output (or failure) in the run's thread. Returns ``(text, blocks)``."""
+    """Render a tool's output (or failure) in the run's Slack thread. Returns ``(text, blocks)``."""
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
     heading = f":white_check_mark: {name} returned:" if ok else f":x: {name} failed:"
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)

@@ -21,7 +21,7 @@ NOTE_MAX_CHARS = 2000
 
 
 def run_label(request: ApprovalRequest, run: Run) -> str | None:
-    """Context line for a card posted outside its run's thread (``APPROVALS_CHANNEL``)."""
+    """Context line for a card posted outside its run's Slack thread (``APPROVALS_CHANNEL``)."""
     if request.thread_ts:
         return None
     return f"{run.run_id}: {run.task[:RUN_LABEL_TASK_CHARS]}"

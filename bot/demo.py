@@ -4,7 +4,7 @@ SQLite, the in-process bus and the scripted model; the demo task is submitted wi
 real signed ``/agent`` slash command. Interactive: open the printed sandbox page and
 click. ``--unattended``: a scripted reviewer approves ``write_file`` and rejects
 ``execute_sql`` with a reason (through the sandbox, as a person's clicks would arrive),
-and the process exits 0 once the final answer is posted in the run's thread.
+and the process exits 0 once the final answer is posted in the run's Slack thread.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
 
 
 async def unattended_review(settings: Settings, store: ApprovalStore, sandbox: Sandbox) -> int:
-    """Review by script, print the thread and the answer, check the outcome; exit code."""
+    """Review by script, print the Slack thread and the answer, check the outcome; exit code."""
     try:
         answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
     except TimeoutError:

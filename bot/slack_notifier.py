@@ -53,7 +53,7 @@ class SlackNotifier:
         await self.cards.redraw(request.request_id)
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
-        """See ``Notifier.reminder``: posted where the card is (in its thread, or under
+        """See ``Notifier.reminder``: posted where the card is (in its Slack thread, or under
         it in ``APPROVALS_CHANNEL``), so the reviewers see it. The card is redrawn first,
         so a deleted one is posted again and the reminder goes under it."""
         current = await self.cards.redraw(request.request_id) or request

@@ -2,7 +2,7 @@
 
 Both ack at once, then queue a run: it is recorded in the database (the truth) and the
 workers are signalled; the worker posts the run's first message in the channel, which
-becomes its thread.
+becomes its Slack thread (``thread_ts``).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class StartListeners:
             await self._reply(mention, wording.MENTION_NOT_STARTED_TEXT)
 
     async def _reply(self, mention: AppMention, text: str) -> None:
-        """Answer a mention in its thread; a failure is logged."""
+        """Answer a mention in its Slack thread; a failure is logged."""
         try:
             await self.slack.post_message(
                 team_id=mention.team,
@@ -147,6 +147,6 @@ class StartListeners:
         except BridgeError as exc:
             logger.error("run=%s not started: %s", run.run_id, exc)
             return False
-        logger.info("run=%s thread=%s queued by %s", run.run_id, run.thread_id, run.user_id)
+        logger.info("run=%s thread_id=%s queued by %s", run.run_id, run.thread_id, run.user_id)
         await self.bus.publish(Signal(kind="run_requested", run_id=run.run_id))
         return True
