@@ -214,5 +214,5 @@ def describe_error(error: ErrorDetails) -> str:
         return f"{variable} is empty" + (f" ({what})" if what else "")
     if error["type"] == "public":
         kind = "signing secret" if field == "slack_signing_secret" else "bot token"
-        return f"{variable} is the demo's public value; set your app's {kind}"
+        return f"{variable} is the demo's public value: set your app's {kind}"
     return f"{variable}: {error['msg']}"
