@@ -21,7 +21,7 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
 from agent_bridge.scripted_model import ScriptedChatModel
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerConfig
 
 SCRIPTED_MODEL = "scripted"
 
@@ -45,7 +45,7 @@ def load_model(name: str) -> BaseChatModel:
         raise ConfigurationError(f"MODEL={name!r}: {exc}") from exc
 
 
-def load_tools(settings: Settings) -> list[BaseTool]:
+def load_tools(settings: WorkerConfig) -> list[BaseTool]:
     """Return the tools named by ``AGENT`` (a list of tools or ``(settings) -> tools``).
 
     Raises:
@@ -56,7 +56,7 @@ def load_tools(settings: Settings) -> list[BaseTool]:
     if not isinstance(tools, Sequence) or not all(isinstance(t, BaseTool) for t in tools):
         raise ConfigurationError(
             f"AGENT={settings.agent!r} must be a list of LangChain tools or a callable "
-            "taking the settings and returning one."
+            "taking the worker's settings (a WorkerConfig) and returning one."
         )
     return list(tools)
 

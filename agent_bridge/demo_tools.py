@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 
 if TYPE_CHECKING:
-    from agent_bridge.settings import Settings
+    from agent_bridge.settings import WorkerConfig
 
 READ_ROWS_LIMIT = 20
 """Most rows ``read_data`` and a SELECT return, so a result fits a Slack message."""
@@ -156,7 +156,7 @@ class DemoWorkspace:
         ]
 
 
-def make_tools(settings: Settings) -> list[BaseTool]:
+def make_tools(settings: WorkerConfig) -> list[BaseTool]:
     """The demo's ``AGENT``: files in ``WORKSPACE_DIR/files``, SQL in ``orders.db`` beside."""
     workspace = DemoWorkspace(
         settings.workspace_dir / "files", settings.workspace_dir / "orders.db"

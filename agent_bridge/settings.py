@@ -1,62 +1,218 @@
-"""Process configuration, read once from the environment with pydantic-settings.
+"""Process configuration: what each process is wired with, and reading it from the environment.
 
-Every process builds one ``Settings`` in its entry point and passes parts of it down;
-nothing else reads the environment. Names are DESIGN.md's.
+Each process builds one settings object in its entry point (``read_settings``) and passes
+it down; nothing else reads the environment. A process reads only its own variables:
+
+- ``WebSettings`` and ``WorkerSettings``: production's ``web`` and ``worker``. Their Slack
+  credentials have no default and the demo's public ones are refused, so a process started
+  without them does not quietly trust requests signed with a secret printed in this file.
+- ``ReleaseSettings``: the ``release`` step (``DATABASE_URL`` only).
+- ``DemoSettings``: the demo, which embeds everything else (SQLite, the in-process bus, the
+  local sandbox and its public credentials) and builds its own ``WebConfig`` and
+  ``WorkerConfig`` from it.
+
+``WebConfig`` and ``WorkerConfig`` are the shapes the composition root (``bot.processes``)
+takes; they read nothing and check nothing beyond types, so the demo and the tests can
+build them directly. Names are DESIGN.md's.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import DEFAULT_AGENT
 
 DEMO_SIGNING_SECRET = "sandbox-signing-secret"
 """Signing secret shared by the demo's bot and its local Slack sandbox (never a real one)."""
 DEMO_BOT_TOKEN = "xoxb-sandbox-token"
 """Bot token the sandbox accepts in the demo (never a real one)."""
+PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN})
+"""Values anyone can read here; production's web and worker refuse them."""
+DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
+"""The demo's ``AGENT``, and the default one."""
+SLACK_WEB_API_URL = "https://slack.com/api/"
+
+WHAT_TO_SET = {
+    "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",
+    "slack_bot_token": "the app's bot token, xoxb-..., from api.slack.com: OAuth & Permissions",
+    "database_url": "postgresql://user:pass@host:5432/db",
+}
+"""What a required variable should hold, for the message when it is missing."""
+
+READ_ENVIRONMENT = SettingsConfigDict(env_file=None, extra="ignore")
 
 
-class Settings(BaseSettings):
-    """Everything a process needs to know, from environment variables.
+class ProcessConfig(BaseModel):
+    """What both the ``web`` and the ``worker`` processes are wired with."""
 
-    Defaults are the embedded demo's: SQLite, in-process bus, the scripted model and
-    the demo agent. Production sets ``DATABASE_URL=postgresql://...``, ``REDIS_URL`` and
-    real Slack credentials.
-    """
-
-    model_config = SettingsConfigDict(env_file=None, extra="ignore")
-
-    slack_bot_token: str = DEMO_BOT_TOKEN
-    slack_signing_secret: str = DEMO_SIGNING_SECRET
-    slack_app_token: str | None = None
-    """App-level token for Socket Mode (``xapp-...``); unused over HTTP."""
-    slack_api_url: str = "https://slack.com/api/"
+    slack_bot_token: str = Field(repr=False)
+    slack_api_url: str = SLACK_WEB_API_URL
     """Web API base URL; the local sandbox's in tests and the demo."""
-    approvals_channel: str | None = None
-    """Channel ID for approval messages; unset: each run's own Slack thread."""
-    database_url: str = "sqlite:///.demo/agent.db"
+    database_url: str
     """``postgresql://...`` or ``sqlite:///path``."""
     redis_url: str | None = None
-    """Unset: the in-process bus (only when web and worker share a process)."""
-    model: str = "scripted"
-    """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
-    agent: str = "agent_bridge.demo_tools:make_tools"
-    """``module:attribute``: a list of tools, or a callable ``(settings) -> tools``."""
-    agent_name: str = DEFAULT_AGENT
-    """Worker: the name of the agent it runs; it picks up only runs for that agent."""
+    """Unset: no signals between processes (the worker finds decisions by its sweep)."""
+
+
+class WebConfig(ProcessConfig):
+    """What the ``web`` process is wired with (``bot.processes.start_web``)."""
+
+    slack_signing_secret: str = Field(repr=False)
+    """Every request from Slack is verified with it."""
     channel_agents: dict[str, str] = Field(default_factory=dict)
-    """Web: channel ID -> agent name (JSON, e.g. ``{"C0DBA": "sql"}``); runs started
-    in other channels go to the ``default`` agent."""
-    policy: Path | None = None
-    """YAML approval policy; unset: the demo policy shipped with the package."""
-    workspace_dir: Path = Path(".demo/workspace")
-    """Where the demo tools write files and keep their SQLite database."""
+    """Channel ID -> agent name (JSON, e.g. ``{"C0DBA": "sql"}``); runs started in other
+    channels go to the ``default`` agent."""
     port: int = 3000
     host: str = "0.0.0.0"
+
+
+class WorkerConfig(ProcessConfig):
+    """What a ``worker`` is wired with (``bot.processes.build_worker``); an ``AGENT``
+    callable receives it."""
+
+    model: str = "scripted"
+    """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
+    agent: str = DEMO_TOOLS
+    """``module:attribute``: a list of tools, or a callable ``(WorkerConfig) -> tools``."""
+    agent_name: str = DEFAULT_AGENT
+    """The name of the agent it runs; it picks up only runs for that agent."""
+    policy: Path | None = None
+    """YAML approval policy; unset: the demo policy shipped with the package."""
+    approvals_channel: str | None = None
+    """Channel ID for approval messages; unset: each run's own Slack thread."""
+    workspace_dir: Path = Path(".demo/workspace")
+    """Where the demo tools write files and keep their SQLite database."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker sweeps the database when no signal arrives, seconds."""
     lease_s: float = Field(default=60.0, gt=0)
     """How long a worker's claim on a run lasts without a heartbeat, seconds."""
+
+
+def refuse_public(value: str) -> str:
+    """Return ``value`` if it can be a production credential (set, and not the demo's)."""
+    if not value.strip():
+        raise PydanticCustomError("empty", "is empty")
+    if value.strip() in PUBLIC_VALUES:
+        raise PydanticCustomError("public", "is the demo's public value")
+    return value
+
+
+class WebSettings(BaseSettings, WebConfig):
+    """The ``web`` process's ``WebConfig``, from the environment.
+
+    ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the
+    demo's public credentials are refused.
+    """
+
+    model_config = READ_ENVIRONMENT
+
+    _credentials = field_validator("slack_signing_secret", "slack_bot_token")(refuse_public)
+
+
+class WorkerSettings(BaseSettings, WorkerConfig):
+    """A ``worker`` process's ``WorkerConfig``, from the environment.
+
+    ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the demo's public token is
+    refused. The worker reads no ``SLACK_SIGNING_SECRET``: it only calls Slack, it never
+    receives (or verifies) Slack's requests.
+    """
+
+    model_config = READ_ENVIRONMENT
+
+    _credentials = field_validator("slack_bot_token")(refuse_public)
+
+
+class ReleaseSettings(BaseSettings):
+    """The ``release`` step's settings: the database it migrates."""
+
+    model_config = READ_ENVIRONMENT
+
+    database_url: str
+    """``postgresql://...`` or ``sqlite:///path``."""
+
+
+class DemoSettings(BaseSettings):
+    """The demo's settings: only what a developer may change, the agent.
+
+    Everything else is embedded and read from nowhere: a fresh SQLite database and
+    workspace in the demo's data folder, the in-process bus, the local sandbox and its
+    public credentials (``DEMO_SIGNING_SECRET``, ``DEMO_BOT_TOKEN``). It reads no
+    ``SLACK_*``, ``DATABASE_URL`` or ``REDIS_URL``, so it works with none set and never
+    handles a real credential.
+    """
+
+    model_config = READ_ENVIRONMENT
+
+    model: str = "scripted"
+    """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
+    agent: str = DEMO_TOOLS
+    """``module:attribute``: a list of tools, or a callable ``(WorkerConfig) -> tools``."""
+    policy: Path | None = None
+    """YAML approval policy; unset: the demo policy."""
+
+    def web_config(self, *, api_url: str, data_dir: Path) -> WebConfig:
+        """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``."""
+        return WebConfig(
+            slack_signing_secret=DEMO_SIGNING_SECRET,
+            slack_bot_token=DEMO_BOT_TOKEN,
+            slack_api_url=api_url,
+            database_url=demo_database_url(data_dir),
+        )
+
+    def worker_config(self, *, api_url: str, data_dir: Path) -> WorkerConfig:
+        """The demo's worker, on the sandbox at ``api_url`` and the data in ``data_dir``."""
+        return WorkerConfig(
+            slack_bot_token=DEMO_BOT_TOKEN,
+            slack_api_url=api_url,
+            database_url=demo_database_url(data_dir),
+            model=self.model,
+            agent=self.agent,
+            policy=self.policy,
+            workspace_dir=data_dir / "workspace",
+            poll_interval_s=1.0,
+        )
+
+
+def demo_database_url(data_dir: Path) -> str:
+    """The demo's SQLite database in ``data_dir``."""
+    return f"sqlite:///{data_dir / 'agent.db'}"
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def read_settings(settings_type: type[S]) -> S:
+    """Build ``settings_type`` from the environment.
+
+    Raises:
+        ConfigurationError: If a variable is missing or wrong; the message names each such
+            variable and never shows a value.
+    """
+    try:
+        return settings_type()
+    except ValidationError as exc:
+        # ``from None``: the validation error's own text shows the values, secrets included.
+        raise ConfigurationError("; ".join(map(describe_error, exc.errors()))) from None
+    except SettingsError as exc:  # a JSON variable that is not JSON
+        raise ConfigurationError(str(exc)) from None
+
+
+def describe_error(error: ErrorDetails) -> str:
+    """One variable's problem in words, without its value."""
+    field = str(error["loc"][0]) if error["loc"] else ""
+    variable = field.upper()
+    what = WHAT_TO_SET.get(field)
+    if error["type"] == "missing":
+        return f"{variable} is not set" + (f" ({what})" if what else "")
+    if error["type"] == "empty":
+        return f"{variable} is empty" + (f" ({what})" if what else "")
+    if error["type"] == "public":
+        kind = "signing secret" if field == "slack_signing_secret" else "bot token"
+        return f"{variable} is the demo's public value: set your app's {kind}"
+    return f"{variable}: {error['msg']}"

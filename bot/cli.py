@@ -1,7 +1,9 @@
 """``agent-bridge``: the console script behind the Procfile and the demo.
 
 Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
-process on embedded defaults; ``--unattended`` reviews by script and exits).
+process on embedded defaults; ``--unattended`` reviews by script and exits). Each reads
+only its own settings (``agent_bridge.settings``); a missing or wrong variable is named on
+stderr, with exit status 2.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ import logging
 import sys
 
 from agent_bridge.errors import BridgeError
-from agent_bridge.settings import Settings
+from agent_bridge.settings import (
+    DemoSettings,
+    ReleaseSettings,
+    WebSettings,
+    WorkerSettings,
+    read_settings,
+)
 from bot.demo import DEMO_PAGE_PORT, run_demo
 from bot.processes import run_release, run_web, run_worker
 
@@ -53,15 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        settings = Settings()
         if args.command == "web":
-            asyncio.run(run_web(settings))
+            asyncio.run(run_web(read_settings(WebSettings)))
         elif args.command == "worker":
-            asyncio.run(run_worker(settings))
+            asyncio.run(run_worker(read_settings(WorkerSettings)))
         elif args.command == "release":
-            version = asyncio.run(run_release(settings))
+            version = asyncio.run(run_release(read_settings(ReleaseSettings)))
             print(f"migrations applied; approval store at schema version {version}")
         else:
+            settings = read_settings(DemoSettings)
             return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))
     except BridgeError as exc:
         print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)

@@ -22,7 +22,14 @@ from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalRequest, RunState
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
+from agent_bridge.settings import (
+    DEMO_BOT_TOKEN,
+    DEMO_SIGNING_SECRET,
+    DEMO_TOOLS,
+    DemoSettings,
+    WebConfig,
+    WorkerConfig,
+)
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.app import EVENTS_PATH
@@ -42,21 +49,6 @@ DBA = "U0DBA"
 REJECT_REASON = "Archive the rows before deleting them."
 UNATTENDED_TIMEOUT_S = 60.0
 REVIEW_POLL_S = 0.2
-
-
-def demo_settings(base: Settings, *, api_url: str, data_dir: Path) -> Settings:
-    """Return ``base`` on the demo's embedded defaults (fresh SQLite in ``data_dir``,
-    sandbox Slack, in-process bus)."""
-    return base.model_copy(
-        update={
-            "database_url": f"sqlite:///{data_dir / 'agent.db'}",
-            "workspace_dir": data_dir / "workspace",
-            "slack_api_url": api_url,
-            "redis_url": None,
-            "approvals_channel": None,
-            "poll_interval_s": 1.0,
-        }
-    )
 
 
 async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
@@ -107,7 +99,7 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
         await asyncio.sleep(REVIEW_POLL_S)
 
 
-async def unattended_review(settings: Settings, store: ApprovalStore, sandbox: Sandbox) -> int:
+async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbox: Sandbox) -> int:
     """Review by script, print the Slack thread and the answer, check the outcome; exit code."""
     try:
         answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
@@ -118,7 +110,7 @@ async def unattended_review(settings: Settings, store: ApprovalStore, sandbox: S
     print("\n#general as posted in the sandbox:")
     print_thread(sandbox)
     print(f"\nFinal answer:\n{answer}")
-    if settings.agent != Settings.model_fields["agent"].default:
+    if settings.agent != DEMO_TOOLS:
         print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
         return 1 if answer.startswith("(run failed") else 0
     proofs = check_outcome(settings.workspace_dir)
@@ -147,15 +139,13 @@ def print_thread(sandbox: Sandbox) -> None:
         print(f"{indent}- {first_line[0] if first_line else ''}")
 
 
-async def start_sandbox(settings: Settings, port: int) -> tuple[Sandbox, str]:
+async def start_sandbox(port: int) -> tuple[Sandbox, str]:
     """Start the sandbox on ``port``; return it and its page URL.
 
     Raises:
         ConfigurationError: If the port is taken (say which, and what to pass instead).
     """
-    sandbox = Sandbox(
-        signing_secret=settings.slack_signing_secret, bot_token=settings.slack_bot_token
-    )
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
     try:
         return sandbox, await sandbox.start(port=port)
     except OSError as exc:
@@ -165,11 +155,11 @@ async def start_sandbox(settings: Settings, port: int) -> tuple[Sandbox, str]:
         ) from exc
 
 
-async def run_demo(settings: Settings, *, unattended: bool, port: int | None) -> int:
+async def run_demo(settings: DemoSettings, *, unattended: bool, port: int | None) -> int:
     """Run the demo; return the process exit code.
 
     Args:
-        settings: Base settings (the demo overrides database, bus and Slack URL).
+        settings: What the developer chose (agent, model, policy); the rest is embedded.
         unattended: Review with the scripted reviewer and exit when the run ends; its data
             lives in a temporary folder, so it never disturbs an interactive demo.
         port: Port of the sandbox page (``None``: 8700, or any free port when unattended).
@@ -178,7 +168,7 @@ async def run_demo(settings: Settings, *, unattended: bool, port: int | None) ->
         ConfigurationError: If the page's port is taken or the agent cannot be built.
     """
     sandbox, page_url = await start_sandbox(
-        settings, port if port is not None else (0 if unattended else DEMO_PAGE_PORT)
+        port if port is not None else (0 if unattended else DEMO_PAGE_PORT)
     )
     with contextlib.ExitStack() as cleanup:
         if unattended:
@@ -188,7 +178,8 @@ async def run_demo(settings: Settings, *, unattended: bool, port: int | None) ->
             shutil.rmtree(data_dir, ignore_errors=True)
         try:
             return await _run(
-                demo_settings(settings, api_url=sandbox.api_url, data_dir=data_dir),
+                settings.web_config(api_url=sandbox.api_url, data_dir=data_dir),
+                settings.worker_config(api_url=sandbox.api_url, data_dir=data_dir),
                 sandbox,
                 page_url,
                 unattended=unattended,
@@ -197,16 +188,25 @@ async def run_demo(settings: Settings, *, unattended: bool, port: int | None) ->
             await sandbox.stop()
 
 
-async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattended: bool) -> int:
-    backend = await open_backend(settings.database_url)
+async def _run(
+    web_settings: WebConfig,
+    worker_settings: WorkerConfig,
+    sandbox: Sandbox,
+    page_url: str,
+    *,
+    unattended: bool,
+) -> int:
+    backend = await open_backend(worker_settings.database_url)
     bus = InProcessBus()
     stop = asyncio.Event()
     try:
         await backend.release()
         store = ApprovalStore(backend.db)
-        client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+        client = make_client(
+            token=worker_settings.slack_bot_token, base_url=worker_settings.slack_api_url
+        )
         server = await start_web(
-            settings=settings,
+            settings=web_settings,
             store=store,
             bus=bus,
             client=client,
@@ -216,7 +216,7 @@ async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattende
         )
         sandbox.request_url = server.url + EVENTS_PATH
         worker = build_worker(
-            settings=settings, store=store, bus=bus, backend=backend, client=client
+            settings=worker_settings, store=store, bus=bus, backend=backend, client=client
         )
         worker_task = asyncio.create_task(worker.run(stop))
         status, _ = await sandbox.slash_command(
@@ -226,7 +226,7 @@ async def _run(settings: Settings, sandbox: Sandbox, page_url: str, *, unattende
         print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")
         code = 0
         if unattended:
-            code = await unattended_review(settings, store, sandbox)
+            code = await unattended_review(worker_settings, store, sandbox)
         else:
             print("Open the page, pick who you are in the left sidebar, and click. Ctrl-C stops.")
             await stop_on_signals().wait()

@@ -26,7 +26,14 @@ from agent_bridge.policy import load_policy
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
-from agent_bridge.settings import Settings
+from agent_bridge.settings import (
+    ProcessConfig,
+    ReleaseSettings,
+    WebConfig,
+    WebSettings,
+    WorkerConfig,
+    WorkerSettings,
+)
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
@@ -57,7 +64,7 @@ class WebServer:
 
 async def start_web(
     *,
-    settings: Settings,
+    settings: WebConfig,
     store: ApprovalStore,
     bus: Bus,
     client: AsyncWebClient,
@@ -91,7 +98,7 @@ async def start_web(
 
 def build_worker(
     *,
-    settings: Settings,
+    settings: WorkerConfig,
     store: ApprovalStore,
     bus: Bus,
     backend: Backend,
@@ -133,12 +140,12 @@ def build_worker(
     )
 
 
-def open_deduper(settings: Settings) -> Deduper:
+def open_deduper(settings: ProcessConfig) -> Deduper:
     """Return the Redis event de-duplicator when ``REDIS_URL`` is set, else an in-memory one."""
     return RedisDeduper(settings.redis_url) if settings.redis_url else MemoryDeduper()
 
 
-def open_bus(settings: Settings) -> Bus:
+def open_bus(settings: ProcessConfig) -> Bus:
     """Return the Redis bus when ``REDIS_URL`` is set, else the in-process one."""
     return RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
 
@@ -152,7 +159,7 @@ def stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def run_web(settings: Settings) -> None:
+async def run_web(settings: WebSettings) -> None:
     """The ``web`` process: serve until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url, timeout_s=WEB_DB_TIMEOUT_S)
     bus = open_bus(settings)
@@ -175,7 +182,7 @@ async def run_web(settings: Settings) -> None:
         await backend.close()
 
 
-async def run_worker(settings: Settings) -> None:
+async def run_worker(settings: WorkerSettings) -> None:
     """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
@@ -193,7 +200,7 @@ async def run_worker(settings: Settings) -> None:
         await backend.close()
 
 
-async def run_release(settings: Settings) -> int:
+async def run_release(settings: ReleaseSettings) -> int:
     """The ``release`` step: apply migrations; return the store's schema version."""
     backend = await open_backend(settings.database_url)
     try:

@@ -28,10 +28,10 @@ from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.backend import open_backend
 from agent_bridge.models import ApprovalState
 from agent_bridge.policy import POLICIES_DIR, load_policy
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services
-from tests.harness import Harness
+from tests.harness import TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
 
 RUNS = 30
 POLL_S = 0.001
@@ -41,7 +41,7 @@ def task(i: int) -> dict[str, object]:
     return {"tool_calls": [{"name": "write_file", "args": {"path": f"b{i}.txt", "content": "x"}}]}
 
 
-async def baseline(settings: Settings, backend: object, n: int) -> list[float]:
+async def baseline(settings: WorkerConfig, backend: object, n: int) -> list[float]:
     """Bare ``Command(resume)`` on the same saver: the floor."""
     graph = build_agent(
         tools=load_tools(settings),
@@ -94,7 +94,8 @@ async def main(n: int) -> None:
     name = services.unique_name("agent_bridge_bench")
     url = services.recreate_database(name)
     workspace = Path(tempfile.mkdtemp(prefix="bench-"))
-    settings = Settings(
+    settings = WorkerConfig(
+        slack_bot_token=TEST_BOT_TOKEN,
         database_url=url,
         redis_url=services.redis_url(),
         workspace_dir=workspace,
@@ -107,6 +108,12 @@ async def main(n: int) -> None:
         floor = summary("bare Command(resume)", await baseline(settings, backend, n))
         harness = Harness(
             settings=settings,
+            web_settings=WebConfig(
+                slack_signing_secret=TEST_SIGNING_SECRET,
+                slack_bot_token=TEST_BOT_TOKEN,
+                database_url=url,
+                redis_url=services.redis_url(),
+            ),
             backend=backend,
             store=ApprovalStore(backend.db),
             channel=services.unique_name("bench"),

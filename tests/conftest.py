@@ -13,10 +13,10 @@ import redis
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.redis_bus import RedisBus
-from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET, Settings
+from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services
-from tests.harness import Harness
+from tests.harness import TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
 
 
 @pytest.fixture(scope="session")
@@ -74,11 +74,10 @@ async def bus(redis_bus_url: str) -> AsyncIterator[RedisBus]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, pg_url: str) -> Settings:
-    """Settings of the app under test: real PostgreSQL and Redis, demo agent and policy."""
-    return Settings(
-        slack_bot_token=DEMO_BOT_TOKEN,
-        slack_signing_secret=DEMO_SIGNING_SECRET,
+def settings(tmp_path: Path, pg_url: str) -> WorkerConfig:
+    """The workers' settings: real PostgreSQL and Redis, demo agent and policy."""
+    return WorkerConfig(
+        slack_bot_token=TEST_BOT_TOKEN,
         database_url=pg_url,
         redis_url=services.redis_url(),
         workspace_dir=tmp_path / "workspace",
@@ -88,9 +87,22 @@ def settings(tmp_path: Path, pg_url: str) -> Settings:
 
 
 @pytest.fixture
-def agent_settings(settings: Settings) -> Settings:
-    """The settings the harness runs with; a test module overrides it to bring its agent."""
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
+    """The worker settings the harness runs with; a test module overrides it to bring its
+    agent."""
     return settings
+
+
+@pytest.fixture
+def web_settings(pg_url: str) -> WebConfig:
+    """The web app's settings: the same database and Redis; a test module overrides it
+    (e.g. ``CHANNEL_AGENTS``)."""
+    return WebConfig(
+        slack_signing_secret=TEST_SIGNING_SECRET,
+        slack_bot_token=TEST_BOT_TOKEN,
+        database_url=pg_url,
+        redis_url=services.redis_url(),
+    )
 
 
 @pytest.fixture
@@ -107,11 +119,16 @@ def harness_options() -> dict[str, Any]:
 
 @pytest.fixture
 async def harness(
-    agent_settings: Settings, pg_backend: Backend, channel: str, harness_options: dict[str, Any]
+    agent_settings: WorkerConfig,
+    web_settings: WebConfig,
+    pg_backend: Backend,
+    channel: str,
+    harness_options: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Sandbox + web app + worker, running; every Slack call checked for violations."""
     harness = Harness(
         settings=agent_settings,
+        web_settings=web_settings,
         backend=pg_backend,
         store=ApprovalStore(pg_backend.db),
         channel=channel,

@@ -30,7 +30,7 @@ from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy import load_policy
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerSettings, read_settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.card_owner import CardOwner
@@ -90,7 +90,7 @@ def crashing_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
 
 
 async def main(crash_at: str | None) -> None:
-    settings = Settings()
+    settings = read_settings(WorkerSettings)
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     store_type = CrashingStore if crash_at == "before_mark_applied" else ApprovalStore

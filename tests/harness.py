@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
 from agent_bridge.redis_bus import RedisBus
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot import ids
@@ -35,6 +36,20 @@ DBA = "U0DBA"
 RUN_IDS = "SELECT run_id FROM runs"
 WAIT_TIMEOUT_S = 20.0
 POLL_S = 0.05
+TEST_SIGNING_SECRET = "test-signing-secret"
+"""The tests' signing secret (not the demo's: production's ``web`` refuses that one)."""
+TEST_BOT_TOKEN = "xoxb-test-token"
+"""The tests' bot token (not the demo's: production's ``worker`` refuses that one)."""
+
+
+def agent_config(workspace_dir: Path) -> WorkerConfig:
+    """Worker settings for tests that only build the agent (its database and Slack are
+    never used); the demo tools work in ``workspace_dir``."""
+    return WorkerConfig(
+        slack_bot_token=TEST_BOT_TOKEN,
+        database_url="sqlite:///unused.db",
+        workspace_dir=workspace_dir,
+    )
 
 
 def click_body(request: ApprovalRequest, action_id: str, user_id: str) -> bytes:
@@ -58,12 +73,13 @@ class Harness:
     """Starts and drives the product the way Slack and a reviewer would.
 
     Args:
-        settings: The app's settings (database, Redis, workspace...).
+        settings: The workers' settings (database, Redis, agent, workspace...).
+        web_settings: The web app's settings (signing secret, ``CHANNEL_AGENTS``...).
         backend: Open database and checkpointer.
         store: The approval store on ``backend``.
         channel: The Redis pub/sub channel of this test.
         workers: How many in-process workers to run (0: the test runs its own).
-        web_redis_url: Redis URL of the web process (default ``settings.redis_url``).
+        web_redis_url: Redis URL of the web process (default ``web_settings.redis_url``).
         worker_redis_url: Redis URL of the workers (default ``settings.redis_url``).
         users: Sandbox users (default: the sandbox's reviewer, dba and alice).
         worker_settings: Per-worker changes to ``settings`` (another agent, policy,
@@ -73,7 +89,8 @@ class Harness:
     def __init__(
         self,
         *,
-        settings: Settings,
+        settings: WorkerConfig,
+        web_settings: WebConfig,
         backend: Backend,
         store: ApprovalStore,
         channel: str,
@@ -84,16 +101,17 @@ class Harness:
         worker_settings: list[dict[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
+        self.web_settings = web_settings
         self.backend = backend
         self.store = store
         self.channel = channel
         self.sandbox = Sandbox(
-            signing_secret=settings.slack_signing_secret,
-            bot_token=settings.slack_bot_token,
+            signing_secret=web_settings.slack_signing_secret,
+            bot_token=web_settings.slack_bot_token,
             users=users,
         )
-        self.web_bus = RedisBus(web_redis_url or settings.redis_url or "", channel=channel)
-        self.deduper = RedisDeduper(web_redis_url or settings.redis_url or "")
+        self.web_bus = RedisBus(web_redis_url or web_settings.redis_url or "", channel=channel)
+        self.deduper = RedisDeduper(web_redis_url or web_settings.redis_url or "")
         self.web_backend: Backend | None = None
         self.worker_redis_url = worker_redis_url or settings.redis_url or ""
         self.server: WebServer | None = None
@@ -111,16 +129,18 @@ class Harness:
     async def start(self) -> None:
         """Start the sandbox, the web app and the workers."""
         await self.sandbox.start()
-        self.settings = self.settings.model_copy(update={"slack_api_url": self.sandbox.api_url})
+        on_sandbox = {"slack_api_url": self.sandbox.api_url}
+        self.settings = self.settings.model_copy(update=on_sandbox)
+        self.web_settings = self.web_settings.model_copy(update=on_sandbox)
         self.client = client = make_client(
             token=self.settings.slack_bot_token, base_url=self.settings.slack_api_url
         )
         # The web process has its own pool, with the web's short timeout, as in production.
         self.web_backend = await open_backend(
-            self.settings.database_url, timeout_s=WEB_DB_TIMEOUT_S
+            self.web_settings.database_url, timeout_s=WEB_DB_TIMEOUT_S
         )
         self.server = await start_web(
-            settings=self.settings,
+            settings=self.web_settings,
             store=ApprovalStore(self.web_backend.db),
             bus=self.web_bus,
             client=client,

@@ -14,7 +14,7 @@ from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.policy import Policy, load_policy
 from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
-from agent_bridge.settings import Settings
+from tests.harness import agent_config
 
 
 def test_the_demo_task_proposes_the_three_documentation_tools() -> None:
@@ -59,7 +59,7 @@ def test_a_broken_policy_names_the_file_and_field(tmp_path: Path) -> None:
 
 
 async def test_write_file_refuses_a_path_outside_the_workspace(tmp_path: Path) -> None:
-    settings = Settings(workspace_dir=tmp_path / "ws")
+    settings = agent_config(tmp_path / "ws")
     tools = {t.name: t for t in load_tools(settings)}
     result = await tools["write_file"].ainvoke({"path": "../../escape.txt", "content": "x"})
     assert "outside the workspace" in result
@@ -71,7 +71,7 @@ async def test_write_file_refuses_a_path_outside_the_workspace(tmp_path: Path) -
 
 
 async def test_the_agent_pauses_once_for_the_turn_and_resumes(tmp_path: Path) -> None:
-    settings = Settings(workspace_dir=tmp_path / "ws")
+    settings = agent_config(tmp_path / "ws")
     graph = build_agent(
         tools=load_tools(settings),
         model=ScriptedChatModel(),
@@ -103,7 +103,7 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
     path.write_text("tools:\n  send_email: true\n")
     with pytest.raises(ConfigurationError, match="send_email"):
         build_agent(
-            tools=load_tools(Settings(workspace_dir=tmp_path)),
+            tools=load_tools(agent_config(tmp_path)),
             model=ScriptedChatModel(),
             policy=load_policy(path),
             checkpointer=InMemorySaver(),
@@ -136,7 +136,7 @@ async def test_the_edit_notice_is_configurable_including_none(
 ) -> None:
     policy = Policy.model_validate({"edit_notice": edit_notice, "tools": {"write_file": True}})
     graph = build_agent(
-        tools=load_tools(Settings(workspace_dir=tmp_path / "ws")),
+        tools=load_tools(agent_config(tmp_path / "ws")),
         model=ScriptedChatModel(),
         policy=policy,
         checkpointer=InMemorySaver(),

@@ -131,7 +131,7 @@ async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Har
     forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
     stale = await harness.sandbox.post_signed(body, timestamp=int(time.time()) - 600)
     assert forged[0] == 401 and stale[0] == 401
-    verifier = SignatureVerifier(harness.settings.slack_signing_secret)
+    verifier = SignatureVerifier(harness.web_settings.slack_signing_secret)
     old = int(time.time()) - 600
     replay = await harness.sandbox.post_signed(
         body, timestamp=old, signature=verifier.generate_signature(timestamp=str(old), body=body)

@@ -48,7 +48,6 @@ async def start_worker(
         "REDIS_URL": settings.redis_url or "",
         "SLACK_API_URL": settings.slack_api_url,
         "SLACK_BOT_TOKEN": settings.slack_bot_token,
-        "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLL_INTERVAL_S": "0.3",
         "LEASE_S": str(LEASE_S),

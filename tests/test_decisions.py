@@ -13,7 +13,7 @@ import pytest
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.policy import POLICIES_DIR
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WebConfig, WorkerConfig
 from bot import ids
 from tests.harness import DBA, REVIEWER, Harness
 
@@ -22,7 +22,7 @@ MODES = ["batched", "per_call"]
 
 
 @pytest.fixture(params=MODES)
-def agent_settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+def agent_settings(request: pytest.FixtureRequest, settings: WorkerConfig) -> WorkerConfig:
     if request.param == "per_call":
         return settings.model_copy(update={"policy": POLICIES_DIR / "per_call.yml"})
     return settings
@@ -98,7 +98,7 @@ async def _view(harness: Harness, user_id: str) -> dict[str, Any] | None:
 
 class TestBatched:
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
         return settings
 
     async def test_progress_shows_on_every_card_and_resume_waits_for_the_last(
@@ -121,7 +121,7 @@ class TestBatched:
 
 class TestPerCall:
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
         return settings.model_copy(update={"policy": POLICIES_DIR / "per_call.yml"})
 
     async def test_each_call_is_its_own_interrupt_and_resumes_at_once(
@@ -196,7 +196,7 @@ class TestPerCall:
 
 class TestConditionalGating:
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
         return settings.model_copy(update={"policy": POLICIES_DIR / "conditional.yml"})
 
     async def test_only_risky_calls_are_reviewed_and_the_rest_are_noted(
@@ -239,8 +239,12 @@ class TestBothModesInOneDeployment:
     (batched) agent, #approvals' to the DBAs' per-call agent (``CHANNEL_AGENTS``)."""
 
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
-        return settings.model_copy(update={"channel_agents": {"C0APPROVAL": "dba"}})
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings
+
+    @pytest.fixture
+    def web_settings(self, web_settings: WebConfig) -> WebConfig:
+        return web_settings.model_copy(update={"channel_agents": {"C0APPROVAL": "dba"}})
 
     @pytest.fixture
     def harness_options(self) -> dict[str, Any]:

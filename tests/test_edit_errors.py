@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent_bridge.models import ApprovalState, RunState
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.harness import REVIEWER, Harness
 
@@ -28,7 +28,7 @@ CALL = {
 
 
 @pytest.fixture
-def agent_settings(settings: Settings) -> Settings:
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
     return settings.model_copy(
         update={"agent": "tests.report_agent:tools", "policy": FIXTURES / "report_policy.yml"}
     )

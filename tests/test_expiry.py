@@ -13,7 +13,7 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.policy import load_policy
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.harness import DBA, Harness, click_body
 
@@ -31,7 +31,7 @@ class Clock:
 
 
 @pytest.fixture
-def agent_settings(settings: Settings) -> Settings:
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
     return settings.model_copy(update={"policy": FIXTURES / "expiry_policy.yml"})
 
 

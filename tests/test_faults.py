@@ -17,7 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests import services
 from tests.harness import CHANNEL, DBA, REVIEWER, Harness, click_body
@@ -167,7 +167,7 @@ class TestPostgresOutage:
 
 class TestSlackFailures:
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
         return settings.model_copy(update={"lease_s": 3.0})
 
     async def test_429_is_retried_after_retry_after(self, harness: Harness) -> None:
@@ -280,7 +280,7 @@ class TestDeliveries:
         write, _ = await harness.requests(run, count=2)
         body = click_body(write, ids.decision_action_id("approve"), REVIEWER)
         stamp = str(int(time.time()))
-        signature = SignatureVerifier(harness.settings.slack_signing_secret).generate_signature(
+        signature = SignatureVerifier(harness.web_settings.slack_signing_secret).generate_signature(
             timestamp=stamp, body=body
         )
         tampered = body.replace(REVIEWER.encode(), b"U0MALLORY")

@@ -26,11 +26,11 @@ from agent_bridge.policy import POLICIES_DIR, load_policy
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
-from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.testing import RecordingNotifier
 from tests.graph_wrappers import ResumeInterceptor
+from tests.harness import agent_config
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def driver_for(
     notifier: RecordingNotifier,
     schemas: dict[str, dict[str, Any]],
 ) -> RunDriver:
-    settings = Settings(workspace_dir=tmp_path / "ws")
+    settings = agent_config(tmp_path / "ws")
     graph = build_agent(
         tools=load_tools(settings),
         model=ScriptedChatModel(),

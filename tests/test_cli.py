@@ -1,0 +1,106 @@
+"""``agent-bridge`` as a real process: production refuses to start on missing or public
+Slack credentials; the demo needs none."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_bridge.settings import (
+    DEMO_BOT_TOKEN,
+    DEMO_SIGNING_SECRET,
+    DemoSettings,
+    ReleaseSettings,
+    WebSettings,
+    WorkerSettings,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+PROCESS_TIMEOUT_S = 90.0
+REAL_SECRET = "0f3c9a-not-public-signing-secret"
+UNREACHABLE_DB = "postgresql://app@127.0.0.1:1/app"
+"""Never connected to: the settings are refused before."""
+SETTINGS_VARIABLES = {
+    name.upper()
+    for settings_type in (WebSettings, WorkerSettings, ReleaseSettings, DemoSettings)
+    for name in settings_type.model_fields
+}
+
+
+def clean_environment(**variables: str) -> dict[str, str]:
+    """This process's environment without any settings variable, plus ``variables``."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name.upper() not in SETTINGS_VARIABLES and not name.upper().startswith("SLACK_")
+    }
+    return {**env, **variables}
+
+
+def agent_bridge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m bot.cli *args`` from the repository, as the console script would."""
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        check=False,
+    )
+
+
+CASES = {
+    "unset": ({}, "is not set"),
+    "demo values": (
+        {"SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET, "SLACK_BOT_TOKEN": DEMO_BOT_TOKEN},
+        "is the demo's public value",
+    ),
+    "empty": ({"SLACK_SIGNING_SECRET": "", "SLACK_BOT_TOKEN": ""}, "is empty"),
+}
+NAMED = {"web": ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"], "worker": ["SLACK_BOT_TOKEN"]}
+"""The variables each process must name (the worker reads no signing secret)."""
+
+
+@pytest.mark.parametrize("command", list(NAMED))
+@pytest.mark.parametrize("case", list(CASES))
+def test_production_refuses_to_start_without_its_own_credentials(command: str, case: str) -> None:
+    variables, said = CASES[case]
+    done = agent_bridge(command, env=clean_environment(DATABASE_URL=UNREACHABLE_DB, **variables))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()  # one line, no traceback
+    assert line.startswith(f"agent-bridge {command}: ")
+    problems = line.removeprefix(f"agent-bridge {command}: ").split("; ")
+    assert sorted(p.split()[0] for p in problems) == NAMED[command]
+    assert all(said in p for p in problems), line
+    assert DEMO_SIGNING_SECRET not in done.stderr and DEMO_BOT_TOKEN not in done.stderr
+
+
+def test_web_names_only_the_wrong_variable_and_never_a_secret() -> None:
+    env = clean_environment(
+        DATABASE_URL=UNREACHABLE_DB,
+        SLACK_SIGNING_SECRET=REAL_SECRET,
+        SLACK_BOT_TOKEN=DEMO_BOT_TOKEN,
+    )
+    done = agent_bridge("web", env=env)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "agent-bridge web: SLACK_BOT_TOKEN is the demo's public value: set your app's bot token\n"
+    )
+
+
+def test_release_refuses_to_start_without_a_database_url() -> None:
+    done = agent_bridge("release", env=clean_environment())
+    assert done.returncode == 2
+    assert done.stderr.startswith("agent-bridge release: DATABASE_URL is not set (postgresql://")
+
+
+def test_the_unattended_demo_works_with_no_variable_set() -> None:
+    done = agent_bridge("demo", "--unattended", env=clean_environment())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Final answer:\nDone." in done.stdout
+    assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 2

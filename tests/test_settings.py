@@ -1,0 +1,207 @@
+"""Each process reads only its own variables, and production never runs on the demo's secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic_settings import BaseSettings
+
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.settings import (
+    DEMO_BOT_TOKEN,
+    DEMO_SIGNING_SECRET,
+    DemoSettings,
+    ReleaseSettings,
+    WebSettings,
+    WorkerSettings,
+    read_settings,
+)
+
+OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
+    WebSettings: {
+        "SLACK_SIGNING_SECRET",
+        "SLACK_BOT_TOKEN",
+        "SLACK_API_URL",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CHANNEL_AGENTS",
+        "PORT",
+        "HOST",
+    },
+    WorkerSettings: {
+        "SLACK_BOT_TOKEN",
+        "SLACK_API_URL",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "MODEL",
+        "AGENT",
+        "AGENT_NAME",
+        "POLICY",
+        "APPROVALS_CHANNEL",
+        "WORKSPACE_DIR",
+        "POLL_INTERVAL_S",
+        "LEASE_S",
+    },
+    ReleaseSettings: {"DATABASE_URL"},
+    DemoSettings: {"MODEL", "AGENT", "POLICY"},
+}
+ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
+
+REAL_SECRET = "0f3c9a-not-public-signing-secret"
+REAL_TOKEN = "xoxb-1234-not-public"
+VALID = {
+    "SLACK_SIGNING_SECRET": REAL_SECRET,
+    "SLACK_BOT_TOKEN": REAL_TOKEN,
+    "DATABASE_URL": "postgresql://app@db.internal:5432/app",
+}
+"""What a process's required variables are set to when they are its own."""
+FOREIGN = {
+    "SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET,
+    "SLACK_BOT_TOKEN": DEMO_BOT_TOKEN,
+    "SLACK_API_URL": "http://foreign.invalid/api/",
+    "DATABASE_URL": "",
+    "REDIS_URL": "redis://foreign.invalid:6379/0",
+    "CHANNEL_AGENTS": "{not json",
+    "PORT": "not-a-port",
+    "HOST": "foreign.invalid",
+    "MODEL": "foreign:model",
+    "AGENT": "foreign.module:tools",
+    "AGENT_NAME": "foreign",
+    "POLICY": "/foreign/policy.yml",
+    "APPROVALS_CHANNEL": "C0FOREIGN",
+    "WORKSPACE_DIR": "/foreign/workspace",
+    "POLL_INTERVAL_S": "-999",
+    "LEASE_S": "-999",
+}
+"""Values a process would refuse or show if it read a variable that is not its own."""
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No settings variable from the developer's shell or CI reaches these tests."""
+    for name in ALL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("settings_type", list(OWN_VARIABLES), ids=lambda t: t.__name__)
+def test_each_process_declares_only_its_own_variables(
+    settings_type: type[BaseSettings],
+) -> None:
+    assert {name.upper() for name in settings_type.model_fields} == OWN_VARIABLES[settings_type]
+
+
+@pytest.mark.parametrize("settings_type", list(OWN_VARIABLES), ids=lambda t: t.__name__)
+def test_each_process_ignores_the_others_variables(
+    settings_type: type[BaseSettings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = OWN_VARIABLES[settings_type]
+    for name in ALL_VARIABLES:
+        value = VALID.get(name) if name in own else FOREIGN[name]
+        if value is not None:
+            monkeypatch.setenv(name, value)
+    settings = read_settings(settings_type)  # a foreign value it read would be refused
+    shown = repr(settings.model_dump())
+    assert not [v for n, v in FOREIGN.items() if n not in own and v and v in shown]
+
+
+def test_the_worker_reads_no_signing_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", REAL_TOKEN)
+    monkeypatch.setenv("DATABASE_URL", VALID["DATABASE_URL"])
+    assert read_settings(WorkerSettings).slack_bot_token == REAL_TOKEN  # none set: fine
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", DEMO_SIGNING_SECRET)
+    settings = read_settings(WorkerSettings)  # the demo's: not refused, as not read
+    assert not hasattr(settings, "slack_signing_secret")
+
+
+CREDENTIALS = [
+    (WebSettings, "SLACK_SIGNING_SECRET"),
+    (WebSettings, "SLACK_BOT_TOKEN"),
+    (WorkerSettings, "SLACK_BOT_TOKEN"),
+]
+REFUSED = {
+    "unset": (None, "is not set"),
+    "empty": ("", "is empty"),
+    "blank": ("  \n", "is empty"),
+    "demo secret": (DEMO_SIGNING_SECRET, "is the demo's public value: set your app's"),
+    "demo token": (DEMO_BOT_TOKEN, "is the demo's public value: set your app's"),
+}
+
+
+@pytest.mark.parametrize(("settings_type", "variable"), CREDENTIALS)
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_production_refuses_a_missing_or_public_credential(
+    settings_type: type[BaseSettings],
+    variable: str,
+    case: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in OWN_VARIABLES[settings_type] & VALID.keys():
+        monkeypatch.setenv(name, VALID[name])
+    value, said = REFUSED[case]
+    if value is None:
+        monkeypatch.delenv(variable)
+    else:
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(settings_type)
+    message = str(caught.value)
+    assert message.startswith(f"{variable} {said}"), message
+    assert ";" not in message  # the other variables are fine: only this one is named
+    for secret in (REAL_SECRET, REAL_TOKEN, DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN):
+        assert secret not in message
+    # The pydantic error (whose text shows the input values) is not chained either.
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_every_wrong_variable_is_named_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", DEMO_SIGNING_SECRET)
+    monkeypatch.setenv("PORT", "not-a-port")
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(WebSettings)
+    problems = sorted(str(caught.value).split("; "))
+    assert [p.split()[0].rstrip(":") for p in problems] == [
+        "DATABASE_URL",
+        "PORT",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+    ]
+    assert "not-a-port" not in str(caught.value)
+
+
+def test_web_worker_and_release_need_a_database_url() -> None:
+    with pytest.raises(ConfigurationError, match=r"^DATABASE_URL is not set \(postgresql://"):
+        read_settings(ReleaseSettings)
+
+
+def test_the_demo_needs_nothing_and_reads_no_slack_credential(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert read_settings(DemoSettings) == DemoSettings()
+    for name, value in {**VALID, "REDIS_URL": "redis://prod:6379/0"}.items():
+        monkeypatch.setenv(name, value)
+    settings = read_settings(DemoSettings)
+    web = settings.web_config(api_url="http://127.0.0.1:1/api/", data_dir=tmp_path)
+    worker = settings.worker_config(api_url="http://127.0.0.1:1/api/", data_dir=tmp_path)
+    assert (web.slack_signing_secret, web.slack_bot_token) == (DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN)
+    assert worker.slack_bot_token == DEMO_BOT_TOKEN
+    assert web.database_url == worker.database_url == f"sqlite:///{tmp_path / 'agent.db'}"
+    assert web.redis_url is None and worker.redis_url is None
+    assert worker.workspace_dir == tmp_path / "workspace"
+
+
+def test_the_demo_runs_the_agent_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT", "tests.report_agent:tools")
+    monkeypatch.setenv("POLICY", "tests/fixtures/report_policy.yml")
+    worker = read_settings(DemoSettings).worker_config(api_url="http://x/", data_dir=Path("d"))
+    assert (worker.agent, worker.policy) == (
+        "tests.report_agent:tools",
+        Path("tests/fixtures/report_policy.yml"),
+    )
+
+
+def test_credentials_are_not_in_the_settings_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in VALID.items():
+        monkeypatch.setenv(name, value)
+    shown = repr(read_settings(WebSettings)) + repr(read_settings(WorkerSettings))
+    assert REAL_SECRET not in shown and REAL_TOKEN not in shown
