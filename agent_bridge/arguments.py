@@ -198,7 +198,7 @@ def _plain(error: ValidationError) -> str:
         return "Missing required field " + ", ".join(repr(n) for n in missing) + "."
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         return "Unexpected field " + ", ".join(repr(n) for n in _unexpected(error)) + "."
-    return error.message
+    return str(error.message)
 
 
 def _unexpected(error: ValidationError) -> list[str]:

@@ -86,7 +86,7 @@ class RedisBus:
         if self._pubsub is not None:
             pubsub, self._pubsub = self._pubsub, None
             try:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
             except (RedisError, OSError):
                 logger.debug("closing a broken Redis subscription failed", exc_info=True)
 

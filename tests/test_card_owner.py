@@ -11,7 +11,7 @@ import pytest
 
 from agent_bridge.models import RunState
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import Settings
+from agent_bridge.settings import WorkerConfig
 from tests.harness import DBA, Harness
 from tests.test_expiry import Clock
 
@@ -43,7 +43,7 @@ async def test_a_card_reads_the_same_whoever_redraws_it(harness: Harness) -> Non
 
 class TestPerCall:
     @pytest.fixture
-    def agent_settings(self, settings: Settings) -> Settings:
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
         return settings.model_copy(update={"policy": FIXTURES / "per_call_expiry_policy.yml"})
 
     async def test_a_deleted_per_call_card_is_posted_again_by_its_reminder(
