@@ -1,8 +1,7 @@
 """Data shared by the LangGraph side and the Slack side.
 
-These pydantic models are the only things `bot` imports from `agent_bridge` besides
-the ports; they carry everything the web process needs to render a message, open a
-modal and check a decision, so it never needs the agent's code.
+They carry everything the web process needs to render a message, open a modal and
+check a decision, so it never needs the agent's code.
 
 Words follow docs/architecture.md: a *run* is one LangGraph thread (``thread_id``); an
 *approval request* is one gated tool call waiting for a person, keyed by

@@ -91,3 +91,105 @@ def refused_answer_note(reason: str) -> str:
 
 CONSUMED_NOTHING_REASON = "the graph consumed no answer"
 REOPENED_LEAD = ":warning: Not applied, please decide again:"
+
+
+# Cards and run messages (mrkdwn). ``name`` arguments are already escaped inline code.
+CARD_ASKS_LABEL = ":question: *The agent asks you:*"
+CARD_APPROVAL_LABEL = ":raised_hand: *Approval needed:*"
+CARD_DECIDED_LABEL = "*Tool call:*"
+CARD_SHORTENED = "Some of this call is shortened here."
+VIEW_FULL_ARGS_BUTTON = "View full arguments"
+NEW_ARGUMENTS_LEAD = "*New arguments:*"
+RUN_DONE_STATUS = (":white_check_mark: *Done*", "Done")
+RUN_FAILED_STATUS = (":x: *Failed*", "Failed")
+RUN_WORKING_STATUS = (":hourglass_flowing_sand: *Working on it*", "Working on")
+RUN_FAILED_HEADING = ":x: *The run failed*"
+NO_ANSWER = "(no answer)"
+ARGUMENTS_SHORTENED = "Arguments shortened."
+
+
+def approval_fallback(tool_name: str, description: str) -> str:
+    """Notification text of a pending card (raw: the caller escapes and cuts it)."""
+    return f"Approval needed: {tool_name}" + (f" — {description}" if description else "")
+
+
+def progress_text(decided: int, batch_size: int) -> str:
+    """A batched card's progress, e.g. "1 of 2 decided"."""
+    return f"{decided} of {batch_size} decided"
+
+
+def call_position_text(index: int, batch_size: int) -> str:
+    """Which call of its batch a card is, e.g. "Call 2 of 3" (``index`` from 0)."""
+    return f"Call {index + 1} of {batch_size}"
+
+
+def tool_result_heading(name: str, *, ok: bool) -> str:
+    """The heading of a tool's result in the run's Slack thread."""
+    return f":white_check_mark: {name} returned:" if ok else f":x: {name} failed:"
+
+
+def shortened_text(what: str, total_chars: int) -> str:
+    """A note under a cut value, e.g. "Output shortened: 12,000 characters in all."."""
+    return f"{what} shortened: {total_chars:,} characters in all."
+
+
+def reminder_text(name: str, when: str, outcome: str) -> str:
+    """The half-time reminder; ``when`` is a Slack date, ``outcome`` e.g. "rejected"."""
+    return (
+        f":alarm_clock: Still waiting for a decision on {name}. If no one decides by "
+        f"{when}, it will be {outcome} automatically."
+    )
+
+
+def reminder_fallback(tool_name: str) -> str:
+    """Notification text of a reminder (raw)."""
+    return f"Reminder: {tool_name} is waiting for a decision"
+
+
+def ran_without_review_heading(name: str) -> str:
+    """A gated tool's call that its ``when`` rule let through unreviewed."""
+    return (
+        f":information_source: {name} ran without review (the policy's `when` rule let it through)."
+    )
+
+
+# Modals (intros are mrkdwn; titles, labels and buttons are plain, at most 24 characters).
+EDIT_TITLE, EDIT_SUBMIT = "Edit tool call", "Run with edits"
+REJECT_TITLE, REJECT_SUBMIT, REASON_LABEL = "Reject tool call", "Reject", "Reason"
+RESPOND_TITLE, RESPOND_SUBMIT, ANSWER_LABEL = "Respond to the agent", "Send", "Your answer"
+FULL_ARGS_TITLE, CLOSE_BUTTON, CANCEL_BUTTON = "Full arguments", "Close", "Cancel"
+NEW_ARGUMENTS_HEADING = "*New arguments*"
+RESPOND_SHORTENED = (
+    "Some values are shortened; the card's View full arguments button shows them whole."
+)
+
+
+def edit_intro(name: str) -> str:
+    """The edit modal's first line."""
+    return f"Change the arguments of {name}; submitting runs it with them."
+
+
+def reject_intro(name: str) -> str:
+    """The reject modal's first line."""
+    return f"Reject {name}? The agent is told, with your reason if you give one."
+
+
+def respond_intro(name: str, *, asks: bool) -> str:
+    """The respond modal's first line: a question the tool asks, or an answer instead of
+    running a tool that does something."""
+    if asks:
+        return f"{name} asks:"
+    return (
+        f"Answer instead of running {name}: the tool will not run, and the agent gets "
+        "your text as its result."
+    )
+
+
+def full_args_intro(name: str) -> str:
+    """The full-arguments modal's first line."""
+    return f"Every argument of {name}, in full."
+
+
+def left_out_text(chars: int) -> str:
+    """The last line of a full-arguments modal too long for Slack."""
+    return f"About {chars:,} more characters are not shown: more than a Slack modal holds."

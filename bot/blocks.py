@@ -74,9 +74,7 @@ def render_approval(
         ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
     """
     asks = request.allowed_decisions == ["respond"]
-    blocks = _card(
-        request, ":question: *The agent asks you:*" if asks else ":raised_hand: *Approval needed:*"
-    )
+    blocks = _card(request, wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL)
     buttons = [
         _decision_button(d, request.request_id)
         for d in DECISION_TYPES
@@ -84,7 +82,7 @@ def render_approval(
     ]
     if buttons:
         blocks.append({"type": "actions", "elements": buttons})
-    progress = f"{decided_count} of {request.batch_size} decided"
+    progress = wording.progress_text(decided_count, request.batch_size)
     return blocks + _context(request, run_label, progress)
 
 
@@ -102,7 +100,7 @@ def render_decided(
         cut) and a section with the outcome: ✅ Approved / ✏️ Edited (new arguments) /
         ❌ Rejected (reason) / 💬 Responded (answer), by ``<@reviewer>``, at a Slack date.
     """
-    blocks = _card(request, "*Tool call:*")
+    blocks = _card(request, wording.CARD_DECIDED_LABEL)
     text = f"{_outcome_line(request)}{_outcome_details(request)}"
     blocks.append(_section(text))
     return blocks + _context(request, run_label, None)
@@ -110,9 +108,7 @@ def render_decided(
 
 def approval_text(request: ApprovalRequest) -> str:
     """Notification text of an approval card (escaped, ≤ 3,000 characters)."""
-    raw = f"Approval needed: {request.tool_name}"
-    if request.description:
-        raw += f" — {request.description}"
+    raw = wording.approval_fallback(request.tool_name, request.description)
     return truncate(raw, FALLBACK_TEXT_MAX_CHARS)[0]
 
 
@@ -139,10 +135,9 @@ def already_decided_plain(request: ApprovalRequest) -> str:
 
 
 _RUN_STATUS: dict[RunState, tuple[str, str]] = {
-    RunState.DONE: (":white_check_mark: *Done*", "Done"),
-    RunState.FAILED: (":x: *Failed*", "Failed"),
+    RunState.DONE: wording.RUN_DONE_STATUS,
+    RunState.FAILED: wording.RUN_FAILED_STATUS,
 }
-_WORKING = (":hourglass_flowing_sand: *Working on it*", "Working on")
 
 
 def render_run_started(run: Run) -> Message:
@@ -151,7 +146,7 @@ def render_run_started(run: Run) -> Message:
     Redrawn when the run ends, so the channel shows at a glance which runs are done.
     Returns ``(text, blocks)``.
     """
-    status, verb = _RUN_STATUS.get(run.state, _WORKING)
+    status, verb = _RUN_STATUS.get(run.state, wording.RUN_WORKING_STATUS)
     task, _ = truncate(run.task, TASK_MAX_CHARS)
     blocks = [
         _section(f"{status}\n{task}"),
@@ -163,27 +158,27 @@ def render_run_started(run: Run) -> Message:
 def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
     """Render a tool's output (or failure) in the run's Slack thread. Returns ``(text, blocks)``."""
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
-    heading = f":white_check_mark: {name} returned:" if ok else f":x: {name} failed:"
+    heading = wording.tool_result_heading(name, ok=ok)
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}" if content else f"{heading} _no output_")]
     if cut:
-        blocks.append(_note(f"Output shortened: {len(content):,} characters in all."))
+        blocks.append(_note(wording.shortened_text("Output", len(content))))
     text = f"{tool_name} {'returned' if ok else 'failed'}: {content}"
     return truncate(text, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
 def render_final_answer(text: str) -> Message:
     """Render the agent's final answer, split across sections. Returns ``(text, blocks)``."""
-    shown, cut = truncate(text or "(no answer)", ANSWER_BUDGET_CHARS)
+    shown, cut = truncate(text or wording.NO_ANSWER, ANSWER_BUDGET_CHARS)
     blocks = [_section(piece) for piece in split_escaped(shown, SECTION_TEXT_MAX_CHARS)]
     if cut:
-        blocks.append(_note(f"Answer shortened: {len(text):,} characters in all."))
-    return truncate(text or "(no answer)", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+        blocks.append(_note(wording.shortened_text("Answer", len(text))))
+    return truncate(text or wording.NO_ANSWER, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
 def render_run_failed(error: str) -> Message:
     """Render a run's failure with its error. Returns ``(text, blocks)``."""
-    heading = ":x: *The run failed*"
+    heading = wording.RUN_FAILED_HEADING
     body, _ = code_block(error or "unknown error", SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     return truncate(f"The run failed: {error}", FALLBACK_TEXT_MAX_CHARS)[0], [
         _section(f"{heading}\n{body}")
@@ -199,26 +194,20 @@ def render_reminder(request: ApprovalRequest) -> Message:
         if request.timeout_decision
         else "decided"
     )
-    text = (
-        f":alarm_clock: Still waiting for a decision on {name}. If no one decides by "
-        f"{when}, it will be {outcome} automatically."
-    )
-    return truncate(
-        f"Reminder: {request.tool_name} is waiting for a decision", FALLBACK_TEXT_MAX_CHARS
-    )[0], [_section(text)]
+    text = wording.reminder_text(name, when, outcome)
+    fallback = truncate(wording.reminder_fallback(request.tool_name), FALLBACK_TEXT_MAX_CHARS)[0]
+    return fallback, [_section(text)]
 
 
 def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     """Render a note that a gated tool's call ran without review (its ``when`` predicate
     let it through). Returns ``(text, blocks)``."""
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
-    heading = (
-        f":information_source: {name} ran without review (the policy's `when` rule let it through)."
-    )
+    heading = wording.ran_without_review_heading(name)
     body, cut = code_block(arg_text(args), SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}")]
     if cut:
-        blocks.append(_note("Arguments shortened."))
+        blocks.append(_note(wording.ARGUMENTS_SHORTENED))
     return truncate(f"{tool_name} ran without review", FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
@@ -232,11 +221,11 @@ def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
     if description_cut or args_cut or _edited_cut(request):
         blocks.append(
             {
-                **_section("Some of this call is shortened here."),
+                **_section(wording.CARD_SHORTENED),
                 "accessory": {
                     "type": "button",
                     "action_id": ids.VIEW_ARGS_ACTION,
-                    "text": _plain("View full arguments"),
+                    "text": _plain(wording.VIEW_FULL_ARGS_BUTTON),
                     "value": request.request_id,
                 },
             }
@@ -264,7 +253,7 @@ def _context(
     if request.batch_size > 1:
         if progress:
             parts.append(progress)
-        parts.append(f"Call {request.index + 1} of {request.batch_size}")
+        parts.append(wording.call_position_text(request.index, request.batch_size))
     if not parts:
         return []
     return [{"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}]
@@ -293,7 +282,7 @@ def _outcome_details(request: ApprovalRequest) -> str:
         return ""
     if decision.type == "edit":
         body, _ = code_block(_edited_json(request), OUTCOME_MAX_CHARS)
-        return f"\n*New arguments:*\n{body}"
+        return f"\n{wording.NEW_ARGUMENTS_LEAD}\n{body}"
     if decision.type in ("reject", "respond") and decision.message:
         said = "Reason" if decision.type == "reject" else "Answer"
         return f"\n*{said}:* {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"

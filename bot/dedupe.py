@@ -3,9 +3,10 @@
 Slack re-sends an Events API delivery it thinks failed (``X-Slack-Retry-Num``,
 ``X-Slack-Retry-Reason``), with the same ``event_id``
 (https://api.slack.com/apis/events-api#retries). A Bolt global middleware claims each
-``event_id`` once, in Redis (``SET NX EX``: de-duplication is one of Redis's three jobs)
-or, without Redis, in memory; a repeat is answered 200 and reaches no listener. If
-Redis is down the event is processed: a rare duplicate beats a lost request.
+``event_id`` once, in Redis (``SET NX EX``: de-duplication is one of Redis's two jobs,
+with wake-up signals) or, without Redis, in memory; a repeat is answered 200 and
+reaches no listener. If Redis is down the event is processed: a rare duplicate beats a
+lost request.
 """
 
 from __future__ import annotations

@@ -105,10 +105,10 @@ async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbo
         answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
     except TimeoutError:
         print(f"\nThe run did not finish within {UNATTENDED_TIMEOUT_S:.0f} s.")
-        print_thread(sandbox)
+        print_slack_thread(sandbox)
         return 1
     print("\n#general as posted in the sandbox:")
-    print_thread(sandbox)
+    print_slack_thread(sandbox)
     print(f"\nFinal answer:\n{answer}")
     if settings.agent != DEMO_TOOLS:
         print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
@@ -129,7 +129,7 @@ def check_outcome(workspace: Path) -> list[tuple[str, bool]]:
     ]
 
 
-def print_thread(sandbox: Sandbox) -> None:
+def print_slack_thread(sandbox: Sandbox) -> None:
     """Print the demo channel as a reader of Slack would see it (fallback texts)."""
     for message in sandbox.messages(DEMO_CHANNEL):
         indent = (

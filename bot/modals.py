@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
@@ -34,12 +35,11 @@ def render_edit_modal(request: ApprovalRequest) -> dict[str, Any]:
         A view whose inputs come from ``bot.edit_form.render_inputs`` (typed from
         ``request.args_schema``, prefilled with ``request.args``).
     """
-    intro = (
-        f"Change the arguments of {_tool(request)}; submitting runs it with them."
-        f"{_description(request)}"
-    )
+    intro = f"{wording.edit_intro(_tool(request))}{_description(request)}"
     blocks = [_section(intro), *render_inputs(request.args_schema, request.args)]
-    return _modal(ids.EDIT_CALLBACK, "Edit tool call", blocks, request, submit="Run with edits")
+    return _modal(
+        ids.EDIT_CALLBACK, wording.EDIT_TITLE, blocks, request, submit=wording.EDIT_SUBMIT
+    )
 
 
 def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
@@ -49,13 +49,11 @@ def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
         A view with one optional multiline input (``ids.REASON_BLOCK`` /
         ``ids.REASON_ACTION``); the reason is sent to the agent.
     """
-    intro = (
-        f"Reject {_tool(request)}? The agent is told, with your reason if you give one."
-        f"{_description(request)}"
-    )
-    reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, "Reason", optional=True)
+    intro = f"{wording.reject_intro(_tool(request))}{_description(request)}"
+    reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, wording.REASON_LABEL, optional=True)
+    blocks = [_section(intro), reason]
     return _modal(
-        ids.REJECT_CALLBACK, "Reject tool call", [_section(intro), reason], request, submit="Reject"
+        ids.REJECT_CALLBACK, wording.REJECT_TITLE, blocks, request, submit=wording.REJECT_SUBMIT
     )
 
 
@@ -67,24 +65,16 @@ def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
         arguments, escaped and cut) and one required multiline input
         (``ids.ANSWER_BLOCK`` / ``ids.ANSWER_ACTION``).
     """
-    if request.allowed_decisions == ["respond"]:
-        heading = f"{_tool(request)} asks:"
-    else:  # answering on behalf of a tool that does something
-        heading = (
-            f"Answer instead of running {_tool(request)}: the tool will not run, and the "
-            "agent gets your text as its result."
-        )
+    heading = wording.respond_intro(_tool(request), asks=request.allowed_decisions == ["respond"])
     blocks = [_section(f"{heading}{_description(request)}")]
     sections, cut = arg_sections(request.args, QUESTION_BUDGET_CHARS)
     blocks.extend(sections)
     if cut:
-        blocks.append(
-            _context(
-                "Some values are shortened; the card's View full arguments button shows them whole."
-            )
-        )
-    blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, "Your answer"))
-    return _modal(ids.RESPOND_CALLBACK, "Respond to the agent", blocks, request, submit="Send")
+        blocks.append(_context(wording.RESPOND_SHORTENED))
+    blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, wording.ANSWER_LABEL))
+    return _modal(
+        ids.RESPOND_CALLBACK, wording.RESPOND_TITLE, blocks, request, submit=wording.RESPOND_SUBMIT
+    )
 
 
 def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
@@ -96,7 +86,7 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
         that is more than 100 blocks, the last block says how many characters of the
         call are left out.
     """
-    blocks = [_section(f"Every argument of {_tool(request)}, in full.")]
+    blocks = [_section(wording.full_args_intro(_tool(request)))]
     if request.description.strip():
         blocks.extend(
             _section(piece)
@@ -105,17 +95,13 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
     blocks.extend(full_sections(request.args))
     decision = request.decision
     if decision is not None and decision.type == "edit":
-        blocks.append(_section("*New arguments*"))
+        blocks.append(_section(wording.NEW_ARGUMENTS_HEADING))
         blocks.extend(full_sections(decision.edited_args or {}))
     if len(blocks) > VIEW_MAX_BLOCKS:
         left_out = sum(_raw_chars(b["text"]["text"]) for b in blocks[VIEW_MAX_BLOCKS - 1 :])
         blocks = blocks[: VIEW_MAX_BLOCKS - 1]
-        blocks.append(
-            _context(
-                f"About {left_out:,} more characters are not shown: more than a Slack modal holds."
-            )
-        )
-    return _modal(None, "Full arguments", blocks, request, close="Close")
+        blocks.append(_context(wording.left_out_text(left_out)))
+    return _modal(None, wording.FULL_ARGS_TITLE, blocks, request, close=wording.CLOSE_BUTTON)
 
 
 def _modal(
@@ -125,7 +111,7 @@ def _modal(
     request: ApprovalRequest,
     *,
     submit: str | None = None,
-    close: str = "Cancel",
+    close: str = wording.CANCEL_BUTTON,
 ) -> dict[str, Any]:
     view: dict[str, Any] = {
         "type": "modal",
