@@ -11,70 +11,28 @@ the resume from the checkpoint, pick the graph's input, stream it, settle.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
 from agent_bridge import wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
-from agent_bridge.interrupts import Placement, approval_requests, is_hitl, pending_tool_calls
+from agent_bridge.interrupts import Placement, approval_requests, is_hitl
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy
+from agent_bridge.run_messages import RunMessages, ToolCalls, message_text
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
 
-EDIT_NOTICE_END = "\n\nTool response:\n"
-"""Where ``HumanInTheLoopMiddleware``'s edit notice ends and the tool's own result begins."""
 _FINISHED = object()
 """``_graph_input``'s answer when the ``thread_id``'s graph has nothing left to run."""
-
-
-@dataclass
-class ToolCalls:
-    """What ``_stream`` knows about the tool calls whose results it posts.
-
-    Attributes:
-        reviewed: Tool call IDs that had an approval request.
-        edited: Tool call IDs a reviewer replaced (their results carry the middleware's
-            edit notice, meant for the model, which the Slack thread does not repeat).
-        args: Tool call ID -> arguments the model proposed.
-    """
-
-    reviewed: set[str | None]
-    edited: set[str | None] = field(default_factory=set)
-    args: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, requests: Sequence[ApprovalRequest], snapshot: Any) -> ToolCalls:
-        """What the run's requests and its checkpoint say about the turn's tool calls."""
-        return cls(
-            reviewed={r.tool_call_id for r in requests},
-            edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
-            args={
-                c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
-            },
-        )
-
-
-def message_text(message: BaseMessage) -> str:
-    """Return a message's text content (string content, or its text blocks joined)."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = [
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in message.content
-        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-    ]
-    return "\n".join(parts)
 
 
 class RunDriver:
@@ -105,6 +63,7 @@ class RunDriver:
         self.policy = policy
         self.args_schemas = dict(args_schemas)
         self.approvals_channel = approvals_channel
+        self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
         """Advance ``run`` once; return the state to leave it in and its final answer.
@@ -227,44 +186,7 @@ class RunDriver:
                             {c["id"]: c["args"] for c in message.tool_calls if c["id"]}
                         )
                     elif isinstance(message, ToolMessage):
-                        await self._post_tool_result(run, message, calls)
-
-    @contextlib.asynccontextmanager
-    async def _notice(self, run: Run, key: str) -> AsyncIterator[bool]:
-        """Claim a notice of the run; yield whether this is its first post. If posting
-        fails (``NotifyError``), the claim is released so a later attempt posts it."""
-        first = await self.store.claim_notice(run.run_id, key)
-        try:
-            yield first
-        except NotifyError:
-            await self.store.release_notice(run.run_id, key)
-            raise
-
-    async def _post_tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
-        call_id = message.tool_call_id or str(message.id)
-        name = message.name or "tool"
-        try:
-            async with self._notice(run, f"tool:{call_id}") as first:
-                if first:
-                    await self._post_result(run, message, name, call_id, calls)
-        except NotifyError as exc:
-            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
-
-    async def _post_result(
-        self, run: Run, message: ToolMessage, name: str, call_id: str, calls: ToolCalls
-    ) -> None:
-        """Post one tool result (with the unreviewed note, or as edited)."""
-        if self.policy.gated(name) and call_id not in calls.reviewed:
-            await self.notifier.ran_without_review(
-                run, tool_name=name, args=calls.args.get(call_id, {})
-            )
-        content = message_text(message)
-        if call_id in calls.edited:
-            name = f"{name} (as edited)"
-            content = content.partition(EDIT_NOTICE_END)[2] or content
-        await self.notifier.tool_ran(
-            run, tool_name=name, content=content, ok=message.status != "error"
-        )
+                        await self.messages.tool_result(run, message, calls)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -357,8 +279,6 @@ class RunDriver:
         messages = snapshot.values.get("messages", [])
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         answer = message_text(last) if last else ""
-        async with self._notice(run, "final_answer") as first:
-            if first:
-                await self.notifier.run_finished(run, answer=answer)
+        await self.messages.final_answer(run, answer)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer
