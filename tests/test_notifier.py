@@ -1,0 +1,102 @@
+"""The notifier port's contract, run against its twin (``RecordingNotifier``) and the
+Slack notifier over the sandbox: what the worker may rely on whichever it is handed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agent_bridge.backend import open_backend
+from agent_bridge.models import ApprovalState, Decision, Run
+from agent_bridge.notifier import Notifier
+from agent_bridge.store import ApprovalStore
+from bot.card_owner import CardOwner
+from bot.slack_client import make_client
+from bot.slack_gateway import single_workspace
+from bot.slack_notifier import SlackNotifier
+from bot.testing import RecordingNotifier
+from slack_sandbox import Sandbox
+from tests.harness import TEST_BOT_TOKEN, TEST_SIGNING_SECRET
+from tests.test_store import make_request
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
+    backend = await open_backend(f"sqlite:///{tmp_path / 'notifier.db'}")
+    await backend.release()
+    yield ApprovalStore(backend.db)
+    await backend.close()
+
+
+@dataclass
+class Subject:
+    """A notifier under test, and a count of the replies it posted in a Slack thread."""
+
+    notifier: Notifier
+    replies: Callable[[str], int]
+    """``thread_ts -> how many messages were posted in that thread``."""
+
+
+@pytest.fixture(params=["twin", "slack"])
+async def subject(request: pytest.FixtureRequest, store: ApprovalStore) -> AsyncIterator[Subject]:
+    if request.param == "twin":
+        twin = RecordingNotifier(store)
+        kinds = {"unreviewed", "result", "answer", "failed", "reminder"}
+        yield Subject(twin, lambda _: sum(kind in kinds for kind, _ in twin.events))
+        return
+    sandbox = Sandbox(
+        signing_secret=TEST_SIGNING_SECRET, bot_token=TEST_BOT_TOKEN, channels={"C1": "general"}
+    )
+    await sandbox.start()
+    slack = single_workspace(make_client(token=TEST_BOT_TOKEN, base_url=sandbox.api_url))
+    notifier = SlackNotifier(slack=slack, cards=CardOwner(store=store, slack=slack))
+    try:
+        yield Subject(notifier, lambda ts: len(sandbox.thread("C1", ts)) - 1)
+    finally:
+        await sandbox.stop()
+        assert sandbox.violations == []
+
+
+async def started_run(store: ApprovalStore, notifier: Notifier) -> Run:
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    thread_ts = await notifier.run_started(run)
+    assert thread_ts  # the run's Slack thread
+    await store.set_run_thread_ts(run.run_id, thread_ts)
+    return await store.get_run(run.run_id)
+
+
+async def test_a_requested_approval_is_recorded_where_its_card_is(
+    store: ApprovalStore, subject: Subject
+) -> None:
+    notifier = subject.notifier
+    run = await started_run(store, notifier)
+    (request,) = await store.add_requests([make_request("r1")])
+    await notifier.approval_requested(request, run=run)
+    posted = await store.get_request("r1")
+    assert posted is not None and posted.channel_id == "C1" and posted.message_ts
+
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    decided = await store.get_request("r1")
+    assert decided is not None and decided.state == ApprovalState.DECIDED
+    await notifier.approval_updated(decided, run=run)  # a redraw never raises
+    await notifier.reminder(posted, run=run)
+    assert posted.message_ts is not None
+    assert subject.replies(posted.message_ts) == 1  # the reminder, under its top-level card
+
+
+async def test_a_run_s_messages_are_posted_in_its_slack_thread(
+    store: ApprovalStore, subject: Subject
+) -> None:
+    notifier = subject.notifier
+    run = await started_run(store, notifier)
+    await notifier.ran_without_review(run, tool_name="read_data", args={"table": "orders"})
+    await notifier.tool_ran(run, tool_name="read_data", content="5 rows", ok=True)
+    await notifier.tool_ran(run, tool_name="write_file", content="boom", ok=False)
+    await notifier.run_finished(run, answer="Done.")
+    await notifier.run_failed(run, error="RuntimeError: late")
+    assert run.thread_ts is not None and subject.replies(run.thread_ts) == 5
