@@ -219,6 +219,19 @@ class Harness:
 
         return await self.wait_for(ended)
 
+    async def released(self, run: Run) -> Run:
+        """Wait until no worker holds ``run`` (it is ``running`` while one does); return it.
+
+        Call it after an event that happened while a worker held the run, so the state
+        returned is the one the worker left it in.
+        """
+
+        async def let_go() -> Run | None:
+            current = await self.store.get_run(run.run_id)
+            return current if current.state != RunState.RUNNING else None
+
+        return await self.wait_for(let_go)
+
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
         checkpointer itself, so it works whoever ran the thread)."""
