@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
-from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import Settings
 from agent_bridge.store import ApprovalStore
@@ -201,10 +201,23 @@ class Harness:
         assert views, f"{user_id} has no modal open"
         return views[-1]
 
+    async def open_modal(
+        self, request: ApprovalRequest, decision: DecisionType, *, user_id: str = REVIEWER
+    ) -> dict[str, Any]:
+        """Click the request's ``decision`` button and wait for the modal the app opens
+        for it (after its ack, so not yet there when the click is answered); return it."""
+        before = {view["id"] for view in self.sandbox.open_views(user_id)}
+        await self.click(request, decision, user_id=user_id)
+
+        async def opened() -> dict[str, Any] | None:
+            views = self.sandbox.open_views(user_id)
+            return views[-1] if views and views[-1]["id"] not in before else None
+
+        return await self.wait_for(opened)
+
     async def reject(self, request: ApprovalRequest, reason: str, *, user_id: str = DBA) -> None:
         """Click Reject and submit the reason."""
-        await self.click(request, "reject", user_id=user_id)
-        view = await self.wait_for(lambda: self._open_view(user_id))
+        view = await self.open_modal(request, "reject", user_id=user_id)
         status, body = await self.sandbox.submit_view(
             view_id=view["id"], user_id=user_id, values={ids.REASON_BLOCK: reason}
         )
@@ -232,6 +245,27 @@ class Harness:
 
         return await self.wait_for(let_go)
 
+    async def decided(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Wait until ``request`` is no longer pending (a click is recorded after its
+        ack); return it."""
+
+        async def recorded() -> ApprovalRequest | None:
+            current = await self.store.get_request(request.request_id)
+            return current if current and current.state != ApprovalState.PENDING else None
+
+        return await self.wait_for(recorded)
+
+    async def decided_card(self, request: ApprovalRequest) -> dict[str, Any]:
+        """Wait until the request's card is redrawn without decision buttons (the app
+        does it after acking the decision); return the card."""
+        assert request.channel_id and request.message_ts
+
+        async def redrawn() -> dict[str, Any] | None:
+            card = self.sandbox.message(request.channel_id or "", request.message_ts or "")
+            return None if decision_buttons(card) else card
+
+        return await self.wait_for(redrawn)
+
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
         checkpointer itself, so it works whoever ran the thread)."""
@@ -250,10 +284,6 @@ class Harness:
         """The first private note containing ``text``, if any (for ``wait_for``)."""
         return next((n for n in self.sandbox.ephemerals() if text in n.get("text", "")), None)
 
-    async def _open_view(self, user_id: str) -> dict[str, Any] | None:
-        views = self.sandbox.open_views(user_id)
-        return views[-1] if views else None
-
     @staticmethod
     async def wait_for(
         probe: Callable[[], Awaitable[T | None]], timeout_s: float = WAIT_TIMEOUT_S
@@ -267,3 +297,14 @@ class Harness:
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError(f"timed out after {timeout_s} s waiting for {probe}")
             await asyncio.sleep(POLL_S)
+
+
+def decision_buttons(message: dict[str, Any]) -> list[str]:
+    """The decision ``action_id``s of a card's buttons, in order."""
+    return [
+        e["action_id"]
+        for b in message.get("blocks") or []
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    ]

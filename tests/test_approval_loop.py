@@ -21,7 +21,7 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
 from slack_sandbox import live_mentions
-from tests.harness import DBA, REVIEWER, Harness
+from tests.harness import DBA, REVIEWER, Harness, decision_buttons
 
 REASON = "Archive the rows before deleting them."
 
@@ -41,14 +41,9 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
     assert write.interrupt_id == sql.interrupt_id and (write.index, sql.index) == (0, 1)
     message = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    buttons = [
-        e["action_id"]
-        for b in message["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    assert decision_buttons(message) == [
+        ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")
     ]
-    assert buttons == [ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")]
     sql_message = harness.sandbox.message(sql.channel_id or "", sql.message_ts or "")
     assert "SQL execution requires DBA approval" in json.dumps(sql_message["blocks"])
 
@@ -70,14 +65,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert any(t.startswith("Done.") or "Done." in t for t in texts), texts
     decided = await harness.store.requests_for_run(run.run_id)
     assert {r.state for r in decided} == {ApprovalState.APPLIED}
-    card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    assert not [
-        e
-        for b in card["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"].startswith(ids.ACTION_PREFIX)
-    ]
+    card = await harness.decided_card(write)  # redrawn by the app after the click's ack
     assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
     assert texts[0].startswith("Done: Archive old orders")  # the run's first message, redrawn
 
@@ -85,8 +73,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
 async def test_edit_changes_the_path_written(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
-    await harness.click(write, "edit")
-    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    view = await harness.open_modal(write, "edit")
     assert len(view["title"]["text"]) <= 24
     status, body = await harness.sandbox.submit_view(
         view_id=view["id"],
@@ -147,12 +134,12 @@ async def test_agent_text_never_becomes_a_live_mention(harness: Harness) -> None
         {"tool_calls": [{"name": "write_file", "args": {"path": "notes.txt", "content": hostile}}]}
     )
     (write,) = await harness.requests(run, count=1)
-    await harness.click(write, "reject", user_id=REVIEWER)
-    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    view = await harness.open_modal(write, "reject", user_id=REVIEWER)
     await harness.sandbox.submit_view(
         view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: hostile}
     )
     await harness.finished(run)
+    await harness.decided_card(write)  # the card redrawn with the reason, after the ack
     sent = json.dumps([c["args"] for c in harness.sandbox.calls])
     assert "ping" in sent  # the hostile text did reach Slack, escaped
     found = set(live_mentions(sent.replace("\\u003c", "<").replace("\\u003e", ">")))
@@ -163,21 +150,18 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
     for decision in ("edit", "reject", "respond"):
-        await harness.click(write, decision)  # type: ignore[arg-type]
+        await harness.open_modal(write, decision)  # type: ignore[arg-type]
     await harness.click(write, "approve")
     await harness.reject(sql, REASON)
     await harness.finished(run)
+    for request in (write, sql):
+        await harness.decided_card(request)  # the app's last calls, after the acks
     methods = {c["method"] for c in harness.sandbox.calls}
     assert {"chat.postMessage", "chat.update", "views.open"} <= methods
     assert all(c["ok"] for c in harness.sandbox.calls), [
         c for c in harness.sandbox.calls if not c["ok"]
     ]
     assert harness.sandbox.violations == []
-
-
-async def _view(harness: Harness, user_id: str) -> dict[str, Any] | None:
-    views = harness.sandbox.open_views(user_id)
-    return views[-1] if views else None
 
 
 async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str, Any]] | None:

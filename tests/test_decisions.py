@@ -39,10 +39,9 @@ def buttons(harness: Harness, request: Any) -> list[str]:
     ]
 
 
-async def submit(harness: Harness, user_id: str, values: dict[str, str]) -> None:
-    view = await harness.wait_for(lambda: _view(harness, user_id))
+async def submit(harness: Harness, view: dict[str, Any], values: dict[str, str]) -> None:
     status, body = await harness.sandbox.submit_view(
-        view_id=view["id"], user_id=user_id, values=values
+        view_id=view["id"], user_id=REVIEWER, values=values
     )
     assert status == 200 and not body, body
 
@@ -54,10 +53,9 @@ async def test_respond_answers_ask_user_as_a_successful_tool_result(harness: Har
     (ask,) = await harness.requests(run, count=1)
     assert buttons(harness, ask) == ["respond"]
     assert await _has(harness, ask, "The agent asks you")
-    await harness.click(ask, "respond")
-    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    view = await harness.open_modal(ask, "respond")
     assert "Which year counts as old?" in json.dumps(view["blocks"])
-    await submit(harness, REVIEWER, {ids.ANSWER_BLOCK: "Anything before 2024"})
+    await submit(harness, view, {ids.ANSWER_BLOCK: "Anything before 2024"})
     done = await harness.finished(run)
     (result,) = await harness.tool_messages(run)
     assert result.status == "success" and result.content == "Anything before 2024"
@@ -67,8 +65,8 @@ async def test_respond_answers_ask_user_as_a_successful_tool_result(harness: Har
 async def test_respond_on_write_file_skips_the_tool(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
-    await harness.click(write, "respond")
-    await submit(harness, REVIEWER, {ids.ANSWER_BLOCK: "Already archived last week."})
+    view = await harness.open_modal(write, "respond")
+    await submit(harness, view, {ids.ANSWER_BLOCK: "Already archived last week."})
     await harness.reject(sql, REASON)
     await harness.finished(run)
     assert not (harness.settings.workspace_dir / "files/archive/old_orders.csv").exists()
@@ -80,8 +78,8 @@ async def test_edit_then_reject_in_either_click_order(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
     await harness.reject(sql, REASON)  # the second call decided first
-    await harness.click(write, "edit")
-    await submit(harness, REVIEWER, {ids.arg_block_id("content"): "id\n1\n"})
+    view = await harness.open_modal(write, "edit")
+    await submit(harness, view, {ids.arg_block_id("content"): "id\n1\n"})
     await harness.finished(run)
     written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
     assert written.read_text() == "id\n1\n"
@@ -89,11 +87,6 @@ async def test_edit_then_reject_in_either_click_order(harness: Harness) -> None:
     assert "Wrote 5 characters" in results["write_file"].content
     assert "replaced this tool call" in results["write_file"].content  # the edit notice
     assert REASON in results["execute_sql"].content
-
-
-async def _view(harness: Harness, user_id: str) -> dict[str, Any] | None:
-    views = harness.sandbox.open_views(user_id)
-    return views[-1] if views else None
 
 
 class TestBatched:
@@ -167,8 +160,7 @@ class TestPerCall:
             "UPDATE approval_requests SET args_schema = :schema WHERE request_id = :id",
             {"schema": json.dumps({"type": "object"}), "id": write.request_id},
         )
-        await harness.click(write, "edit")
-        view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+        view = await harness.open_modal(write, "edit")
         status, body = await harness.sandbox.submit_view(
             view_id=view["id"],
             user_id=REVIEWER,

@@ -53,9 +53,9 @@ class TestConcurrency:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
         approvers, rejecters = list(REVIEWERS)[:10], list(REVIEWERS)[10:]
-        for user in rejecters:  # each opens the Reject modal first
-            await harness.click(write, "reject", user_id=user)
-        views = {u: harness.top_view(u)["id"] for u in rejecters}
+        views = {  # each opens the Reject modal first
+            u: (await harness.open_modal(write, "reject", user_id=u))["id"] for u in rejecters
+        }
         answers = await asyncio.gather(
             *(harness.click(write, "approve", user_id=u) for u in approvers),
             *(
@@ -74,11 +74,13 @@ class TestConcurrency:
             "already decided" in harness.top_view(u)["errors"][ids.REASON_BLOCK]
             for u in modal_losers
         )
-        click_losers = [
-            n["user"]
-            for n in harness.sandbox.ephemerals()
-            if "already decided" in n.get("text", "")
-        ]
+
+        async def told() -> list[str] | None:  # click losers are told after the ack
+            notes = harness.sandbox.ephemerals()
+            users = [n["user"] for n in notes if "already decided" in n.get("text", "")]
+            return users if len(users) + len(modal_losers) + 1 >= len(REVIEWERS) else None
+
+        click_losers = await harness.wait_for(told)
         assert sorted([*modal_losers, *click_losers, winner]) == sorted(REVIEWERS)
         await harness.reject(sql, REASON)
         await harness.finished(run)
@@ -132,8 +134,7 @@ class TestPostgresOutage:
     ) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
-        await harness.click(sql, "reject", user_id=DBA)  # a modal open before the outage
-        view = harness.top_view(DBA)
+        view = await harness.open_modal(sql, "reject", user_id=DBA)  # open before the outage
         name = harness.settings.database_url.rsplit("/", 1)[1]
         set_connections(name, allowed=False)
         try:

@@ -39,12 +39,13 @@ async def test_mentions_in_any_agent_text_are_never_live(harness: Harness) -> No
     )
     sql, write = await harness.requests(run, count=2)
     await harness.click(sql, "approve", user_id=DBA)
-    await harness.click(write, "reject", user_id=REVIEWER)
-    view = harness.top_view(REVIEWER)
+    view = await harness.open_modal(write, "reject", user_id=REVIEWER)
     await harness.sandbox.submit_view(
         view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: HOSTILE}
     )
     done = await harness.finished(run)
+    for card in (sql, write):
+        await harness.decided_card(card)  # the reason shows there, redrawn after the ack
     assert HOSTILE in (done.final_answer or "")  # the data went everywhere ...
     sent = slack_text(harness)
     assert sent.count("&lt;!channel&gt;") >= 4  # card, result, reason, answer
@@ -88,6 +89,8 @@ async def test_sixty_gated_calls_in_one_turn(harness: Harness) -> None:
     await asyncio.gather(*(harness.click(r, "approve") for r in requests))
     done = await harness.finished(run)
     assert done.state == RunState.DONE
+    for request in requests:
+        await harness.decided_card(request)  # each click's last call, after its ack
     assert len(list((harness.settings.workspace_dir / "files").glob("f*.txt"))) == 60
     updates = [c for c in harness.sandbox.calls if c["method"] == "chat.update"]
     assert len(updates) <= 61  # each decided card once (+ the run's first message)
@@ -116,8 +119,7 @@ async def test_unknown_actions_and_stale_buttons_are_answered_privately(
 async def test_a_modal_submitted_twice_records_once(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     _, sql = await harness.requests(run, count=2)
-    await harness.click(sql, "reject", user_id=DBA)
-    view = harness.top_view(DBA)
+    view = await harness.open_modal(sql, "reject", user_id=DBA)
     body = urlencode(
         {
             "payload": json.dumps(
