@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
+from agent_bridge.bus import Bus, Signal
 from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import Settings
@@ -52,6 +53,32 @@ def click_body(request: ApprovalRequest, action_id: str, user_id: str) -> bytes:
         "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
     }
     return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+class SweepCountingBus:
+    """A worker's bus that counts the worker's waits on it.
+
+    The worker waits on its bus once after each sweep, so ``waits`` is how many sweeps
+    it has finished: the observable event a test waits for to prove that a worker has
+    *not* done something (see ``Harness.settled``).
+    """
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self.waits = 0
+
+    async def publish(self, signal: Signal) -> None:
+        """See ``Bus.publish``."""
+        await self.bus.publish(signal)
+
+    async def wait(self, timeout_s: float) -> list[Signal]:
+        """See ``Bus.wait``; counted."""
+        self.waits += 1
+        return await self.bus.wait(timeout_s)
+
+    async def close(self) -> None:
+        """See ``Bus.close``."""
+        await self.bus.close()
 
 
 class Harness:
@@ -101,7 +128,8 @@ class Harness:
         self.worker_settings = worker_settings or [{} for _ in range(workers)]
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._buses: list[RedisBus] = [self.web_bus]
+        self._buses: list[Bus] = [self.web_bus]
+        self.worker_buses: list[SweepCountingBus] = []
 
     @property
     def worker(self) -> Worker:
@@ -130,8 +158,9 @@ class Harness:
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
         for changes in self.worker_settings:
-            bus = RedisBus(self.worker_redis_url, channel=self.channel)
+            bus = SweepCountingBus(RedisBus(self.worker_redis_url, channel=self.channel))
             self._buses.append(bus)
+            self.worker_buses.append(bus)
             worker = build_worker(
                 settings=self.settings.model_copy(update=changes),
                 store=self.store,
@@ -265,6 +294,24 @@ class Harness:
             return None if decision_buttons(card) else card
 
         return await self.wait_for(redrawn)
+
+    async def settled(self) -> None:
+        """Return once every worker has finished a sweep begun after this call, and every
+        run that sweep took up: whatever the database asks of a worker now has been done.
+
+        This is how a test proves a worker did *not* do something: had it been due, it
+        would have happened before this returns.
+        """
+        # A worker may be mid-sweep (begun before this call): wait for the one after it.
+        targets = [(bus, bus.waits + 2) for bus in self.worker_buses]
+        await self.web_bus.publish(Signal(kind="decision_recorded", run_id="settle"))  # wake up
+
+        async def swept() -> bool:
+            return all(bus.waits >= target for bus, target in targets)
+
+        await self.wait_for(swept)
+        for worker in self.workers:
+            await worker.idle()
 
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the

@@ -104,9 +104,12 @@ class TestBatched:
         )
         await harness.click(write, "approve")
         await harness.wait_for(lambda: _has(harness, sql, "1 of 2 decided"))
+        await harness.settled()  # a resume on the first decision would have run by now
         assert buttons(harness, sql) == ["approve", "reject"]
         assert not (harness.settings.workspace_dir / "files/archive/old_orders.csv").exists()
         assert (await harness.store.get_run(run.run_id)).state == RunState.WAITING
+        approved = await harness.store.get_request(write.request_id)
+        assert approved is not None and approved.state == ApprovalState.DECIDED  # not applied
         await harness.reject(sql, REASON)
         await harness.finished(run)
         assert (harness.settings.workspace_dir / "files/archive/old_orders.csv").exists()

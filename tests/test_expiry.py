@@ -62,6 +62,7 @@ async def test_a_request_is_reminded_then_expires_with_the_default_decision(
     assert not (harness.settings.workspace_dir / "files/archive/old_orders.csv").exists()
     card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
     assert "Expired: no reviewer decided in time" in json.dumps(card["blocks"])
+    await harness.settled()  # a second reminder, were one due, would be posted by now
     assert len(await _reminders(harness, run) or []) == 1  # once, however many sweeps
 
     # A client still showing the old buttons clicks Approve: it is told, privately.

@@ -89,6 +89,7 @@ class TestConcurrency:
 
     async def test_two_workers_apply_each_decision_once(self, harness: Harness) -> None:
         done = await finish_demo(harness)
+        await harness.settled()  # the other worker, had it a second go, has had it now
         assert len(harness.workers) == 2
         assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
         texts = harness.thread_texts(done)
