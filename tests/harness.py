@@ -81,6 +81,24 @@ class SweepCountingBus:
         await self.bus.close()
 
 
+class RunCountingStore(ApprovalStore):
+    """The web process's store, counting the runs it is asked to record.
+
+    The start listeners ask for their run (``create_run``) first thing after their ack,
+    with nothing to wait for in between, and Bolt starts a listener before the app
+    answers; so once the app has answered a delivery, ``runs_asked`` counts every run
+    the app will record for it. That answer is the event a test waits for to prove a
+    delivery started no run.
+    """
+
+    runs_asked = 0
+
+    async def create_run(self, run: Run) -> Run:
+        """See ``ApprovalStore.create_run``; counted as soon as it is called."""
+        self.runs_asked += 1
+        return await super().create_run(run)
+
+
 class Harness:
     """Starts and drives the product the way Slack and a reviewer would.
 
@@ -147,9 +165,10 @@ class Harness:
         self.web_backend = await open_backend(
             self.settings.database_url, timeout_s=WEB_DB_TIMEOUT_S
         )
+        self.web_store = RunCountingStore(self.web_backend.db)
         self.server = await start_web(
             settings=self.settings,
-            store=ApprovalStore(self.web_backend.db),
+            store=self.web_store,
             bus=self.web_bus,
             client=client,
             deduper=self.deduper,
