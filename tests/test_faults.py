@@ -15,10 +15,11 @@ import pytest
 import redis
 from slack_sdk.signature import SignatureVerifier
 
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
 from bot import ids
+from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from tests import services
 from tests.harness import CHANNEL, DBA, REVIEWER, Harness, click_body
 
@@ -110,12 +111,28 @@ class TestRedisDown:
 
 
 async def test_a_flushed_redis_loses_nothing(harness: Harness) -> None:
-    run = await harness.start_run(DEMO_TASK)
+    """Flushed while it holds the dedupe key of the event that started the run, and
+    between the run's two decisions: the database has everything the run needs."""
+    run = await mentioned_run(harness, "Ev0042")
     write, sql = await harness.requests(run, count=2)
     await harness.click(write, "approve")
-    redis.Redis.from_url(services.redis_url()).flushdb()
+    assert (await harness.decided(write)).decided_by == REVIEWER
+    client = redis.Redis.from_url(services.redis_url())
+    assert client.ttl(EVENT_KEY_PREFIX + "Ev0042") > 0  # Redis holds something to flush
+    client.flushdb()
+    assert client.dbsize() == 0
     await harness.reject(sql, REASON)
-    assert (await harness.finished(run)).state == RunState.DONE
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
+    # The approval given before the flush was applied after it: the file was written.
+    written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
+    assert written.read_text().startswith("id,customer")
+    assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
+    stored = await harness.store.requests_for_run(run.run_id)
+    assert [(r.decided_by, r.state) for r in stored] == [
+        (REVIEWER, ApprovalState.APPLIED),
+        (DBA, ApprovalState.APPLIED),
+    ]
 
 
 async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
@@ -280,6 +297,20 @@ class TestDeliveries:
         assert status == 401
         stored = await harness.store.get_request(write.request_id)
         assert stored is not None and stored.state == ApprovalState.PENDING
+
+
+async def mentioned_run(harness: Harness, event_id: str) -> Run:
+    """Start the documentation scenario with an ``@agent`` mention; return its run."""
+    status, _ = await harness.sandbox.post_signed(
+        mention_body(event_id), content_type="application/json"
+    )
+    assert status == 200
+
+    async def queued() -> str | None:
+        rows = await harness.store.db.fetch_all("SELECT run_id FROM runs")
+        return rows[0]["run_id"] if rows else None
+
+    return await harness.store.get_run(await harness.wait_for(queued))
 
 
 def mention_body(event_id: str) -> bytes:
