@@ -11,7 +11,6 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, Signal
@@ -36,23 +35,6 @@ DBA = "U0DBA"
 RUN_IDS = "SELECT run_id FROM runs"
 WAIT_TIMEOUT_S = 20.0
 POLL_S = 0.05
-
-
-def click_body(request: ApprovalRequest, action_id: str, user_id: str) -> bytes:
-    """A ``block_actions`` body clicking ``action_id`` on ``request``'s card, as Slack
-    would send it, for tests that post it raw (stale or forged clicks)."""
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user_id},
-        "trigger_id": "1.2.3",
-        "container": {
-            "type": "message",
-            "channel_id": request.channel_id,
-            "message_ts": request.message_ts,
-        },
-        "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()
 
 
 class SweepCountingBus:

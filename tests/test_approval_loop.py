@@ -13,7 +13,6 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from slack_sdk.signature import SignatureVerifier
 
@@ -21,7 +20,9 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
 from slack_sandbox import live_mentions
+from slack_sandbox.delivery import payload_body
 from tests.harness import DBA, REVIEWER, Harness, decision_buttons
+from tests.slack_bodies import card_click
 
 REASON = "Archive the rows before deleting them."
 
@@ -114,7 +115,8 @@ async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: 
 async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, _ = await harness.requests(run, count=2)
-    body = _approve_body(harness, write.request_id, write.channel_id or "", write.message_ts or "")
+    click = card_click(harness.sandbox, write, ids.decision_action_id("approve"), user_id=DBA)
+    body = payload_body(click)
     forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
     stale = await harness.sandbox.post_signed(body, timestamp=int(time.time()) - 600)
     assert forged[0] == 401 and stale[0] == 401
@@ -167,24 +169,3 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
 async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str, Any]] | None:
     notes = [n for n in harness.sandbox.ephemerals() if text in n.get("text", "")]
     return notes if len(notes) >= count else None
-
-
-def _approve_body(harness: Harness, request_id: str, channel_id: str, ts: str) -> bytes:
-    payload = {
-        "type": "block_actions",
-        "user": {"id": DBA, "username": "dba"},
-        "trigger_id": "1.2.3",
-        "container": {"type": "message", "channel_id": channel_id, "message_ts": ts},
-        "team": {"id": "T0SANDBOX"},
-        "api_app_id": "A0SANDBOX",
-        "actions": [
-            {
-                "action_id": ids.decision_action_id("approve"),
-                "block_id": "b",
-                "value": request_id,
-                "type": "button",
-                "action_ts": "1",
-            }
-        ],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()

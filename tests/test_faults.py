@@ -5,10 +5,8 @@ deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web,
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
-from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -20,8 +18,20 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import Settings
 from bot import ids
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
+from slack_sandbox.delivery import form_body, payload_body
 from tests import services
-from tests.harness import CHANNEL, DBA, REVIEWER, Harness, click_body
+from tests.harness import CHANNEL, DBA, REQUESTER, REVIEWER, Harness
+from tests.slack_bodies import (
+    JSON,
+    card_click,
+    changed,
+    command_fields,
+    json_body,
+    mention_payload,
+    only,
+    sample_click,
+    sample_submission,
+)
 
 REASON = "Archive the rows before deleting them."
 DEAD_REDIS = "redis://127.0.0.1:1/0"
@@ -229,10 +239,10 @@ class TestSlackFailures:
 class TestDeliveries:
     async def test_a_retried_event_starts_one_run(self, harness: Harness) -> None:
         body = mention_body("Ev0001")
-        first = await harness.sandbox.post_signed(body, content_type="application/json")
+        first = await harness.sandbox.post_signed(body, content_type=JSON)
         retry = await harness.sandbox.post_signed(
             body,
-            content_type="application/json",
+            content_type=JSON,
             headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
         )
         assert first[0] == retry[0] == 200
@@ -245,16 +255,10 @@ class TestDeliveries:
         assert await harness.wait_for(runs) == [DEMO_TASK]
 
     async def test_an_unsigned_ssl_check_reaches_no_listener(self, harness: Harness) -> None:
-        body = urlencode(
-            {
-                "ssl_check": "1",
-                "token": "x",
-                "command": "/agent",
-                "text": DEMO_TASK,
-                "user_id": "U0ALICE",
-                "channel_id": CHANNEL,
-            }
-        ).encode()
+        command = command_fields(
+            command="/agent", text=DEMO_TASK, user_id=REQUESTER, channel_id=CHANNEL
+        )
+        body = form_body(command | {"ssl_check": "1"})
         answer = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
         assert answer == (200, "")  # not the command's ack ("Starting a run for: ...")
         # Answered: a listener asks for its run before its delivery is answered.
@@ -264,12 +268,14 @@ class TestDeliveries:
     @pytest.mark.parametrize(
         "body",
         [
-            b"payload=%7Bnot",
-            b"payload=%5B%5D",
-            b"payload=null",
-            b"payload=%22just%20text%22",
-            b'payload={"type":"block_actions","actions":[]}',
-            b'payload={"type":"view_submission","view":{}}',
+            form_body({"payload": "{not"}),
+            form_body({"payload": "[]"}),
+            form_body({"payload": "null"}),
+            form_body({"payload": '"just text"'}),
+            payload_body(changed(only(sample_click(), "type"), actions=[])),
+            payload_body(changed(sample_click(), actions=[])),
+            payload_body(changed(only(sample_submission(), "type"), view={})),
+            payload_body(changed(sample_submission(), view={})),
         ],
     )
     async def test_malformed_signed_bodies_are_answered_without_a_crash(
@@ -285,7 +291,10 @@ class TestDeliveries:
     async def test_a_body_changed_after_signing_is_refused(self, harness: Harness) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, _ = await harness.requests(run, count=2)
-        body = click_body(write, ids.decision_action_id("approve"), REVIEWER)
+        click = card_click(
+            harness.sandbox, write, ids.decision_action_id("approve"), user_id=REVIEWER
+        )
+        body = payload_body(click)
         stamp = str(int(time.time()))
         signature = SignatureVerifier(harness.settings.slack_signing_secret).generate_signature(
             timestamp=stamp, body=body
@@ -301,9 +310,7 @@ class TestDeliveries:
 
 async def mentioned_run(harness: Harness, event_id: str) -> Run:
     """Start the documentation scenario with an ``@agent`` mention; return its run."""
-    status, _ = await harness.sandbox.post_signed(
-        mention_body(event_id), content_type="application/json"
-    )
+    status, _ = await harness.sandbox.post_signed(mention_body(event_id), content_type=JSON)
     assert status == 200
 
     async def queued() -> str | None:
@@ -315,20 +322,9 @@ async def mentioned_run(harness: Harness, event_id: str) -> Run:
 
 def mention_body(event_id: str) -> bytes:
     """An Events API ``app_mention`` delivery asking for the documentation scenario."""
-    event = {
-        "type": "event_callback",
-        "event_id": event_id,
-        "team_id": "T0SANDBOX",
-        "api_app_id": "A0SANDBOX",
-        "event": {
-            "type": "app_mention",
-            "user": "U0ALICE",
-            "channel": CHANNEL,
-            "ts": "1700000000.000100",
-            "text": f"<@U0BOT> {DEMO_TASK}",
-        },
-    }
-    return json.dumps(event).encode()
+    return json_body(
+        mention_payload(event_id=event_id, task=DEMO_TASK, user_id=REQUESTER, channel_id=CHANNEL)
+    )
 
 
 def set_connections(name: str, *, allowed: bool) -> None:

@@ -21,6 +21,8 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from slack_sandbox import BotUnreachable, NotSubmitted, Sandbox, SandboxError, live_mentions
+from slack_sandbox.delivery import form_body
+from slack_sandbox.payloads import slash_command_fields
 from slack_sandbox.validation import check_message, check_view
 
 SECRET = "test-signing-secret"
@@ -714,7 +716,18 @@ async def test_a_slow_answer_is_a_violation_and_is_not_applied(bot: BotStub) -> 
 
 
 async def test_post_signed_reaches_the_bot_forged_or_not(sandbox: Sandbox, bot: BotStub) -> None:
-    body = b"command=%2Fagent&text=x"
+    fields = slash_command_fields(
+        team_id="T0SANDBOX",
+        channel_id=GENERAL,
+        channel_name="general",
+        user_id=REVIEWER,
+        user_name="reviewer",
+        command="/agent",
+        text="x",
+        response_url=sandbox.base_url + "response/none",
+        trigger_id="1.2.3",
+    )
+    body = form_body(fields)
     assert (await sandbox.post_signed(body))[0] == 200
     assert (await sandbox.post_signed(body, signature="v0=forged"))[0] == 401
     assert (await sandbox.post_signed(body, timestamp=int(time.time()) - 600))[0] == 401
