@@ -1,4 +1,5 @@
-"""Turning recorded decisions into a resume value: order, completeness, stale interrupts."""
+"""agent_bridge.decisions: checking a decision against its request, and turning recorded
+decisions into a resume value (order, completeness, stale interrupts)."""
 
 from __future__ import annotations
 
