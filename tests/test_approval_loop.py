@@ -107,6 +107,7 @@ async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: 
     assert stored is not None and stored.decided_by in users
     writes = [m for m in await harness.tool_messages(run) if m.name == "write_file"]
     assert len(writes) == 1
+    await harness.decided_card(write)  # the winner's last call; each loser's is its note
     notes = await harness.wait_for(lambda: _ephemerals(harness, "already decided", 4))
     assert len(notes) == 4
     assert {n["user"] for n in notes} | {stored.decided_by} == set(users)
