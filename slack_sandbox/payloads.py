@@ -1,7 +1,8 @@
 """Interaction payloads exactly as Slack sends them to an app's request URL.
 
 Pure builders: no I/O, no clock. Slash commands are flat form fields; interactions are
-one ``payload`` form field holding JSON (see Slack's "Interactivity" reference).
+one ``payload`` form field holding JSON (see Slack's "Interactivity" reference); Events
+API deliveries are JSON bodies.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from slack_sandbox.errors import SandboxError
 from slack_sandbox.modals import public_view
-from slack_sandbox.state import APP_ID
+from slack_sandbox.state import APP_ID, BOT_USER_ID
 from slack_sandbox.validation import input_blocks
 
 VERIFICATION_TOKEN = "sandbox-verification-token"
@@ -151,6 +152,49 @@ def view_closed_payload(
         "is_cleared": is_cleared,
         "is_enterprise_install": False,
         "enterprise": None,
+    }
+
+
+def app_mention_payload(
+    *,
+    team_id: str,
+    event_id: str,
+    event_time: int,
+    user_id: str,
+    channel_id: str,
+    text: str,
+    ts: str,
+) -> dict[str, Any]:
+    """Return the Events API ``event_callback`` of an ``app_mention`` of the bot.
+
+    Slack posts it as JSON (not form-encoded); a retry carries the same ``event_id``.
+    The sandbox does not deliver events itself: tests post this with ``post_signed``.
+    """
+    return {
+        "token": VERIFICATION_TOKEN,
+        "team_id": team_id,
+        "api_app_id": APP_ID,
+        "event": {
+            "type": "app_mention",
+            "user": user_id,
+            "text": text,
+            "ts": ts,
+            "channel": channel_id,
+            "event_ts": ts,
+        },
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": event_time,
+        "authorizations": [
+            {
+                "enterprise_id": None,
+                "team_id": team_id,
+                "user_id": BOT_USER_ID,
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
+        ],
+        "is_ext_shared_channel": False,
     }
 
 

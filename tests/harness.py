@@ -12,10 +12,10 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlencode
 
 from agent_bridge.backend import Backend, open_backend
-from agent_bridge.models import ApprovalRequest, DecisionType, Run, RunState
+from agent_bridge.bus import Bus, Signal
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -52,21 +52,48 @@ def agent_config(workspace_dir: Path) -> WorkerConfig:
     )
 
 
-def click_body(request: ApprovalRequest, action_id: str, user_id: str) -> bytes:
-    """A ``block_actions`` body clicking ``action_id`` on ``request``'s card, as Slack
-    would send it, for tests that post it raw (stale or forged clicks)."""
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user_id},
-        "trigger_id": "1.2.3",
-        "container": {
-            "type": "message",
-            "channel_id": request.channel_id,
-            "message_ts": request.message_ts,
-        },
-        "actions": [{"action_id": action_id, "value": request.request_id, "type": "button"}],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()
+class SweepCountingBus:
+    """A worker's bus that counts the worker's waits on it.
+
+    The worker waits on its bus once after each sweep, so ``waits`` is how many sweeps
+    it has finished: the observable event a test waits for to prove that a worker has
+    *not* done something (see ``Harness.settled``).
+    """
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self.waits = 0
+
+    async def publish(self, signal: Signal) -> None:
+        """See ``Bus.publish``."""
+        await self.bus.publish(signal)
+
+    async def wait(self, timeout_s: float) -> list[Signal]:
+        """See ``Bus.wait``; counted."""
+        self.waits += 1
+        return await self.bus.wait(timeout_s)
+
+    async def close(self) -> None:
+        """See ``Bus.close``."""
+        await self.bus.close()
+
+
+class RunCountingStore(ApprovalStore):
+    """The web process's store, counting the runs it is asked to record.
+
+    The start listeners ask for their run (``create_run``) first thing after their ack,
+    with nothing to wait for in between, and Bolt starts a listener before the app
+    answers; so once the app has answered a delivery, ``runs_asked`` counts every run
+    the app will record for it. That answer is the event a test waits for to prove a
+    delivery started no run.
+    """
+
+    runs_asked = 0
+
+    async def create_run(self, run: Run) -> Run:
+        """See ``ApprovalStore.create_run``; counted as soon as it is called."""
+        self.runs_asked += 1
+        return await super().create_run(run)
 
 
 class Harness:
@@ -119,7 +146,8 @@ class Harness:
         self.worker_settings = worker_settings or [{} for _ in range(workers)]
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._buses: list[RedisBus] = [self.web_bus]
+        self._buses: list[Bus] = [self.web_bus]
+        self.worker_buses: list[SweepCountingBus] = []
 
     @property
     def worker(self) -> Worker:
@@ -139,9 +167,10 @@ class Harness:
         self.web_backend = await open_backend(
             self.web_settings.database_url, timeout_s=WEB_DB_TIMEOUT_S
         )
+        self.web_store = RunCountingStore(self.web_backend.db)
         self.server = await start_web(
             settings=self.web_settings,
-            store=ApprovalStore(self.web_backend.db),
+            store=self.web_store,
             bus=self.web_bus,
             client=client,
             deduper=self.deduper,
@@ -150,8 +179,9 @@ class Harness:
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
         for changes in self.worker_settings:
-            bus = RedisBus(self.worker_redis_url, channel=self.channel)
+            bus = SweepCountingBus(RedisBus(self.worker_redis_url, channel=self.channel))
             self._buses.append(bus)
+            self.worker_buses.append(bus)
             worker = build_worker(
                 settings=self.settings.model_copy(update=changes),
                 store=self.store,
@@ -221,10 +251,23 @@ class Harness:
         assert views, f"{user_id} has no modal open"
         return views[-1]
 
+    async def open_modal(
+        self, request: ApprovalRequest, decision: DecisionType, *, user_id: str = REVIEWER
+    ) -> dict[str, Any]:
+        """Click the request's ``decision`` button and wait for the modal the app opens
+        for it (after its ack, so not yet there when the click is answered); return it."""
+        before = {view["id"] for view in self.sandbox.open_views(user_id)}
+        await self.click(request, decision, user_id=user_id)
+
+        async def opened() -> dict[str, Any] | None:
+            views = self.sandbox.open_views(user_id)
+            return views[-1] if views and views[-1]["id"] not in before else None
+
+        return await self.wait_for(opened)
+
     async def reject(self, request: ApprovalRequest, reason: str, *, user_id: str = DBA) -> None:
         """Click Reject and submit the reason."""
-        await self.click(request, "reject", user_id=user_id)
-        view = await self.wait_for(lambda: self._open_view(user_id))
+        view = await self.open_modal(request, "reject", user_id=user_id)
         status, body = await self.sandbox.submit_view(
             view_id=view["id"], user_id=user_id, values={ids.REASON_BLOCK: reason}
         )
@@ -238,6 +281,58 @@ class Harness:
             return current if current.state in (RunState.DONE, RunState.FAILED) else None
 
         return await self.wait_for(ended)
+
+    async def released(self, run: Run) -> Run:
+        """Wait until no worker holds ``run`` (it is ``running`` while one does); return it.
+
+        Call it after an event that happened while a worker held the run, so the state
+        returned is the one the worker left it in.
+        """
+
+        async def let_go() -> Run | None:
+            current = await self.store.get_run(run.run_id)
+            return current if current.state != RunState.RUNNING else None
+
+        return await self.wait_for(let_go)
+
+    async def decided(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Wait until ``request`` is no longer pending (a click is recorded after its
+        ack); return it."""
+
+        async def recorded() -> ApprovalRequest | None:
+            current = await self.store.get_request(request.request_id)
+            return current if current and current.state != ApprovalState.PENDING else None
+
+        return await self.wait_for(recorded)
+
+    async def decided_card(self, request: ApprovalRequest) -> dict[str, Any]:
+        """Wait until the request's card is redrawn without decision buttons (the app
+        does it after acking the decision); return the card."""
+        assert request.channel_id and request.message_ts
+
+        async def redrawn() -> dict[str, Any] | None:
+            card = self.sandbox.message(request.channel_id or "", request.message_ts or "")
+            return None if decision_buttons(card) else card
+
+        return await self.wait_for(redrawn)
+
+    async def settled(self) -> None:
+        """Return once every worker has finished a sweep begun after this call, and every
+        run that sweep took up: whatever the database asks of a worker now has been done.
+
+        This is how a test proves a worker did *not* do something: had it been due, it
+        would have happened before this returns.
+        """
+        # A worker may be mid-sweep (begun before this call): wait for the one after it.
+        targets = [(bus, bus.waits + 2) for bus in self.worker_buses]
+        await self.web_bus.publish(Signal(kind="decision_recorded", run_id="settle"))  # wake up
+
+        async def swept() -> bool:
+            return all(bus.waits >= target for bus, target in targets)
+
+        await self.wait_for(swept)
+        for worker in self.workers:
+            await worker.idle()
 
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
@@ -257,10 +352,6 @@ class Harness:
         """The first private note containing ``text``, if any (for ``wait_for``)."""
         return next((n for n in self.sandbox.ephemerals() if text in n.get("text", "")), None)
 
-    async def _open_view(self, user_id: str) -> dict[str, Any] | None:
-        views = self.sandbox.open_views(user_id)
-        return views[-1] if views else None
-
     @staticmethod
     async def wait_for(
         probe: Callable[[], Awaitable[T | None]], timeout_s: float = WAIT_TIMEOUT_S
@@ -274,3 +365,14 @@ class Harness:
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError(f"timed out after {timeout_s} s waiting for {probe}")
             await asyncio.sleep(POLL_S)
+
+
+def decision_buttons(message: dict[str, Any]) -> list[str]:
+    """The decision ``action_id``s of a card's buttons, in order."""
+    return [
+        e["action_id"]
+        for b in message.get("blocks") or []
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    ]

@@ -1,4 +1,5 @@
-"""The scripted model, the policy file and the agent they build (in-memory checkpointer)."""
+"""The agent built from tools, a model and a policy (in-memory checkpointer): it pauses
+for review, resumes, and refuses a policy that does not fit its tools."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -15,59 +15,6 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.policy import Policy, load_policy
 from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
 from tests.harness import agent_config
-
-
-def test_the_demo_task_proposes_the_three_documentation_tools() -> None:
-    turn = ScriptedChatModel().next_turn([HumanMessage(DEMO_TASK)])
-    assert [c["name"] for c in turn.tool_calls] == ["write_file", "execute_sql", "read_data"]
-    assert turn.tool_calls == ScriptedChatModel().next_turn([HumanMessage(DEMO_TASK)]).tool_calls
-
-
-def test_a_json_task_proposes_exactly_its_calls() -> None:
-    task = json.dumps({"tool_calls": [{"name": "read_data", "args": {"table": "orders"}}]})
-    turn = ScriptedChatModel().next_turn([HumanMessage(task)])
-    assert [(c["name"], c["args"]) for c in turn.tool_calls] == [("read_data", {"table": "orders"})]
-
-
-def test_after_results_the_answer_quotes_each_result() -> None:
-    answer = ScriptedChatModel().next_turn(
-        [
-            HumanMessage(DEMO_TASK),
-            ToolMessage("Wrote 3 characters to a.txt", tool_call_id="1", name="write_file"),
-            ToolMessage("User rejected: no", tool_call_id="2", name="execute_sql"),
-        ]
-    )
-    assert not answer.tool_calls
-    assert "Wrote 3 characters to a.txt" in answer.text and "User rejected: no" in answer.text
-
-
-def test_demo_policy_gates_write_and_sql_not_read() -> None:
-    kwargs = load_policy(None).middleware_kwargs()
-    assert set(kwargs["interrupt_on"]) == {"write_file", "execute_sql", "ask_user"}
-    assert kwargs["interrupt_on"]["ask_user"]["allowed_decisions"] == ["respond"]
-    assert kwargs["interrupt_on"]["execute_sql"] == {
-        "allowed_decisions": ["approve", "reject"],
-        "description": "🚨 SQL execution requires DBA approval",
-    }
-
-
-def test_a_broken_policy_names_the_file_and_field(tmp_path: Path) -> None:
-    path = tmp_path / "policy.yml"
-    path.write_text("tools:\n  write_file:\n    allowed_decision: [approve]\n")
-    with pytest.raises(ConfigurationError, match=r"(?s)policy.yml.*allowed_decision"):
-        load_policy(path)
-
-
-async def test_write_file_refuses_a_path_outside_the_workspace(tmp_path: Path) -> None:
-    settings = agent_config(tmp_path / "ws")
-    tools = {t.name: t for t in load_tools(settings)}
-    result = await tools["write_file"].ainvoke({"path": "../../escape.txt", "content": "x"})
-    assert "outside the workspace" in result
-    assert not (tmp_path / "escape.txt").exists()
-    blank = await tools["write_file"].ainvoke({"path": "   ", "content": "x"})
-    assert blank.startswith("Refused: the path is empty")
-    ok = await tools["write_file"].ainvoke({"path": "a/b.txt", "content": "hello"})
-    assert ok == "Wrote 5 characters to a/b.txt"
 
 
 async def test_the_agent_pauses_once_for_the_turn_and_resumes(tmp_path: Path) -> None:
@@ -108,19 +55,6 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
             policy=load_policy(path),
             checkpointer=InMemorySaver(),
         )
-
-
-@pytest.mark.parametrize(
-    ("task", "says"),
-    [
-        ('{"tool_calls": [bad', "does not parse"),
-        ('{"calls": []}', '{"tool_calls"'),
-        ("Hello", DEMO_TASK),
-    ],
-)
-def test_a_task_without_calls_says_what_would_work(task: str, says: str) -> None:
-    turn = ScriptedChatModel().next_turn([HumanMessage(task)])
-    assert not turn.tool_calls and says in turn.text
 
 
 @pytest.mark.parametrize(

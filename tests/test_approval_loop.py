@@ -13,7 +13,6 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from slack_sdk.signature import SignatureVerifier
 
@@ -21,7 +20,9 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
 from slack_sandbox import live_mentions
-from tests.harness import DBA, REVIEWER, Harness
+from slack_sandbox.delivery import payload_body
+from tests.harness import DBA, REVIEWER, Harness, decision_buttons
+from tests.slack_bodies import card_click
 
 REASON = "Archive the rows before deleting them."
 
@@ -41,14 +42,9 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
     assert write.interrupt_id == sql.interrupt_id and (write.index, sql.index) == (0, 1)
     message = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    buttons = [
-        e["action_id"]
-        for b in message["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"].startswith(ids.ACTION_PREFIX)
+    assert decision_buttons(message) == [
+        ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")
     ]
-    assert buttons == [ids.decision_action_id(d) for d in ("approve", "edit", "reject", "respond")]
     sql_message = harness.sandbox.message(sql.channel_id or "", sql.message_ts or "")
     assert "SQL execution requires DBA approval" in json.dumps(sql_message["blocks"])
 
@@ -70,14 +66,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert any(t.startswith("Done.") or "Done." in t for t in texts), texts
     decided = await harness.store.requests_for_run(run.run_id)
     assert {r.state for r in decided} == {ApprovalState.APPLIED}
-    card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
-    assert not [
-        e
-        for b in card["blocks"]
-        if b["type"] == "actions"
-        for e in b["elements"]
-        if e["action_id"].startswith(ids.ACTION_PREFIX)
-    ]
+    card = await harness.decided_card(write)  # redrawn by the app after the click's ack
     assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
     assert texts[0].startswith("Done: Archive old orders")  # the run's first message, redrawn
 
@@ -85,8 +74,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
 async def test_edit_changes_the_path_written(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
-    await harness.click(write, "edit")
-    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    view = await harness.open_modal(write, "edit")
     assert len(view["title"]["text"]) <= 24
     status, body = await harness.sandbox.submit_view(
         view_id=view["id"],
@@ -119,6 +107,7 @@ async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: 
     assert stored is not None and stored.decided_by in users
     writes = [m for m in await harness.tool_messages(run) if m.name == "write_file"]
     assert len(writes) == 1
+    await harness.decided_card(write)  # the winner's last call; each loser's is its note
     notes = await harness.wait_for(lambda: _ephemerals(harness, "already decided", 4))
     assert len(notes) == 4
     assert {n["user"] for n in notes} | {stored.decided_by} == set(users)
@@ -127,7 +116,8 @@ async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: 
 async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, _ = await harness.requests(run, count=2)
-    body = _approve_body(harness, write.request_id, write.channel_id or "", write.message_ts or "")
+    click = card_click(harness.sandbox, write, ids.decision_action_id("approve"), user_id=DBA)
+    body = payload_body(click)
     forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
     stale = await harness.sandbox.post_signed(body, timestamp=int(time.time()) - 600)
     assert forged[0] == 401 and stale[0] == 401
@@ -147,12 +137,12 @@ async def test_agent_text_never_becomes_a_live_mention(harness: Harness) -> None
         {"tool_calls": [{"name": "write_file", "args": {"path": "notes.txt", "content": hostile}}]}
     )
     (write,) = await harness.requests(run, count=1)
-    await harness.click(write, "reject", user_id=REVIEWER)
-    view = await harness.wait_for(lambda: _view(harness, REVIEWER))
+    view = await harness.open_modal(write, "reject", user_id=REVIEWER)
     await harness.sandbox.submit_view(
         view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: hostile}
     )
     await harness.finished(run)
+    await harness.decided_card(write)  # the card redrawn with the reason, after the ack
     sent = json.dumps([c["args"] for c in harness.sandbox.calls])
     assert "ping" in sent  # the hostile text did reach Slack, escaped
     found = set(live_mentions(sent.replace("\\u003c", "<").replace("\\u003e", ">")))
@@ -163,10 +153,12 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
     for decision in ("edit", "reject", "respond"):
-        await harness.click(write, decision)  # type: ignore[arg-type]
+        await harness.open_modal(write, decision)  # type: ignore[arg-type]
     await harness.click(write, "approve")
     await harness.reject(sql, REASON)
     await harness.finished(run)
+    for request in (write, sql):
+        await harness.decided_card(request)  # the app's last calls, after the acks
     methods = {c["method"] for c in harness.sandbox.calls}
     assert {"chat.postMessage", "chat.update", "views.open"} <= methods
     assert all(c["ok"] for c in harness.sandbox.calls), [
@@ -175,32 +167,6 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
     assert harness.sandbox.violations == []
 
 
-async def _view(harness: Harness, user_id: str) -> dict[str, Any] | None:
-    views = harness.sandbox.open_views(user_id)
-    return views[-1] if views else None
-
-
 async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str, Any]] | None:
     notes = [n for n in harness.sandbox.ephemerals() if text in n.get("text", "")]
     return notes if len(notes) >= count else None
-
-
-def _approve_body(harness: Harness, request_id: str, channel_id: str, ts: str) -> bytes:
-    payload = {
-        "type": "block_actions",
-        "user": {"id": DBA, "username": "dba"},
-        "trigger_id": "1.2.3",
-        "container": {"type": "message", "channel_id": channel_id, "message_ts": ts},
-        "team": {"id": "T0SANDBOX"},
-        "api_app_id": "A0SANDBOX",
-        "actions": [
-            {
-                "action_id": ids.decision_action_id("approve"),
-                "block_id": "b",
-                "value": request_id,
-                "type": "button",
-                "action_ts": "1",
-            }
-        ],
-    }
-    return urlencode({"payload": json.dumps(payload)}).encode()

@@ -10,6 +10,10 @@ import pytest
 from agent_bridge.bus import Bus, InProcessBus, Signal
 from agent_bridge.redis_bus import RedisBus
 
+LONG_WAIT_S = 60.0
+"""A wait the tests never sit out: returning earlier means a signal ended it."""
+WOKEN_WITHIN_S = 5.0
+
 
 @pytest.fixture(params=["in_process", "redis"])
 async def any_bus(request: pytest.FixtureRequest, bus: RedisBus) -> AsyncIterator[Bus]:
@@ -22,10 +26,20 @@ async def any_bus(request: pytest.FixtureRequest, bus: RedisBus) -> AsyncIterato
 
 
 async def test_a_signal_wakes_a_waiting_worker(any_bus: Bus) -> None:
-    waiter = asyncio.create_task(any_bus.wait(5.0))
-    await asyncio.sleep(0.1)
+    waiting = asyncio.Event()
+
+    async def worker() -> list[Signal]:
+        waiting.set()
+        return await any_bus.wait(LONG_WAIT_S)
+
+    waiter = asyncio.create_task(worker())
+    await waiting.wait()  # resumes once the worker is suspended inside wait()
+    assert not waiter.done()
     await any_bus.publish(Signal(kind="decision_recorded", run_id="run-1"))
-    assert await asyncio.wait_for(waiter, 5.0) == [Signal(kind="decision_recorded", run_id="run-1")]
+    # Back well before its timeout: woken by the signal.
+    assert await asyncio.wait_for(waiter, WOKEN_WITHIN_S) == [
+        Signal(kind="decision_recorded", run_id="run-1")
+    ]
 
 
 async def test_wait_times_out_with_no_signal(any_bus: Bus) -> None:

@@ -38,8 +38,7 @@ async def open_edit(harness: Harness) -> tuple[Any, dict[str, Any]]:
     run = await harness.start_run(CALL)
     (request,) = await harness.requests(run, count=1)
     assert request.description == "📨 2 copies of 'November' will go out"  # the callable's
-    await harness.click(request, "edit")
-    view = await harness.wait_for(lambda: _view(harness))
+    view = await harness.open_modal(request, "edit")
     return request, view
 
 
@@ -90,8 +89,3 @@ async def test_a_good_structured_edit_reaches_the_tool(harness: Harness) -> None
     assert run.state == RunState.DONE
     (result,) = await harness.tool_messages(run)
     assert "Sent 3 copies of 'November' to grace@example.com, ken@example.com" in result.content
-
-
-async def _view(harness: Harness) -> dict[str, Any] | None:
-    views = harness.sandbox.open_views(REVIEWER)
-    return views[-1] if views else None

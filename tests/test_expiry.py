@@ -15,7 +15,9 @@ from agent_bridge.policy import load_policy
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
-from tests.harness import DBA, Harness, click_body
+from slack_sandbox.delivery import payload_body
+from tests.harness import DBA, Harness
+from tests.slack_bodies import card_click
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -62,12 +64,12 @@ async def test_a_request_is_reminded_then_expires_with_the_default_decision(
     assert not (harness.settings.workspace_dir / "files/archive/old_orders.csv").exists()
     card = harness.sandbox.message(write.channel_id or "", write.message_ts or "")
     assert "Expired: no reviewer decided in time" in json.dumps(card["blocks"])
+    await harness.settled()  # a second reminder, were one due, would be posted by now
     assert len(await _reminders(harness, run) or []) == 1  # once, however many sweeps
 
     # A client still showing the old buttons clicks Approve: it is told, privately.
-    status, _ = await harness.sandbox.post_signed(
-        click_body(write, ids.decision_action_id("approve"), DBA)
-    )
+    stale = card_click(harness.sandbox, write, ids.decision_action_id("approve"), user_id=DBA)
+    status, _ = await harness.sandbox.post_signed(payload_body(stale))
     assert status == 200
     note = await harness.wait_for(lambda: harness.ephemeral("already decided"))
     assert note["user"] == DBA and "Rejected" in note["text"]

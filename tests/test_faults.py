@@ -5,26 +5,37 @@ deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web,
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
-from urllib.parse import urlencode
 
 import psycopg
 import pytest
 import redis
 from slack_sdk.signature import SignatureVerifier
 
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
+from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
+from slack_sandbox.delivery import form_body, payload_body
 from tests import services
-from tests.harness import CHANNEL, DBA, REVIEWER, Harness, click_body
+from tests.harness import CHANNEL, DBA, REQUESTER, REVIEWER, Harness
+from tests.slack_bodies import (
+    JSON,
+    card_click,
+    changed,
+    command_fields,
+    json_body,
+    mention_payload,
+    only,
+    sample_click,
+    sample_submission,
+)
 
 REASON = "Archive the rows before deleting them."
 DEAD_REDIS = "redis://127.0.0.1:1/0"
-SETTLE_S = 0.5
+RUN_TASKS = "SELECT task FROM runs"
 REVIEWERS = {f"U0R{i:02d}": f"reviewer{i}" for i in range(20)}
 
 
@@ -53,9 +64,9 @@ class TestConcurrency:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
         approvers, rejecters = list(REVIEWERS)[:10], list(REVIEWERS)[10:]
-        for user in rejecters:  # each opens the Reject modal first
-            await harness.click(write, "reject", user_id=user)
-        views = {u: harness.top_view(u)["id"] for u in rejecters}
+        views = {  # each opens the Reject modal first
+            u: (await harness.open_modal(write, "reject", user_id=u))["id"] for u in rejecters
+        }
         answers = await asyncio.gather(
             *(harness.click(write, "approve", user_id=u) for u in approvers),
             *(
@@ -74,11 +85,13 @@ class TestConcurrency:
             "already decided" in harness.top_view(u)["errors"][ids.REASON_BLOCK]
             for u in modal_losers
         )
-        click_losers = [
-            n["user"]
-            for n in harness.sandbox.ephemerals()
-            if "already decided" in n.get("text", "")
-        ]
+
+        async def told() -> list[str] | None:  # click losers are told after the ack
+            notes = harness.sandbox.ephemerals()
+            users = [n["user"] for n in notes if "already decided" in n.get("text", "")]
+            return users if len(users) + len(modal_losers) + 1 >= len(REVIEWERS) else None
+
+        click_losers = await harness.wait_for(told)
         assert sorted([*modal_losers, *click_losers, winner]) == sorted(REVIEWERS)
         await harness.reject(sql, REASON)
         await harness.finished(run)
@@ -87,6 +100,7 @@ class TestConcurrency:
 
     async def test_two_workers_apply_each_decision_once(self, harness: Harness) -> None:
         done = await finish_demo(harness)
+        await harness.settled()  # the other worker, had it a second go, has had it now
         assert len(harness.workers) == 2
         assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
         texts = harness.thread_texts(done)
@@ -107,12 +121,28 @@ class TestRedisDown:
 
 
 async def test_a_flushed_redis_loses_nothing(harness: Harness) -> None:
-    run = await harness.start_run(DEMO_TASK)
+    """Flushed while it holds the dedupe key of the event that started the run, and
+    between the run's two decisions: the database has everything the run needs."""
+    run = await mentioned_run(harness, "Ev0042")
     write, sql = await harness.requests(run, count=2)
     await harness.click(write, "approve")
-    redis.Redis.from_url(services.redis_url()).flushdb()
+    assert (await harness.decided(write)).decided_by == REVIEWER
+    client = redis.Redis.from_url(services.redis_url())
+    assert client.ttl(EVENT_KEY_PREFIX + "Ev0042") > 0  # Redis holds something to flush
+    client.flushdb()
+    assert client.dbsize() == 0
     await harness.reject(sql, REASON)
-    assert (await harness.finished(run)).state == RunState.DONE
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
+    # The approval given before the flush was applied after it: the file was written.
+    written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
+    assert written.read_text().startswith("id,customer")
+    assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
+    stored = await harness.store.requests_for_run(run.run_id)
+    assert [(r.decided_by, r.state) for r in stored] == [
+        (REVIEWER, ApprovalState.APPLIED),
+        (DBA, ApprovalState.APPLIED),
+    ]
 
 
 async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
@@ -132,8 +162,7 @@ class TestPostgresOutage:
     ) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
-        await harness.click(sql, "reject", user_id=DBA)  # a modal open before the outage
-        view = harness.top_view(DBA)
+        view = await harness.open_modal(sql, "reject", user_id=DBA)  # open before the outage
         name = harness.settings.database_url.rsplit("/", 1)[1]
         set_connections(name, allowed=False)
         try:
@@ -209,60 +238,44 @@ class TestSlackFailures:
 
 class TestDeliveries:
     async def test_a_retried_event_starts_one_run(self, harness: Harness) -> None:
-        event = {
-            "type": "event_callback",
-            "event_id": "Ev0001",
-            "team_id": "T0SANDBOX",
-            "api_app_id": "A0SANDBOX",
-            "event": {
-                "type": "app_mention",
-                "user": "U0ALICE",
-                "channel": CHANNEL,
-                "ts": "1700000000.000100",
-                "text": f"<@U0BOT> {DEMO_TASK}",
-            },
-        }
-        body = json.dumps(event).encode()
-        first = await harness.sandbox.post_signed(body, content_type="application/json")
+        body = mention_body("Ev0001")
+        first = await harness.sandbox.post_signed(body, content_type=JSON)
         retry = await harness.sandbox.post_signed(
             body,
-            content_type="application/json",
+            content_type=JSON,
             headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
         )
         assert first[0] == retry[0] == 200
+        # Both answered: a listener asks for its run before its delivery is answered.
+        assert harness.web_store.runs_asked == 1
 
         async def runs() -> list[str] | None:
-            return [r["task"] for r in await harness.store.db.fetch_all("SELECT task FROM runs")]
+            return [r["task"] for r in await harness.store.db.fetch_all(RUN_TASKS)]
 
         assert await harness.wait_for(runs) == [DEMO_TASK]
-        await asyncio.sleep(SETTLE_S)  # a second run, were one started, would be there now
-        assert await runs() == [DEMO_TASK]
 
     async def test_an_unsigned_ssl_check_reaches_no_listener(self, harness: Harness) -> None:
-        body = urlencode(
-            {
-                "ssl_check": "1",
-                "token": "x",
-                "command": "/agent",
-                "text": DEMO_TASK,
-                "user_id": "U0ALICE",
-                "channel_id": CHANNEL,
-            }
-        ).encode()
-        status, _ = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
-        assert status == 200
-        await asyncio.sleep(SETTLE_S)  # a run, were one started, would be recorded by now
-        assert await harness.store.db.fetch_all("SELECT run_id FROM runs") == []
+        command = command_fields(
+            command="/agent", text=DEMO_TASK, user_id=REQUESTER, channel_id=CHANNEL
+        )
+        body = form_body(command | {"ssl_check": "1"})
+        answer = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
+        assert answer == (200, "")  # not the command's ack ("Starting a run for: ...")
+        # Answered: a listener asks for its run before its delivery is answered.
+        assert harness.web_store.runs_asked == 0
+        assert await harness.store.db.fetch_all(RUN_TASKS) == []
 
     @pytest.mark.parametrize(
         "body",
         [
-            b"payload=%7Bnot",
-            b"payload=%5B%5D",
-            b"payload=null",
-            b"payload=%22just%20text%22",
-            b'payload={"type":"block_actions","actions":[]}',
-            b'payload={"type":"view_submission","view":{}}',
+            form_body({"payload": "{not"}),
+            form_body({"payload": "[]"}),
+            form_body({"payload": "null"}),
+            form_body({"payload": '"just text"'}),
+            payload_body(changed(only(sample_click(), "type"), actions=[])),
+            payload_body(changed(sample_click(), actions=[])),
+            payload_body(changed(only(sample_submission(), "type"), view={})),
+            payload_body(changed(sample_submission(), view={})),
         ],
     )
     async def test_malformed_signed_bodies_are_answered_without_a_crash(
@@ -278,7 +291,10 @@ class TestDeliveries:
     async def test_a_body_changed_after_signing_is_refused(self, harness: Harness) -> None:
         run = await harness.start_run(DEMO_TASK)
         write, _ = await harness.requests(run, count=2)
-        body = click_body(write, ids.decision_action_id("approve"), REVIEWER)
+        click = card_click(
+            harness.sandbox, write, ids.decision_action_id("approve"), user_id=REVIEWER
+        )
+        body = payload_body(click)
         stamp = str(int(time.time()))
         signature = SignatureVerifier(harness.web_settings.slack_signing_secret).generate_signature(
             timestamp=stamp, body=body
@@ -290,6 +306,25 @@ class TestDeliveries:
         assert status == 401
         stored = await harness.store.get_request(write.request_id)
         assert stored is not None and stored.state == ApprovalState.PENDING
+
+
+async def mentioned_run(harness: Harness, event_id: str) -> Run:
+    """Start the documentation scenario with an ``@agent`` mention; return its run."""
+    status, _ = await harness.sandbox.post_signed(mention_body(event_id), content_type=JSON)
+    assert status == 200
+
+    async def queued() -> str | None:
+        rows = await harness.store.db.fetch_all("SELECT run_id FROM runs")
+        return rows[0]["run_id"] if rows else None
+
+    return await harness.store.get_run(await harness.wait_for(queued))
+
+
+def mention_body(event_id: str) -> bytes:
+    """An Events API ``app_mention`` delivery asking for the documentation scenario."""
+    return json_body(
+        mention_payload(event_id=event_id, task=DEMO_TASK, user_id=REQUESTER, channel_id=CHANNEL)
+    )
 
 
 def set_connections(name: str, *, allowed: bool) -> None:

@@ -9,13 +9,14 @@ import asyncio
 import json
 import re
 from typing import Any
-from urllib.parse import urlencode
 
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
 from slack_sandbox import live_mentions
-from tests.harness import DBA, REVIEWER, Harness, click_body
+from slack_sandbox.delivery import payload_body
+from tests.harness import DBA, REVIEWER, Harness
+from tests.slack_bodies import card_click, submission_payload
 
 HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C1> <!subteam^S1> <https://evil.example|ok>"
 BIG = "0123456789" * 10_000  # 100 KB
@@ -39,12 +40,13 @@ async def test_mentions_in_any_agent_text_are_never_live(harness: Harness) -> No
     )
     sql, write = await harness.requests(run, count=2)
     await harness.click(sql, "approve", user_id=DBA)
-    await harness.click(write, "reject", user_id=REVIEWER)
-    view = harness.top_view(REVIEWER)
+    view = await harness.open_modal(write, "reject", user_id=REVIEWER)
     await harness.sandbox.submit_view(
         view_id=view["id"], user_id=REVIEWER, values={ids.REASON_BLOCK: HOSTILE}
     )
     done = await harness.finished(run)
+    for card in (sql, write):
+        await harness.decided_card(card)  # the reason shows there, redrawn after the ack
     assert HOSTILE in (done.final_answer or "")  # the data went everywhere ...
     sent = slack_text(harness)
     assert sent.count("&lt;!channel&gt;") >= 4  # card, result, reason, answer
@@ -88,6 +90,8 @@ async def test_sixty_gated_calls_in_one_turn(harness: Harness) -> None:
     await asyncio.gather(*(harness.click(r, "approve") for r in requests))
     done = await harness.finished(run)
     assert done.state == RunState.DONE
+    for request in requests:
+        await harness.decided_card(request)  # each click's last call, after its ack
     assert len(list((harness.settings.workspace_dir / "files").glob("f*.txt"))) == 60
     updates = [c for c in harness.sandbox.calls if c["method"] == "chat.update"]
     assert len(updates) <= 61  # each decided card once (+ the run's first message)
@@ -100,14 +104,14 @@ async def test_unknown_actions_and_stale_buttons_are_answered_privately(
         {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
     )
     (write,) = await harness.requests(run, count=1)
-    status, _ = await harness.sandbox.post_signed(click_body(write, "approval:frobnicate", DBA))
+    unknown = card_click(harness.sandbox, write, "approval:frobnicate", user_id=DBA)
+    status, _ = await harness.sandbox.post_signed(payload_body(unknown))
     assert status == 200
     assert await harness.wait_for(lambda: harness.ephemeral("no longer open"))
     await harness.click(write, "approve")
     await harness.finished(run)
-    status, _ = await harness.sandbox.post_signed(
-        click_body(write, ids.decision_action_id("approve"), DBA)
-    )
+    stale = card_click(harness.sandbox, write, ids.decision_action_id("approve"), user_id=DBA)
+    status, _ = await harness.sandbox.post_signed(payload_body(stale))
     assert status == 200
     note = await harness.wait_for(lambda: harness.ephemeral("already decided"))
     assert note["user"] == DBA
@@ -116,37 +120,14 @@ async def test_unknown_actions_and_stale_buttons_are_answered_privately(
 async def test_a_modal_submitted_twice_records_once(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     _, sql = await harness.requests(run, count=2)
-    await harness.click(sql, "reject", user_id=DBA)
-    view = harness.top_view(DBA)
-    body = urlencode(
-        {
-            "payload": json.dumps(
-                {
-                    "type": "view_submission",
-                    "user": {"id": DBA},
-                    "trigger_id": "1.2.3",
-                    "view": {
-                        "id": view["id"],
-                        "type": "modal",
-                        "callback_id": view["callback_id"],
-                        "private_metadata": view["private_metadata"],
-                        "state": {
-                            "values": {
-                                ids.REASON_BLOCK: {
-                                    ids.REASON_ACTION: {
-                                        "type": "plain_text_input",
-                                        "value": "first",
-                                    }
-                                }
-                            }
-                        },
-                    },
-                }
-            )
-        }
-    ).encode()
-    first = await harness.sandbox.post_signed(body)
-    second = await harness.sandbox.post_signed(body.replace(b"first", b"again"))
+    view = await harness.open_modal(sql, "reject", user_id=DBA)
+
+    def submission(reason: str) -> bytes:
+        values = {ids.REASON_BLOCK: reason}
+        return payload_body(submission_payload(view, user_id=DBA, values=values))
+
+    first = await harness.sandbox.post_signed(submission("first"))
+    second = await harness.sandbox.post_signed(submission("again"))
     assert first == (200, "")
     answer = json.loads(second[1])
     assert answer["response_action"] == "errors"
