@@ -35,6 +35,7 @@ from agent_bridge.store_sql import (
     INSERT_RUN,
     MARK_APPLIED,
     MARK_REMINDED,
+    MOVE_MESSAGE,
     RECORD_DECISION,
     RELEASE_RUN,
     RENEW_LEASE,
@@ -252,6 +253,16 @@ class ApprovalStore:
                 "now": self.clock(),
             },
         )
+
+    async def move_message(self, request_id: str, *, old_ts: str, message_ts: str) -> bool:
+        """Point the request at its re-posted message, if it is still at ``old_ts``: a
+        compare-and-set, so of two processes re-posting one deleted card one wins.
+
+        Returns:
+            Whether this call moved it (``False``: someone else re-posted it first).
+        """
+        params = {"request_id": request_id, "old_ts": old_ts, "message_ts": message_ts}
+        return await self.db.execute(MOVE_MESSAGE, params) == 1
 
     async def record_decision(
         self, request_id: str, decision: Decision, *, user_id: str

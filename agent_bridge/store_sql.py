@@ -54,6 +54,8 @@ SELECT_LATEST_RUN = "SELECT * FROM runs ORDER BY created_at DESC LIMIT 1"
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
         expires_at = COALESCE(expires_at, :now + review_timeout_s)
     WHERE request_id = :request_id"""
+MOVE_MESSAGE = """UPDATE approval_requests SET message_ts = :message_ts
+    WHERE request_id = :request_id AND message_ts = :old_ts"""
 RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
         note = NULL

@@ -39,7 +39,7 @@ from bot.modals import (
 )
 from bot.payloads import BlockActions, parse
 from bot.recorder import DecisionRecorder
-from bot.slack_gateway import SlackGateway
+from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +61,7 @@ class ActionListeners:
         slack: The Slack gateway (private answers, modals).
     """
 
-    def __init__(
-        self, *, store: ApprovalStore, recorder: DecisionRecorder, slack: SlackGateway
-    ) -> None:
+    def __init__(self, *, store: ApprovalStore, recorder: DecisionRecorder, slack: Slack) -> None:
         self.store = store
         self.recorder = recorder
         self.slack = slack
@@ -148,11 +146,24 @@ class ActionListeners:
             return
         outcome = await self.recorder.record(request_id, decision, user_id=payload.user.id)
         if isinstance(outcome, Recorded):
-            await self.recorder.refresh(outcome.request)
+            await self._refresh(outcome.request)
         elif isinstance(outcome, AlreadyDecided):
             await self.tell(payload, already_decided_text(outcome.request))
         else:
             await self.tell(payload, wording.STALE_TEXT)
+
+    async def _refresh(self, request: ApprovalRequest) -> None:
+        """Redraw the decided card; the decision is recorded, so a database failure here
+        is logged, never told to the reviewer as "not recorded"."""
+        try:
+            await self.recorder.refresh(request)
+        except StoreUnavailableError as exc:
+            logger.warning(
+                "run=%s request=%s recorded, card not redrawn: %s",
+                request.run_id,
+                request.request_id,
+                exc,
+            )
 
     async def _open_modal(self, payload: BlockActions, request_id: str, decision_type: str) -> None:
         request = await self.store.get_request(request_id)

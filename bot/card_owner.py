@@ -17,7 +17,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from agent_bridge.store import ApprovalStore
 from bot.cards import draw_card
 from bot.errors import MessageGoneError, SlackCallError
-from bot.slack_gateway import SlackGateway
+from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class CardOwner:
         slack: The Slack gateway.
     """
 
-    def __init__(self, *, store: ApprovalStore, slack: SlackGateway) -> None:
+    def __init__(self, *, store: ApprovalStore, slack: Slack) -> None:
         self.store = store
         self.slack = slack
 
@@ -65,9 +65,10 @@ class CardOwner:
         await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
         return request.model_copy(update={"channel_id": channel_id, "message_ts": ts})
 
-    async def redraw(self, request_id: str) -> ApprovalRequest | None:
-        """Redraw the request's card, and its pending siblings in a batch of up to
-        ``SIBLING_REDRAW_MAX``, from the store's current state.
+    async def redraw(self, request_id: str, *, siblings: bool = True) -> ApprovalRequest | None:
+        """Redraw the request's card from the store's current state and, with
+        ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
+        up to ``SIBLING_REDRAW_MAX``.
 
         Slack failures are logged, not raised: what changed is already recorded.
 
@@ -79,23 +80,23 @@ class CardOwner:
         if request is None:
             return None
         run = await self.store.get_run(request.run_id)
-        siblings = await self.store.requests_for_interrupt(request.interrupt_id)
+        batch = await self.store.requests_for_interrupt(request.interrupt_id)
         others = [
-            r for r in siblings if r.request_id != request_id and r.state == ApprovalState.PENDING
+            r for r in batch if r.request_id != request_id and r.state == ApprovalState.PENDING
         ]
-        if len(siblings) > SIBLING_REDRAW_MAX:
+        if not siblings or len(batch) > SIBLING_REDRAW_MAX:
             others = []
-        drawn = await self._redraw_one(request, siblings, run)
+        drawn = await self._redraw_one(request, batch, run)
         for sibling in others:
-            await self._redraw_one(sibling, siblings, run)
+            await self._redraw_one(sibling, batch, run)
         return drawn
 
     async def _redraw_one(
-        self, request: ApprovalRequest, siblings: list[ApprovalRequest], run: Run
+        self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
     ) -> ApprovalRequest:
         if request.channel_id is None or request.message_ts is None:
             return request  # never posted: the worker's sweep posts it
-        text, blocks = draw_card(request, siblings, run)
+        text, blocks = draw_card(request, batch, run)
         try:
             await self.slack.update_message(
                 team_id=run.team_id,
@@ -117,17 +118,50 @@ class CardOwner:
             )
         return request
 
-    async def _repost(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
-        """Post again a pending card someone deleted, so the request can still be decided."""
+    async def _repost(self, gone: ApprovalRequest, run: Run) -> ApprovalRequest:
+        """Post again a pending card someone deleted, so the request can still be decided.
+
+        Only from fresh state, and only once: the new message is recorded with a
+        compare-and-set on the old one, and a process that loses that race deletes its
+        own post. A request decided while its card was being posted again is redrawn at
+        once, so no live buttons remain.
+        """
+        assert gone.channel_id is not None and gone.message_ts is not None
+        current = await self.store.get_request(gone.request_id)
+        if current is None or current.state != ApprovalState.PENDING:
+            return current or gone
+        if current.message_ts != gone.message_ts:
+            return current  # someone else posted it again already
+        batch = await self.store.requests_for_interrupt(current.interrupt_id)
+        text, blocks = draw_card(current, batch, run)
         try:
-            posted = await self.post(request, run)
+            ts = await self.slack.post_message(
+                team_id=run.team_id,
+                channel_id=gone.channel_id,
+                text=text,
+                blocks=blocks,
+                thread_ts=current.thread_ts,
+            )
         except SlackCallError as exc:
             logger.warning(
-                "run=%s request=%s deleted card not re-posted: %s",
-                request.run_id,
-                request.request_id,
-                exc,
+                "run=%s request=%s deleted card not re-posted: %s", run.run_id, gone.request_id, exc
             )
-            return request
-        logger.info("run=%s request=%s deleted card re-posted", request.run_id, request.request_id)
-        return posted
+            return current
+        if not await self.store.move_message(
+            gone.request_id, old_ts=gone.message_ts, message_ts=ts
+        ):
+            await self._take_back(run, gone.channel_id, ts)
+            return await self.store.get_request(gone.request_id) or current
+        logger.info("run=%s request=%s deleted card re-posted", run.run_id, gone.request_id)
+        moved = await self.store.get_request(gone.request_id) or current
+        if moved.state != ApprovalState.PENDING:
+            batch = await self.store.requests_for_interrupt(moved.interrupt_id)
+            return await self._redraw_one(moved, batch, run)
+        return moved
+
+    async def _take_back(self, run: Run, channel_id: str, ts: str) -> None:
+        """Delete a re-post that lost the race to another one."""
+        try:
+            await self.slack.delete_message(team_id=run.team_id, channel_id=channel_id, ts=ts)
+        except SlackCallError as exc:
+            logger.warning("run=%s duplicate re-post %s not deleted: %s", run.run_id, ts, exc)

@@ -16,7 +16,7 @@ Rate limits and transient failures are slack_sdk's retry handlers' job (see
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -37,6 +37,52 @@ CHANNEL_UNREACHABLE_CODES = frozenset(
 )
 """Slack's ``error`` codes per kind (https://api.slack.com/methods/chat.postMessage#errors,
 https://api.slack.com/methods/chat.update#errors)."""
+
+
+class Slack(Protocol):
+    """The gateway's port: the Web API calls the product makes. ``SlackGateway`` is the
+    real one; ``bot.testing.MemoryGateway`` its twin (one contract suite runs both)."""
+
+    async def post_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        text: str,
+        blocks: list[dict[str, Any]],
+        thread_ts: str | None = None,
+    ) -> str:
+        """Post; return the new message's ``ts``."""
+        ...
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        """Replace a message's text and blocks."""
+        ...
+
+    async def delete_message(self, *, team_id: str | None, channel_id: str, ts: str) -> None:
+        """Delete one of the bot's messages."""
+        ...
+
+    async def post_ephemeral(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        user_id: str,
+        text: str,
+        thread_ts: str | None = None,
+    ) -> None:
+        """Post a message only ``user_id`` sees."""
+        ...
+
+    async def open_view(
+        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
+    ) -> None:
+        """Open a modal with a click's ``trigger_id``."""
+        ...
+
 
 ClientFor = Callable[[str | None], AsyncWebClient]
 """``team_id -> client`` with that workspace's bot token."""
@@ -62,7 +108,9 @@ def translate(method: str, exc: Exception) -> SlackCallError:
             retryable=True,
         )
     status = exc.response.status_code
-    code = str(exc.response.get("error") or f"HTTP {status}")
+    data = exc.response.data  # a proxy's 5xx may be text or bytes, not Slack's JSON
+    error = data.get("error") if isinstance(data, dict) else None
+    code = str(error or f"HTTP {status}")
     message = f"{method} failed: {code} (HTTP {status})"
     if status == 429 or status >= 500:
         return SlackUnavailableError(message, method=method, code=code, retryable=True)
@@ -119,6 +167,17 @@ class SlackGateway:
             self._client_for(team_id).chat_update(
                 channel=channel_id, ts=ts, text=text, blocks=blocks
             ),
+        )
+
+    async def delete_message(self, *, team_id: str | None, channel_id: str, ts: str) -> None:
+        """``chat.delete`` of the bot's own message ``ts`` in ``channel_id``.
+
+        Raises:
+            MessageGoneError: It was deleted already.
+            SlackCallError: Any other kind.
+        """
+        await self._call(
+            "chat.delete", self._client_for(team_id).chat_delete(channel=channel_id, ts=ts)
         )
 
     async def post_ephemeral(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agent_bridge.models import ApprovalRequest, Run, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from bot.blocks import (
     Message,
     render_final_answer,
@@ -23,7 +23,7 @@ from bot.blocks import (
 )
 from bot.card_owner import CardOwner
 from bot.errors import SlackCallError
-from bot.slack_gateway import SlackGateway
+from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class SlackNotifier:
         cards: The card owner (posts and redraws approval cards).
     """
 
-    def __init__(self, *, slack: SlackGateway, cards: CardOwner) -> None:
+    def __init__(self, *, slack: Slack, cards: CardOwner) -> None:
         self.slack = slack
         self.cards = cards
 
@@ -54,9 +54,12 @@ class SlackNotifier:
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.reminder``: posted where the card is (in its Slack thread, or under
-        it in ``APPROVALS_CHANNEL``), so the reviewers see it. The card is redrawn first,
-        so a deleted one is posted again and the reminder goes under it."""
-        current = await self.cards.redraw(request.request_id) or request
+        it in ``APPROVALS_CHANNEL``), so the reviewers see it. The card alone is redrawn
+        first, so a deleted one is posted again and the reminder goes under it; a request
+        decided meanwhile gets no reminder."""
+        current = await self.cards.redraw(request.request_id, siblings=False)
+        if current is None or current.state != ApprovalState.PENDING:
+            return  # decided (or gone) meanwhile: nothing to remind of
         await self._post(
             run,
             current.channel_id or run.channel_id,

@@ -25,7 +25,7 @@ from bot.actions import Ack
 from bot.errors import PayloadError, SlackCallError
 from bot.mrkdwn import truncate
 from bot.payloads import AppMention, MentionCallback, SlashCommand, parse
-from bot.slack_gateway import SlackGateway
+from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class StartListeners:
         *,
         store: ApprovalStore,
         bus: Bus,
-        slack: SlackGateway,
+        slack: Slack,
         channel_agents: Mapping[str, str],
     ) -> None:
         self.store = store

@@ -136,7 +136,10 @@ class SubmissionListeners:
             return
         await ack()
         if request is not None:
-            await self.recorder.refresh(request)
+            try:
+                await self.recorder.refresh(request)
+            except StoreUnavailableError as exc:  # recorded already: only the redraw waits
+                logger.warning("request=%s card not redrawn: %s", request.request_id, exc)
 
     async def _check_and_record(
         self, payload: ViewSubmission, build: Build

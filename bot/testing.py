@@ -14,7 +14,12 @@ from typing import Any
 
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.store import ApprovalStore
-from bot.errors import ChannelUnreachableError, MessageGoneError, SlackRefusedError
+from bot.errors import (
+    ChannelUnreachableError,
+    MessageGoneError,
+    SlackRefusedError,
+    SlackUnavailableError,
+)
 
 
 @dataclass
@@ -28,6 +33,7 @@ class MemoryGateway:
         ephemerals: ``(channel_id, user_id, text)`` in order.
         views: Views opened, in order.
         triggers: Trigger IDs ``open_view`` accepts (each once).
+        outage: Calls left that fail as an outage would (``SlackUnavailableError``).
     """
 
     channels: set[str] = field(default_factory=lambda: {"C1"})
@@ -35,6 +41,7 @@ class MemoryGateway:
     ephemerals: list[tuple[str, str, str]] = field(default_factory=list)
     views: list[dict[str, Any]] = field(default_factory=list)
     triggers: set[str] = field(default_factory=set)
+    outage: int = 0
     _next_ts: int = 1
 
     async def post_message(
@@ -80,6 +87,17 @@ class MemoryGateway:
             )
         message.update(text=text, blocks=blocks)
 
+    async def delete_message(self, *, team_id: str | None, channel_id: str, ts: str) -> None:
+        """See ``SlackGateway.delete_message``."""
+        self._reachable("chat.delete", channel_id)
+        if self.messages.pop((channel_id, ts), None) is None:
+            raise MessageGoneError(
+                "chat.delete failed: message_not_found",
+                method="chat.delete",
+                code="message_not_found",
+                retryable=False,
+            )
+
     async def post_ephemeral(
         self,
         *,
@@ -112,6 +130,14 @@ class MemoryGateway:
         del self.messages[(channel_id, ts)]
 
     def _reachable(self, method: str, channel_id: str) -> None:
+        if self.outage > 0:
+            self.outage -= 1
+            raise SlackUnavailableError(
+                f"{method} failed: HTTP 503 (HTTP 503)",
+                method=method,
+                code="HTTP 503",
+                retryable=True,
+            )
         if channel_id not in self.channels:
             raise ChannelUnreachableError(
                 f"{method} failed: channel_not_found",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -192,7 +193,7 @@ class Sandbox:
         )
 
     async def submit_view(
-        self, *, view_id: str, user_id: str, values: dict[str, object] | None = None
+        self, *, view_id: str, user_id: str, values: Mapping[str, object] | None = None
     ) -> tuple[int, dict[str, Any] | None]:
         """Submit an open modal; return the bot's HTTP status and parsed answer.
 

@@ -21,11 +21,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_model, load_tools
-from agent_bridge.backend import open_backend
+from agent_bridge.backend import Backend, open_backend
 from agent_bridge.models import ApprovalState
 from agent_bridge.policy import POLICIES_DIR, load_policy
 from agent_bridge.settings import WebConfig, WorkerConfig
@@ -41,17 +44,17 @@ def task(i: int) -> dict[str, object]:
     return {"tool_calls": [{"name": "write_file", "args": {"path": f"b{i}.txt", "content": "x"}}]}
 
 
-async def baseline(settings: WorkerConfig, backend: object, n: int) -> list[float]:
+async def baseline(settings: WorkerConfig, backend: Backend, n: int) -> list[float]:
     """Bare ``Command(resume)`` on the same saver: the floor."""
-    graph = build_agent(
+    graph: CompiledStateGraph[Any, Any, Any, Any] = build_agent(
         tools=load_tools(settings),
         model=load_model("scripted"),
         policy=load_policy(settings.policy),
         checkpointer=backend.checkpointer,
-    )  # type: ignore[attr-defined]
-    timings = []
+    )
+    timings: list[float] = []
     for i in range(n):
-        config = {"configurable": {"thread_id": f"bare-{i}"}}
+        config: RunnableConfig = {"configurable": {"thread_id": f"bare-{i}"}}
         content = json.dumps(task(i))
         await graph.ainvoke({"messages": [{"role": "user", "content": content}]}, config)
         (interrupt,) = (await graph.aget_state(config)).interrupts

@@ -19,13 +19,15 @@ import argparse
 import asyncio
 import os
 import signal
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NoReturn
 
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
+from agent_bridge.graph import AgentGraph
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy import load_policy
 from agent_bridge.run_driver import RunDriver
@@ -45,9 +47,10 @@ POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
 
 
-def die() -> None:
+def die() -> NoReturn:
     """End this process at once, as a power cut or the OOM killer would."""
     os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: SIGKILL ends the process")
 
 
 class CrashingNotifier(SlackNotifier):
@@ -84,7 +87,11 @@ def crashing_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
         """Execute one SQL statement against the orders database."""
         return await run_then_die({"query": query}, tool_call_id)
 
-    function = {"write_file": write_file, "execute_sql": execute_sql}[name]
+    by_name: dict[str, Callable[..., Awaitable[str]]] = {
+        "write_file": write_file,
+        "execute_sql": execute_sql,
+    }
+    function = by_name[name]
     crashing = StructuredTool.from_function(coroutine=function, handle_tool_error=True)
     return [crashing if t.name == name else t for t in tools]
 
@@ -99,7 +106,7 @@ async def main(crash_at: str | None) -> None:
     tools = load_tools(settings)
     if crash_at in TOOL_POINTS:
         tools = crashing_tools(tools, TOOL_POINTS[crash_at])
-    graph: Any = build_agent(
+    graph: AgentGraph = build_agent(
         tools=tools,
         model=load_model(settings.model),
         policy=policy,

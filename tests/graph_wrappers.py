@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from langgraph.types import Command
 
+from agent_bridge.graph import AgentGraph
+
 
 class ResumeInterceptor:
     """Delegates to the agent graph; a resume (``Command``) goes to ``on_resume`` instead.
+
+    Satisfies ``agent_bridge.graph.AgentGraph``, so it can stand in for the graph a
+    ``RunDriver`` drives.
 
     Args:
         graph: The compiled agent graph.
         on_resume: Gets the ``Command``; returns the async iterator ``astream`` returns.
     """
 
-    def __init__(self, graph: Any, on_resume: Callable[[Command[Any]], Any]) -> None:
+    def __init__(
+        self, graph: AgentGraph, on_resume: Callable[[Command[Any]], AsyncIterator[Any]]
+    ) -> None:
         self.graph = graph
         self.on_resume = on_resume
 
-    async def aget_state(self, config: Any) -> Any:
-        return await self.graph.aget_state(config)
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        return await self.graph.aget_state(config, subgraphs=subgraphs)
 
-    def astream(self, graph_input: Any, config: Any, **kwargs: Any) -> Any:
-        if isinstance(graph_input, Command):
-            return self.on_resume(graph_input)
-        return self.graph.astream(graph_input, config, **kwargs)
+    def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        if isinstance(input, Command):
+            return self.on_resume(input)
+        return self.graph.astream(input, config, **kwargs)

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableConfig
+
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
@@ -337,7 +339,7 @@ class Harness:
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
         checkpointer itself, so it works whoever ran the thread)."""
-        config = {"configurable": {"thread_id": run.thread_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}
         checkpoint = await self.backend.checkpointer.aget_tuple(config)
         assert checkpoint is not None
         messages = checkpoint.checkpoint["channel_values"].get("messages", [])

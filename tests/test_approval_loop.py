@@ -153,7 +153,7 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
     for decision in ("edit", "reject", "respond"):
-        await harness.open_modal(write, decision)  # type: ignore[arg-type]
+        await harness.open_modal(write, decision)
     await harness.click(write, "approve")
     await harness.reject(sql, REASON)
     await harness.finished(run)

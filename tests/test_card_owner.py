@@ -4,16 +4,25 @@ interrupt modes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent_bridge.models import RunState
+from agent_bridge.backend import open_backend
+from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
+from agent_bridge.store import ApprovalStore
+from bot.card_owner import CardOwner
+from bot.testing import MemoryGateway
 from tests.harness import DBA, Harness
 from tests.test_expiry import Clock
+from tests.test_store import make_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WRITE_ONLY = {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
@@ -54,11 +63,12 @@ class TestPerCall:
         run = await harness.start_run(WRITE_ONLY)
         (card,) = await harness.requests(run, count=1)
         assert card.mode == "per_call"
+        assert card.channel_id is not None and card.message_ts is not None
         await harness.client.chat_delete(channel=card.channel_id, ts=card.message_ts)
 
         clock.now += 1801  # past half of the hour: the reminder notices the card is gone
 
-        async def reposted() -> object:
+        async def reposted() -> ApprovalRequest | None:
             current = await harness.store.get_request(card.request_id)
             moved = current is not None and current.message_ts != card.message_ts
             return current if moved else None
@@ -70,3 +80,61 @@ class TestPerCall:
         assert done.state == RunState.DONE
         texts = harness.thread_texts(done)
         assert sum(t.startswith("Reminder:") for t in texts) == 1
+
+
+@dataclass
+class PostedCard:
+    store: ApprovalStore
+    slack: MemoryGateway
+    card: ApprovalRequest
+
+
+@pytest.fixture
+async def posted(tmp_path: Path) -> AsyncIterator[PostedCard]:
+    """One pending card posted on the gateway's twin, with a SQLite store."""
+    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
+    await backend.release()
+    store = ApprovalStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    (request,) = await store.add_requests([make_request("r1")])
+    slack = MemoryGateway()
+    card = await CardOwner(store=store, slack=slack).post(request, run)
+    assert card.channel_id is not None and card.message_ts is not None
+    slack.delete(card.channel_id, card.message_ts)  # someone deletes it in Slack
+    yield PostedCard(store, slack, card)
+    await backend.close()
+
+
+async def test_two_processes_noticing_one_deleted_card_post_it_again_once(
+    posted: PostedCard,
+) -> None:
+    store, slack = posted.store, posted.slack
+    web, worker = CardOwner(store=store, slack=slack), CardOwner(store=store, slack=slack)
+
+    await asyncio.gather(web.redraw("r1"), worker.redraw("r1", siblings=False))
+
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.message_ts != posted.card.message_ts
+    assert list(slack.messages) == [("C1", stored.message_ts)]  # one card, the recorded one
+
+
+async def test_a_card_decided_while_it_is_posted_again_shows_no_buttons(
+    posted: PostedCard,
+) -> None:
+    store, slack = posted.store, posted.slack
+    real_post = slack.post_message
+
+    async def post_then_decide(**kwargs: Any) -> str:
+        ts = await real_post(**kwargs)  # the re-post lands; a reviewer decides meanwhile
+        await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+        return ts
+
+    slack.post_message = post_then_decide  # type: ignore[method-assign]
+    await CardOwner(store=store, slack=slack).redraw("r1")
+
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.message_ts is not None
+    blocks = json.dumps(slack.messages[("C1", stored.message_ts)]["blocks"])
+    assert "Approved" in blocks and '"actions"' not in blocks

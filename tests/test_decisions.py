@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from agent_bridge.arguments import GENERAL_KEY
 from agent_bridge.decisions import check_decision, plan_resume
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
+from agent_bridge.models import (
+    ApprovalRequest,
+    ApprovalState,
+    Decision,
+    DecisionType,
+    InterruptMode,
+)
 
 SCHEMA = {
     "type": "object",
@@ -19,9 +25,9 @@ def request(
     *,
     index: int = 0,
     interrupt_id: str = "i1",
-    mode: str = "batched",
+    mode: InterruptMode = "batched",
     decision: Decision | None = None,
-    allowed: tuple[str, ...] = ("approve", "edit", "reject"),
+    allowed: tuple[DecisionType, ...] = ("approve", "edit", "reject"),
 ) -> ApprovalRequest:
     return ApprovalRequest(
         request_id=request_id,
@@ -31,9 +37,9 @@ def request(
         index=index,
         mode=mode,
         batch_size=2,
-        tool_name="write_file",  # type: ignore[arg-type]
+        tool_name="write_file",
         args={"path": "a", "content": "b"},
-        allowed_decisions=list(allowed),  # type: ignore[arg-type]
+        allowed_decisions=list(allowed),
         args_schema=SCHEMA,
         decision=decision,
         state=ApprovalState.DECIDED if decision else ApprovalState.PENDING,

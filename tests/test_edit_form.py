@@ -171,6 +171,7 @@ def assert_valid_modal(schema: dict[str, Any], args: dict[str, Any]) -> None:
     assert len(view["blocks"]) <= 100
     for block in view["blocks"]:
         parsed = Block.parse(block)
+        assert parsed is not None
         parsed.validate_json()
         assert parsed.to_dict() == block
         if block["type"] == "input":
@@ -221,7 +222,9 @@ def state_of(**values: Any) -> dict[str, Any]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=schemas_and_args())
-def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
+def test_an_untouched_form_round_trips_exactly(
+    case: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     schema, args = case
     assert check_args(schema, args) == {}
     blocks = render_inputs(schema, args)
@@ -233,7 +236,9 @@ def test_an_untouched_form_round_trips_exactly(case: tuple[dict, dict]) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=schemas_and_args())
-def test_retyped_values_parse_back_to_the_same_arguments(case: tuple[dict, dict]) -> None:
+def test_retyped_values_parse_back_to_the_same_arguments(
+    case: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
     schema, args = case
     blocks = render_inputs(schema, args)
     new_args, errors = submit_edit(schema, args, simulate(blocks, retype=True))
@@ -296,7 +301,9 @@ def elements(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def test_schema_of_a_real_tool_gives_typed_inputs() -> None:
     schema = tool_args_schema(run_sql)
-    assert schema == run_sql.tool_call_schema.model_json_schema()
+    call_schema = run_sql.tool_call_schema
+    assert isinstance(call_schema, type) and issubclass(call_schema, BaseModel)
+    assert schema == call_schema.model_json_schema()
     blocks = render_inputs(schema, RUN_SQL_ARGS)
     found = elements(blocks)
     assert found["arg:query"]["type"] == "plain_text_input" and found["arg:query"]["multiline"]
@@ -347,7 +354,7 @@ def test_tool_args_schema_of_dict_and_missing_schemas() -> None:
         description: str = "no schema"
 
         @property
-        def tool_call_schema(self) -> Any:  # type: ignore[override]
+        def tool_call_schema(self) -> Any:
             return None
 
         def _run(self) -> str:

@@ -80,6 +80,7 @@ class TestConcurrency:
         stored = await harness.store.get_request(write.request_id)
         assert stored is not None and stored.state == ApprovalState.DECIDED
         winner = stored.decided_by
+        assert winner is not None
         modal_losers = [u for u, (_, body) in zip(rejecters, answers[10:], strict=True) if body]
         assert all(
             "already decided" in harness.top_view(u)["errors"][ids.REASON_BLOCK]
@@ -224,6 +225,7 @@ class TestSlackFailures:
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
         client = harness.client
+        assert sql.channel_id is not None and sql.message_ts is not None
         await client.chat_delete(channel=sql.channel_id, ts=sql.message_ts)
         await harness.click(write, "approve")
 

@@ -80,13 +80,14 @@ async def test_a_requested_approval_is_recorded_where_its_card_is(
     posted = await store.get_request("r1")
     assert posted is not None and posted.channel_id == "C1" and posted.message_ts
 
+    await notifier.reminder(posted, run=run)
+    assert posted.message_ts is not None
+    assert subject.replies(posted.message_ts) == 1  # the reminder, under its top-level card
+
     await store.record_decision("r1", Decision(type="approve"), user_id="U2")
     decided = await store.get_request("r1")
     assert decided is not None and decided.state == ApprovalState.DECIDED
     await notifier.approval_updated(decided, run=run)  # a redraw never raises
-    await notifier.reminder(posted, run=run)
-    assert posted.message_ts is not None
-    assert subject.replies(posted.message_ts) == 1  # the reminder, under its top-level card
 
 
 async def test_a_run_s_messages_are_posted_in_its_slack_thread(

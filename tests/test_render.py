@@ -360,7 +360,9 @@ def test_full_args_modal_says_how_much_does_not_fit() -> None:
     assert_valid_view(view)
     assert len(view["blocks"]) == VIEW_MAX_BLOCKS
     note = view["blocks"][-1]["elements"][0]["text"]
-    left_out = int(re.search(r"About ([\d,]+) more characters", note)[1].replace(",", ""))
+    found = re.search(r"About ([\d,]+) more characters", note)
+    assert found is not None
+    left_out = int(found[1].replace(",", ""))
     assert left_out + len(shown_text(view)) == len(json.dumps("y" * 400_000))
 
 

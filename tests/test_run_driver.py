@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
@@ -46,21 +48,26 @@ def driver_for(
     tmp_path: Path,
     notifier: RecordingNotifier,
     schemas: dict[str, dict[str, Any]],
-) -> RunDriver:
+) -> tuple[RunDriver, CompiledStateGraph[Any, Any, Any, Any]]:
+    """A driver of the per-call agent graph, and that compiled graph, for a test to call
+    beyond what the driver's ``AgentGraph`` port offers."""
     settings = agent_config(tmp_path / "ws")
+    # build_agent returns Any: a compiled graph is an AgentGraph at runtime, though not to
+    # mypy (its astream takes typed keywords, the port's any **kwargs).
     graph = build_agent(
         tools=load_tools(settings),
         model=ScriptedChatModel(),
         policy=load_policy(POLICIES_DIR / "per_call.yml"),
         checkpointer=InMemorySaver(),
     )
-    return RunDriver(
+    driver = RunDriver(
         store=store,
         graph=graph,
         notifier=notifier,
         policy=load_policy(POLICIES_DIR / "per_call.yml"),
         args_schemas=schemas,
     )
+    return driver, graph
 
 
 async def new_run(store: ApprovalStore, task: str) -> Run:
@@ -77,7 +84,7 @@ async def test_an_answer_the_graph_refuses_goes_back_to_pending(
 ) -> None:
     notifier = RecordingNotifier(store)
     # Our own check is as loose as a JSON-schema tool's; LangGraph's is the tool's own.
-    driver = driver_for(store, tmp_path, notifier, {"write_file": {"type": "object"}})
+    driver, _ = driver_for(store, tmp_path, notifier, {"write_file": {"type": "object"}})
     run = await new_run(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
     )
@@ -99,14 +106,15 @@ async def test_an_answer_the_graph_refuses_goes_back_to_pending(
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
     state, answer = await driver.drive(await store.get_run(run.run_id))
     assert state == RunState.DONE and answer and "Wrote 1 characters to a.txt" in answer
-    assert (await store.get_request(request.request_id)).state == ApprovalState.APPLIED
+    applied = await store.get_request(request.request_id)
+    assert applied is not None and applied.state == ApprovalState.APPLIED
 
 
 async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
     notifier = RecordingNotifier(store)
-    driver = driver_for(store, tmp_path, notifier, {})
+    driver, graph = driver_for(store, tmp_path, notifier, {})
     run = await new_run(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
     )
@@ -114,17 +122,19 @@ async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     (request,) = await store.requests_for_run(run.run_id)
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
     # Resumed elsewhere (or by a worker that died before marking): the checkpoint has moved on.
-    config = {"configurable": {"thread_id": run.thread_id}}
-    await driver.graph.ainvoke(Command(resume={request.interrupt_id: {"type": "approve"}}), config)
+    config: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}
+    await graph.ainvoke(Command(resume={request.interrupt_id: {"type": "approve"}}), config)
     state, _ = await driver.drive(await store.get_run(run.run_id))
     assert state == RunState.DONE
-    assert (await store.get_request(request.request_id)).state == ApprovalState.APPLIED
+    applied = await store.get_request(request.request_id)
+    assert applied is not None and applied.state == ApprovalState.APPLIED
     answers = [payload for event, payload in notifier.events if event == "answer"]
     assert len(answers) == 1 and "Wrote 1 characters to a.txt" in answers[0]
 
 
 async def _nothing() -> AsyncIterator[Any]:
-    for item in ():
+    items: tuple[Any, ...] = ()
+    for item in items:
         yield item
 
 
@@ -132,7 +142,7 @@ async def test_a_resume_that_consumes_nothing_is_logged_and_reopened(
     store: ApprovalStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     notifier = RecordingNotifier(store)
-    driver = driver_for(store, tmp_path, notifier, {})
+    driver, _ = driver_for(store, tmp_path, notifier, {})
     run = await new_run(
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
     )
@@ -155,7 +165,7 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     """Not a refused answer: re-answering would replay the saved one, so the run fails
     and its open cards are closed, never reopened (per-call mode keeps the answer)."""
     notifier = RecordingNotifier(store)
-    driver = driver_for(store, tmp_path, notifier, {})
+    driver, _ = driver_for(store, tmp_path, notifier, {})
     worker = Worker(
         store=store,
         bus=InProcessBus(),

@@ -93,7 +93,8 @@ class BotStub:
 
     @property
     def last(self) -> dict[str, Any]:
-        return self.received[-1]["payload"] or self.received[-1]["form"]
+        request: dict[str, Any] = self.received[-1]["payload"] or self.received[-1]["form"]
+        return request
 
 
 @pytest.fixture
@@ -143,7 +144,7 @@ def button(action_id: str, value: str, text: str = "Approve", **extra: Any) -> d
     } | extra
 
 
-APPROVAL_BLOCKS = [
+APPROVAL_BLOCKS: list[dict[str, Any]] = [
     {"type": "header", "text": {"type": "plain_text", "text": "Approve run_sql?"}},
     {"type": "section", "block_id": "args", "text": {"type": "mrkdwn", "text": "`DROP t`"}},
     {
@@ -185,13 +186,17 @@ async def post_card(client: AsyncWebClient) -> str:
     response = await client.chat_postMessage(
         channel=GENERAL, text="Approve?", blocks=APPROVAL_BLOCKS
     )
-    return response["ts"]
+    ts = response["ts"]
+    assert isinstance(ts, str)
+    return ts
 
 
 async def fresh_trigger(sandbox: Sandbox, bot: BotStub, client: AsyncWebClient) -> str:
     ts = await post_card(client)
     await sandbox.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=REVIEWER)
-    return bot.last["trigger_id"]
+    trigger_id = bot.last["trigger_id"]
+    assert isinstance(trigger_id, str)
+    return trigger_id
 
 
 # -- Web API ------------------------------------------------------------------------------
@@ -532,7 +537,9 @@ async def test_views_open_needs_a_fresh_unused_trigger(
 async def open_form(sandbox: Sandbox, bot: BotStub, client: AsyncWebClient, **extra: Any) -> str:
     trigger = await fresh_trigger(sandbox, bot, client)
     opened = await client.views_open(trigger_id=trigger, view=modal(*FORM_BLOCKS, **extra))
-    return opened["view"]["id"]
+    view_id = opened["view"]["id"]
+    assert isinstance(view_id, str)
+    return view_id
 
 
 async def test_submit_with_errors_keeps_the_view_then_empty_answer_closes_it(

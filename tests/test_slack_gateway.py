@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
 from bot.errors import (
@@ -21,7 +23,7 @@ from bot.errors import (
     SlackUnavailableError,
 )
 from bot.slack_client import make_client
-from bot.slack_gateway import SlackGateway, single_workspace
+from bot.slack_gateway import Slack, single_workspace, translate
 from bot.testing import MemoryGateway
 from slack_sandbox import Sandbox
 
@@ -33,7 +35,7 @@ BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "hello"}}]
 class Subject:
     """A gateway under test and what the test needs to see behind it."""
 
-    gateway: SlackGateway | MemoryGateway
+    gateway: Slack
     channel_id: str
     text_of: Callable[[str], str]
     """``ts -> the message's text`` as the workspace holds it."""
@@ -41,6 +43,8 @@ class Subject:
     """Delete the message ``ts`` as a person would (may return an awaitable)."""
     ephemerals: Callable[[str], list[str]]
     """``user_id -> texts of the ephemerals that user was shown``."""
+    outage: Callable[[], object]
+    """Make the next Web API call fail as a Slack outage (5xx past slack_sdk's retries)."""
 
 
 @pytest.fixture(params=["twin", "sandbox"])
@@ -53,6 +57,7 @@ async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
             text_of=lambda ts: str(twin.messages[("C0GENERAL", ts)]["text"]),
             delete=lambda ts: twin.delete("C0GENERAL", ts),
             ephemerals=lambda user: [t for _, u, t in twin.ephemerals if u == user],
+            outage=lambda: setattr(twin, "outage", 1),
         )
         return
     sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
@@ -66,6 +71,7 @@ async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
             text_of=lambda ts: str(sandbox.message(channel_id, ts)["text"]),
             delete=lambda ts: client.chat_delete(channel=channel_id, ts=ts),
             ephemerals=lambda user: [m["text"] for m in sandbox.ephemerals(channel_id, user)],
+            outage=lambda: sandbox.fail_next("chat.postMessage", status=503, times=3),
         )
     finally:
         await sandbox.stop()
@@ -138,6 +144,19 @@ async def test_an_ephemeral_is_posted(subject: Subject) -> None:
     assert subject.ephemerals("U0DBA") == []
 
 
+async def test_an_outage_is_unavailable_and_retryable(subject: Subject) -> None:
+    subject.outage()
+    with pytest.raises(SlackUnavailableError) as down:
+        await subject.gateway.post_message(
+            team_id=TEAM, channel_id=subject.channel_id, text="x", blocks=BLOCKS
+        )
+    assert down.value.retryable and down.value.method == "chat.postMessage"
+    ts = await subject.gateway.post_message(  # Slack is back
+        team_id=TEAM, channel_id=subject.channel_id, text="back", blocks=BLOCKS
+    )
+    assert subject.text_of(ts) == "back"
+
+
 async def test_5xx_past_the_retries_is_unavailable_and_retryable() -> None:
     sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
     await sandbox.start()
@@ -165,3 +184,22 @@ async def test_an_unreachable_slack_is_unavailable_not_an_aiohttp_error() -> Non
         await gateway.post_message(team_id=TEAM, channel_id="C1", text="x", blocks=BLOCKS)
     assert isinstance(down.value, SlackCallError) and down.value.retryable
     assert down.value.code is None and "unreachable" in str(down.value)
+
+
+@pytest.mark.parametrize("status", [502, 503])
+def test_a_proxy_s_plain_text_5xx_is_unavailable(status: int) -> None:
+    """A proxy in front of Slack may answer plain text; slack_sdk keeps that body as
+    ``response.data``, and the gateway must still call it a passing outage."""
+    body = "upstream connect error or disconnect/reset before headers"
+    response = AsyncSlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="https://slack.com/api/chat.update",
+        req_args={},
+        data=body,  # type: ignore[arg-type]  # what slack_sdk stores for a non-JSON body
+        headers={},
+        status_code=status,
+    )
+    error = translate("chat.update", SlackApiError("proxy", response))  # type: ignore[no-untyped-call]
+    assert isinstance(error, SlackUnavailableError) and error.retryable
+    assert error.code == f"HTTP {status}"
