@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from agent_bridge.errors import ConfigurationError
 
@@ -100,5 +101,12 @@ def dialect_of(url: str) -> Dialect:
     if url.startswith("sqlite:"):
         return "sqlite"
     raise ConfigurationError(
-        f"DATABASE_URL={url!r}: use postgresql://user@host:port/db or sqlite:///path.db"
+        f"DATABASE_URL={redacted(url)!r}: use postgresql://user@host:port/db or sqlite:///path.db"
     )
+
+
+def redacted(text: str, url: str | None = None) -> str:
+    """``text`` with the password of ``url`` (default: ``text`` itself is the URL) shown
+    as ``***``, so no database password reaches a log line or an error message."""
+    password = urlsplit(url if url is not None else text).password
+    return text.replace(password, "***") if password else text

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from agent_bridge.db import Dialect, Params, Row, StatementRunner
+from agent_bridge.db import Dialect, Params, Row, StatementRunner, redacted
 from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
@@ -108,7 +108,6 @@ async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConn
         await pool.open(wait=True, timeout=timeout_s)
     except Exception as exc:
         await pool.close()
-        raise StoreUnavailableError(
-            f"Cannot connect to PostgreSQL at {url}: {exc}. Is it running?"
-        ) from exc
+        said = f"Cannot connect to PostgreSQL at {url}: {exc}. Is it running?"
+        raise StoreUnavailableError(redacted(said, url)) from None  # the cause may echo it
     return pool

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_bridge.db import redacted
 from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
@@ -104,3 +105,22 @@ def test_the_unattended_demo_works_with_no_variable_set() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Final answer:\nDone." in done.stdout
     assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 2
+
+
+def test_a_database_password_is_never_printed() -> None:
+    """A wrong DATABASE_URL is named in the error, its password masked."""
+    result = agent_bridge(
+        "release", env=clean_environment(DATABASE_URL="mysql://app:TOPSECRETPW@db/app")
+    )
+    assert result.returncode == 2
+    assert "mysql://app:***@db/app" in result.stderr
+    assert "TOPSECRETPW" not in result.stderr + result.stdout
+
+
+def test_redacted_masks_only_the_password() -> None:
+    url = "postgresql://app:s3cr%40t@db:5432/app"
+    assert redacted(url) == "postgresql://app:***@db:5432/app"
+    assert redacted(f"Cannot connect to {url}: refused", url) == (
+        "Cannot connect to postgresql://app:***@db:5432/app: refused"
+    )
+    assert redacted("postgresql://app@db/app") == "postgresql://app@db/app"
