@@ -22,6 +22,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.errors import (
     ChannelUnreachableError,
@@ -83,8 +84,14 @@ class Slack(Protocol):
         """Open a modal with a click's ``trigger_id``."""
         ...
 
+    async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
+        """Answer a command privately through its ``response_url``."""
+        ...
+
 
 ClientFor = Callable[[str | None], AsyncWebClient]
+REQUEST_TIMEOUT_S = 10
+"""How long a ``response_url`` post may take, seconds (Web API calls: ``bot.slack_client``)."""
 """``team_id -> client`` with that workspace's bot token."""
 
 
@@ -213,6 +220,29 @@ class SlackGateway:
         await self._call(
             "views.open", self._client_for(team_id).views_open(trigger_id=trigger_id, view=view)
         )
+
+    async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
+        """Answer a slash command privately, later than its ack, through its
+        ``response_url`` (valid 30 minutes, up to 5 times: Slack's "Handling user
+        interaction"); this works where the bot is not in the channel.
+
+        Raises:
+            SlackUnavailableError: Slack unreachable or answering 5xx.
+            SlackRefusedError: The URL was refused (expired, used up).
+        """
+        method = "response_url"
+        webhook = AsyncWebhookClient(response_url, timeout=REQUEST_TIMEOUT_S)
+        try:
+            response = await webhook.send(text=text, response_type="ephemeral")
+        except (ClientError, TimeoutError) as exc:
+            raise translate(method, exc) from exc
+        if response.status_code == 200:
+            return
+        message = f"{method} failed: {response.body or 'no body'} (HTTP {response.status_code})"
+        code = f"HTTP {response.status_code}"
+        if response.status_code == 429 or response.status_code >= 500:
+            raise SlackUnavailableError(message, method=method, code=code, retryable=True)
+        raise SlackRefusedError(message, method=method, code=code, retryable=False)
 
     @staticmethod
     async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:

@@ -11,7 +11,7 @@ import logging
 import re
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -35,8 +35,6 @@ ECHO_MAX_CHARS = 300
 """How much of the task the command's private reply repeats, characters."""
 
 LEADING_MENTIONS = re.compile(r"^(\s*<@[A-Z0-9]+(\|[^>]*)?>)+")
-
-Respond = Callable[..., Awaitable[Any]]
 
 
 def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None, agent: str) -> Run:
@@ -63,7 +61,7 @@ class StartListeners:
     Args:
         store: Where runs are recorded.
         bus: Where "run requested" goes.
-        slack: The Slack gateway (answers to mentions).
+        slack: The Slack gateway (answers to mentions and commands).
         channel_agents: Channel ID -> agent name; other channels get ``DEFAULT_AGENT``.
     """
 
@@ -85,7 +83,7 @@ class StartListeners:
         app.command(COMMAND)(self.on_agent)
         app.event("app_mention")(self.on_mention)
 
-    async def on_agent(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+    async def on_agent(self, ack: Ack, body: dict[str, Any]) -> None:
         """Start a run for the command's text."""
         try:
             command = parse(SlashCommand, body)
@@ -100,7 +98,19 @@ class StartListeners:
         shown, _ = truncate(task, ECHO_MAX_CHARS)
         await ack(wording.starting_run_text(shown))
         if not await self.start(task, command.channel_id, command.user_id, command.team_id):
-            await respond(wording.RUN_NOT_STARTED_TEXT)
+            await self._respond(command, wording.RUN_NOT_STARTED_TEXT)
+
+    async def _respond(self, command: SlashCommand, text: str) -> None:
+        """Answer a command privately after its ack; a failure is logged."""
+        if command.response_url is None:
+            logger.warning("no response_url to tell %s: %s", command.user_id, text)
+            return
+        try:
+            await self.slack.respond(
+                team_id=command.team_id, response_url=command.response_url, text=text
+            )
+        except SlackCallError as exc:
+            logger.warning("answer to %s's command not sent: %s", command.user_id, exc)
 
     async def on_mention(self, ack: Ack, body: dict[str, Any]) -> None:
         """Start a run for the text after ``@agent`` (Events API ``app_mention``)."""

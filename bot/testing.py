@@ -34,6 +34,7 @@ class MemoryGateway:
         views: Views opened, in order.
         triggers: Trigger IDs ``open_view`` accepts (each once).
         outage: Calls left that fail as an outage would (``SlackUnavailableError``).
+        responses: ``(response_url, text)`` of each command answer, in order.
     """
 
     channels: set[str] = field(default_factory=lambda: {"C1"})
@@ -42,6 +43,7 @@ class MemoryGateway:
     views: list[dict[str, Any]] = field(default_factory=list)
     triggers: set[str] = field(default_factory=set)
     outage: int = 0
+    responses: list[tuple[str, str]] = field(default_factory=list)
     _next_ts: int = 1
 
     async def post_message(
@@ -124,6 +126,11 @@ class MemoryGateway:
             )
         self.triggers.discard(trigger_id)
         self.views.append(view)
+
+    async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
+        """See ``SlackGateway.respond``."""
+        self._reachable("response_url", next(iter(self.channels)))
+        self.responses.append((response_url, text))
 
     def delete(self, channel_id: str, ts: str) -> None:
         """Delete a message, as a person would in Slack."""

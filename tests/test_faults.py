@@ -13,6 +13,7 @@ import pytest
 import redis
 from slack_sdk.signature import SignatureVerifier
 
+from agent_bridge import wording
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
@@ -185,6 +186,22 @@ class TestPostgresOutage:
         )
         assert not body, body
         assert (await harness.finished(run)).state == RunState.DONE
+
+    async def test_a_command_while_the_database_is_down_is_told_privately(
+        self, harness: Harness
+    ) -> None:
+        name = harness.settings.database_url.rsplit("/", 1)[1]
+        set_connections(name, allowed=False)
+        try:
+            status, body = await harness.sandbox.slash_command(
+                command="/agent", text=DEMO_TASK, user_id=REVIEWER, channel_id=CHANNEL
+            )
+            assert status == 200 and "Starting a run" in body  # the ack comes first
+            note = await harness.wait_for(lambda: harness.ephemeral("was not started"))
+        finally:
+            set_connections(name, allowed=True)
+        assert note["user"] == REVIEWER and note["text"] == wording.RUN_NOT_STARTED_TEXT
+        assert await harness.store.latest_run() is None  # nothing was queued
 
     async def test_a_resume_after_all_connections_died_works(self, harness: Harness) -> None:
         run = await harness.start_run(DEMO_TASK)
