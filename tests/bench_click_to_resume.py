@@ -3,7 +3,7 @@
 ``python -m tests.bench_click_to_resume [N]`` (PostgreSQL and Redis as for the tests).
 
 - baseline: the same agent graph on the same ``AsyncPostgresSaver``, paused on a gated
-  ``write_file``, resumed with a bare ``Command(resume=...)`` until the thread is done;
+  ``write_file``, resumed with a bare ``Command(resume=...)`` until the ``thread_id`` is done;
 - product: a signed Approve click through the sandbox to the Bolt app (ack), the
   compare-and-set, the Redis signal, the worker's checkpoint check and resume, until
   the request is marked applied.

@@ -338,14 +338,14 @@ class Harness:
 
     async def tool_messages(self, run: Run) -> list[Any]:
         """Every ``ToolMessage`` in the run's checkpoint, oldest first (read from the
-        checkpointer itself, so it works whoever ran the thread)."""
+        checkpointer itself, so it works whoever ran the ``thread_id``)."""
         config: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}
         checkpoint = await self.backend.checkpointer.aget_tuple(config)
         assert checkpoint is not None
         messages = checkpoint.checkpoint["channel_values"].get("messages", [])
         return [m for m in messages if m.type == "tool"]
 
-    def thread_texts(self, run: Run) -> list[str]:
+    def slack_thread_texts(self, run: Run) -> list[str]:
         """Fallback texts of the run's Slack thread, parent first."""
         assert run.thread_ts
         return [m.get("text", "") for m in self.sandbox.thread(run.channel_id, run.thread_ts)]

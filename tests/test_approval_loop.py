@@ -60,7 +60,7 @@ async def test_documentation_scenario(harness: Harness) -> None:
     assert REASON in results["execute_sql"].content and results["execute_sql"].status == "error"
     assert json.loads(results["read_data"].content)[0]["customer"] == "Ada"
     assert REASON in (done.final_answer or "")
-    texts = harness.thread_texts(done)
+    texts = harness.slack_thread_texts(done)
     assert any(REASON in t for t in texts), texts
     assert any("Wrote 78 characters" in t for t in texts), texts
     assert any(t.startswith("Done.") or "Done." in t for t in texts), texts
@@ -89,7 +89,7 @@ async def test_edit_changes_the_path_written(harness: Harness) -> None:
     stored = await harness.store.get_request(write.request_id)
     assert stored and stored.decision and stored.decision.edited_args
     assert stored.decision.edited_args["path"] == "archive/edited.csv"
-    texts = harness.thread_texts(await harness.store.get_run(run.run_id))
+    texts = harness.slack_thread_texts(await harness.store.get_run(run.run_id))
     assert any(t.startswith("write_file (as edited) returned: Wrote ") for t in texts), texts
     results = [t for t in texts if " returned: " in t]
     assert results and not any("replaced this tool call" in t for t in results)  # model-only

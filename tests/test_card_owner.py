@@ -78,7 +78,7 @@ class TestPerCall:
         await harness.click(again, "approve")
         done = await harness.finished(run)
         assert done.state == RunState.DONE
-        texts = harness.thread_texts(done)
+        texts = harness.slack_thread_texts(done)
         assert sum(t.startswith("Reminder:") for t in texts) == 1
 
 

@@ -126,7 +126,7 @@ async def test_a_killed_worker_loses_nothing_and_does_nothing_twice(
     assert names == ["execute_sql", "read_data", "write_file"]
     written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
     assert written.read_text().startswith("id,customer")
-    answers = [t for t in harness.thread_texts(done) if t.startswith("Done.")]
+    answers = [t for t in harness.slack_thread_texts(done) if t.startswith("Done.")]
     assert len(answers) == 1 and REASON in answers[0]
 
 

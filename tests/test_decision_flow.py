@@ -128,7 +128,7 @@ class TestPerCall:
         assert write.interrupt_id != sql.interrupt_id
         assert (write.mode, write.batch_size, sql.index) == ("per_call", 1, 0)
         # read_data is not gated: it ran before anyone decided.
-        await harness.wait_for(lambda: _thread_has(harness, run, "read_data returned"))
+        await harness.wait_for(lambda: _slack_thread_has(harness, run, "read_data returned"))
         await harness.click(write, "approve")
         written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
         await harness.wait_for(lambda: _exists(written))
@@ -147,7 +147,7 @@ class TestPerCall:
         assert len(cards) == 2  # the re-raised SQL interrupt was not posted again
         results = [m.name for m in await harness.tool_messages(run)]
         assert sorted(results) == ["execute_sql", "read_data", "write_file"]
-        posted = [t for t in harness.thread_texts(done) if "returned" in t or "failed" in t]
+        posted = [t for t in harness.slack_thread_texts(done) if "returned" in t or "failed" in t]
         assert len(posted) == 3, posted  # replayed results are not posted twice
 
     async def test_an_edit_against_a_since_changed_schema_goes_back_to_pending(
@@ -211,7 +211,7 @@ class TestConditionalGating:
         assert delete.args == {"query": "DELETE FROM orders"}
         await harness.reject(delete, REASON, user_id=DBA)
         done = await harness.finished(run)
-        texts = harness.thread_texts(done)
+        texts = harness.slack_thread_texts(done)
         assert sum("ran without review" in t for t in texts) == 2, texts
         assert (harness.settings.workspace_dir / "files/notes.txt").read_text() == "safe"
 
@@ -221,9 +221,11 @@ async def _has(harness: Harness, request: Any, text: str) -> bool:
     return text in json.dumps(message["blocks"])
 
 
-async def _thread_has(harness: Harness, run: Any, text: str) -> bool:
+async def _slack_thread_has(harness: Harness, run: Any, text: str) -> bool:
     current = await harness.store.get_run(run.run_id)
-    return current.thread_ts is not None and any(text in t for t in harness.thread_texts(current))
+    return current.thread_ts is not None and any(
+        text in t for t in harness.slack_thread_texts(current)
+    )
 
 
 async def _exists(path: Path) -> bool:

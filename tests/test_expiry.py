@@ -77,7 +77,7 @@ async def test_a_request_is_reminded_then_expires_with_the_default_decision(
 
 async def _reminders(harness: Harness, run: object) -> list[str] | None:
     current = await harness.store.get_run(run.run_id)  # type: ignore[attr-defined]
-    found = [t for t in harness.thread_texts(current) if t.startswith("Reminder:")]
+    found = [t for t in harness.slack_thread_texts(current) if t.startswith("Reminder:")]
     return found or None
 
 

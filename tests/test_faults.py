@@ -105,7 +105,7 @@ class TestConcurrency:
         await harness.settled()  # the other worker, had it a second go, has had it now
         assert len(harness.workers) == 2
         assert await tool_names(harness, done) == ["execute_sql", "read_data", "write_file"]
-        texts = harness.thread_texts(done)
+        texts = harness.slack_thread_texts(done)
         assert sum(" returned: " in t or " failed: " in t for t in texts) == 3, texts
         assert sum(t.startswith("Done.") for t in texts) == 1
 
@@ -234,7 +234,7 @@ class TestSlackFailures:
         (card,) = await harness.requests(run, count=1)
         failed = [c for c in harness.sandbox.calls if not c["ok"]]
         assert [c["method"] for c in failed] == ["chat.postMessage"] * 3
-        assert await _thread_started(harness, run)
+        assert await _slack_thread_started(harness, run)
         await harness.click(card, "approve")
         assert (await harness.finished(run)).state == RunState.DONE
 
@@ -364,5 +364,5 @@ def terminate_connections(name: str) -> None:
         )
 
 
-async def _thread_started(harness: Harness, run: Any) -> bool:
+async def _slack_thread_started(harness: Harness, run: Any) -> bool:
     return (await harness.store.get_run(run.run_id)).thread_ts is not None
