@@ -93,6 +93,9 @@ def plan_resume(
         if interrupt_id not in pending:
             plan.already_applied.extend(r.request_id for r in decided)
             continue
+        first = group[0]
+        if first.mode != "per_call" and len(decided) < len(group):
+            continue  # a batch goes when complete; its decisions are checked then, once
         errors = {
             r.request_id: check_decision(_with_schema(r, current_schemas), r.decision)
             for r in decided
@@ -102,12 +105,11 @@ def plan_resume(
         if bad:
             plan.invalid.update(bad)
             continue
-        first = group[0]
         if first.mode == "per_call":
             assert first.decision is not None
             plan.resume[interrupt_id] = first.decision.as_langgraph(first.tool_name)
             plan.applying.append(first.request_id)
-        elif all(r.state == ApprovalState.DECIDED for r in group):
+        else:
             ordered = sorted(group, key=lambda r: r.index)
             plan.resume[interrupt_id] = {
                 "decisions": [r.decision.as_langgraph(r.tool_name) for r in ordered if r.decision]
