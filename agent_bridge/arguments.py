@@ -6,7 +6,8 @@ would refuse is never sent to the graph (DESIGN.md invariant 4). Pure: no I/O.
 
 Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain tool's
 ``tool_call_schema`` (``$defs``/``$ref``, ``anyOf`` with ``null`` for ``Optional``,
-``enum``, ``const``), checked with the Draft 2020-12 validator of ``jsonschema``.
+``enum``, ``const``), checked with the Draft 2020-12 validator of ``jsonschema``. The
+messages' words are in ``agent_bridge.wording``; this module picks which one applies.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.exceptions import best_match, relevance
 from pydantic import BaseModel
 
+from agent_bridge import wording
+
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
@@ -33,16 +36,6 @@ MESSAGE_MAX_CHARS = 300
 """Longest message returned; Slack shows modal field errors under the input."""
 _ENUM_SHOWN = 10
 """How many allowed values an enum message lists before ``…``."""
-
-_TYPE_WORDS: dict[str, str] = {
-    "string": "a string",
-    "integer": "a whole number",
-    "number": "a number",
-    "boolean": "true or false",
-    "object": "an object",
-    "array": "a list",
-    "null": "null",
-}
 
 
 def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str]:
@@ -110,12 +103,12 @@ def _describe_top(error: ValidationError) -> Iterator[tuple[str, str]]:
             for name in error.validator_value
             if error.message == f"{name!r} is a required property"
         ]
-        yield (missing[0] if missing else GENERAL_KEY), "This field is required."
+        yield (missing[0] if missing else GENERAL_KEY), wording.REQUIRED_PLAIN
     elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
         for name in _unexpected(error):
-            yield name, "The tool has no argument with this name."
+            yield name, wording.UNKNOWN_ARGUMENT_PLAIN
     elif error.validator == "type":
-        yield GENERAL_KEY, "The arguments must be a JSON object."
+        yield GENERAL_KEY, wording.ARGS_NOT_OBJECT_PLAIN
     else:
         yield GENERAL_KEY, _describe(error, skip=0)
 
@@ -139,7 +132,7 @@ def _describe(error: ValidationError, *, skip: int) -> str:
     if message is None:
         message = _plain(error)
     where = list(error.absolute_path)[skip:]
-    return f"At {_path_text(where)}: {message}" if where else message
+    return wording.at_path_plain(_path_text(where), message) if where else message
 
 
 def _alternatives(error: ValidationError) -> tuple[str | None, ValidationError | None]:
@@ -162,42 +155,26 @@ def _alternatives(error: ValidationError) -> tuple[str | None, ValidationError |
         for t in [value] if isinstance(value, str) else value:
             if t not in types:
                 types.append(t)
-    return "Must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in types) + ".", None
+    return wording.wrong_type_plain(types), None
 
 
 def _plain(error: ValidationError) -> str:
     """Say what ``error`` means in plain words, without where it is."""
     kind, value = error.validator, error.validator_value
     if kind == "type":
-        types = [value] if isinstance(value, str) else list(value)
-        return "Must be " + " or ".join(_TYPE_WORDS.get(t, t) for t in types) + "."
+        return wording.wrong_type_plain([value] if isinstance(value, str) else list(value))
     if kind == "enum":
-        shown = ", ".join(_json(v) for v in value[:_ENUM_SHOWN])
-        return f"Must be one of: {shown}{', …' if len(value) > _ENUM_SHOWN else ''}."
-    simple = {
-        "const": f"Must be {_json(value)}.",
-        "minLength": f"Must be at least {_count(value, 'character')} long.",
-        "maxLength": f"Must be at most {_count(value, 'character')} long.",
-        "minimum": f"Must be at least {value}.",
-        "maximum": f"Must be at most {value}.",
-        "exclusiveMinimum": f"Must be greater than {value}.",
-        "exclusiveMaximum": f"Must be less than {value}.",
-        "multipleOf": f"Must be a multiple of {value}.",
-        "pattern": f"Must match the pattern {value}.",
-        "format": f"Must be a valid {value}.",
-        "minItems": f"Must have at least {_count(value, 'item')}.",
-        "maxItems": f"Must have at most {_count(value, 'item')}.",
-        "uniqueItems": "Must not contain the same item twice.",
-        "minProperties": f"Must have at least {_count(value, 'field')}.",
-        "maxProperties": f"Must have at most {_count(value, 'field')}.",
-    }
-    if kind in simple:
-        return simple[kind]
+        shown = [_json(v) for v in value[:_ENUM_SHOWN]]
+        return wording.one_of_plain(shown, more=len(value) > _ENUM_SHOWN)
+    if kind == "const":
+        return wording.const_plain(_json(value))
+    message = wording.schema_keyword_plain(kind, value)
+    if message is not None:
+        return message
     if kind == "required" and isinstance(error.instance, dict):
-        missing = [n for n in value if n not in error.instance]
-        return "Missing required field " + ", ".join(repr(n) for n in missing) + "."
+        return wording.missing_fields_plain([n for n in value if n not in error.instance])
     if kind == "additionalProperties" and isinstance(error.instance, dict):
-        return "Unexpected field " + ", ".join(repr(n) for n in _unexpected(error)) + "."
+        return wording.unexpected_fields_plain(_unexpected(error))
     return str(error.message)
 
 
@@ -221,10 +198,6 @@ def _path_text(where: Sequence[str | int]) -> str:
         else:
             text += f".{part}" if text else str(part)
     return text
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _json(value: Any) -> str:

@@ -20,9 +20,7 @@ logger = logging.getLogger(__name__)
 def expiry_note(request: ApprovalRequest) -> str:
     """What the card says after the request expired."""
     decision = request.timeout_decision
-    verb = {"approve": "approved", "reject": "rejected", "respond": "answered"}.get(
-        decision.type if decision else "", "decided"
-    )
+    verb = wording.EXPIRY_VERBS.get(decision.type if decision else "", wording.DECIDED_VERB)
     return wording.expiry_note(verb)
 
 

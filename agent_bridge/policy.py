@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agent_bridge import wording
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
 from agent_bridge.models import DECISION_TYPES, Decision, DecisionType, InterruptMode
@@ -33,10 +34,7 @@ POLICIES_DIR = Path(__file__).with_name("policies")
 DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
 
 KEEP_MIDDLEWARE_DEFAULT = "default"
-DEFAULT_TIMEOUT_MESSAGE = (
-    "No reviewer decided within {timeout}, so the call was not run. Do not retry it; "
-    "tell the user it is waiting for approval."
-)
+"""``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
 
 
 def _duration(seconds: float) -> str:
@@ -45,9 +43,6 @@ def _duration(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)} {unit}"
     return f"{seconds:g} s"
-
-
-"""``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
 
 
 class ToolPolicy(BaseModel):
@@ -73,7 +68,7 @@ class ToolPolicy(BaseModel):
     when: str | None = None
     review_timeout_s: float | None = Field(default=None, gt=0)
     on_timeout: DecisionType = "reject"
-    timeout_message: str = DEFAULT_TIMEOUT_MESSAGE
+    timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
 
     @model_validator(mode="after")
     def _timeout_decision_is_allowed(self) -> ToolPolicy:
@@ -122,7 +117,7 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     interrupt_mode: InterruptMode = "batched"
-    description_prefix: str = "Tool execution requires approval"
+    description_prefix: str = wording.DEFAULT_DESCRIPTION_PREFIX
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from agent_bridge import wording
 from agent_bridge.interrupts import pending_tool_calls
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier, NotifyError
@@ -84,7 +85,7 @@ class RunMessages:
         """Post one tool result (with the unreviewed note, or as edited) unless it was
         posted before; a Slack failure is logged and the notice released."""
         call_id = message.tool_call_id or str(message.id)
-        name = message.name or "tool"
+        name = message.name or wording.UNNAMED_TOOL
         try:
             async with self._notice(run, f"tool:{call_id}") as first:
                 if first:
@@ -122,7 +123,7 @@ class RunMessages:
             )
         content = message_text(message)
         if call_id in calls.edited:
-            name = f"{name} (as edited)"
+            name = wording.as_edited_tool_name(name)
             content = content.partition(EDIT_NOTICE_END)[2] or content
         await self.notifier.tool_ran(
             run, tool_name=name, content=content, ok=message.status != "error"

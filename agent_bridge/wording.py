@@ -1,17 +1,17 @@
 """Every sentence a Slack user reads about a click, a run or a card, in one place.
 
 Both packages use it: ``agent_bridge`` writes notes onto requests (expired, run failed,
-answer refused) and decision refusals; ``bot`` answers clicks, submissions and commands
-and draws cards. Wording changes here and is tested in ``tests/test_wording.py``.
-Mrkdwn sentences (``*_TEXT``, for messages) and plain ones (``*_PLAIN``, for modal
-field errors, which show no mrkdwn) are kept apart. Field messages of the argument
-schema check ("Must be a whole number.") live with that check, in
-``agent_bridge.arguments`` and ``bot.edit_form``.
+answer refused), decision refusals, the argument schema check's field messages and the
+policy's defaults; ``bot`` answers clicks, submissions and commands, draws cards and
+modals, and reads the edit form back. Wording changes here and is tested in
+``tests/test_wording.py``. Mrkdwn sentences (``*_TEXT``, for messages) and plain ones
+(``*_PLAIN``, for modal field errors, which show no mrkdwn) are kept apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 # Private answers to a click or a command (chat.postEphemeral, mrkdwn).
 STORE_DOWN_TEXT = (
@@ -56,6 +56,11 @@ def already_decided_text(outcome_line: str, why: str | None) -> str:
     return f"This request was already decided: {outcome_line}.{f' {why}' if why else ''}"
 
 
+def at_time_plain(time_utc: str) -> str:
+    """The ``when`` of :func:`already_decided_plain`, e.g. " at 14:02 UTC"."""
+    return f" at {time_utc}"
+
+
 def already_decided_plain(verb: str, when: str) -> str:
     """A losing modal submission, e.g. verb ``approved``, when `` at 14:02 UTC``."""
     return (
@@ -91,6 +96,45 @@ def refused_answer_note(reason: str) -> str:
 
 CONSUMED_NOTHING_REASON = "the graph consumed no answer"
 REOPENED_LEAD = ":warning: Not applied, please decide again:"
+DECIDED_NOTE_LEAD = ":information_source:"
+"""Lead of the note on a card decided without a reviewer (expired, or its run failed)."""
+
+
+# Decisions: button labels (plain) and what a decided card says happened.
+DECISION_BUTTONS: dict[str, str] = {
+    "approve": "Approve",
+    "edit": "Edit",
+    "reject": "Reject",
+    "respond": "Respond",
+}
+OUTCOMES: dict[str, tuple[str, str]] = {
+    "approve": ("✅", "Approved"),
+    "edit": ("✏️", "Edited"),
+    "reject": ("❌", "Rejected"),
+    "respond": ("💬", "Responded"),
+}
+"""Decision type -> ``(emoji, verb)``, as in "✅ *Approved* by …" (lower-cased in a
+reminder, "it will be rejected automatically")."""
+CLOSED_OUTCOME = ("🚫", "Closed")
+"""A request closed before anyone decided (its run failed)."""
+EXPIRY_VERBS: dict[str, str] = {"approve": "approved", "reject": "rejected", "respond": "answered"}
+"""Decision type -> what the policy's default decision did, for :func:`expiry_note`."""
+DECIDED_VERB = "decided"
+"""What a default decision does when no verb above says it (e.g. none is set)."""
+REASON_LEAD = "*Reason:*"
+ANSWER_LEAD = "*Answer:*"
+
+
+def outcome_line(emoji: str, verb: str, *, user_id: str | None, when: str | None) -> str:
+    """What happened to a request, e.g. "✅ *Approved* by <@U1> <!date^…>": ``user_id``
+    a Slack user ID safe inside ``<@…>`` (``None``: no one decided), ``when`` a Slack
+    date (``None``: unknown)."""
+    line = f"{emoji} *{verb}*"
+    if user_id:
+        line += f" by <@{user_id}>"
+    if when is not None:
+        line += f" {when}"
+    return line
 
 
 # Cards and run messages (mrkdwn). ``name`` arguments are already escaped inline code.
@@ -105,12 +149,49 @@ RUN_FAILED_STATUS = (":x: *Failed*", "Failed")
 RUN_WORKING_STATUS = (":hourglass_flowing_sand: *Working on it*", "Working on")
 RUN_FAILED_HEADING = ":x: *The run failed*"
 NO_ANSWER = "(no answer)"
+NO_OUTPUT = "_no output_"
+UNKNOWN_ERROR = "unknown error"
+"""Shown for a run that failed with an empty error."""
 ARGUMENTS_SHORTENED = "Arguments shortened."
+NO_ARGUMENTS = "_No arguments._"
+ARGUMENTS_TITLE = "*Arguments*"
+"""Over all the arguments in one JSON object (a call with very many arguments)."""
+REMINDER_SOON = "soon"
+"""A reminder's ``when`` for a request with no expiry time."""
 
 
 def approval_fallback(tool_name: str, description: str) -> str:
     """Notification text of a pending card (raw: the caller escapes and cuts it)."""
     return f"Approval needed: {tool_name}" + (f" — {description}" if description else "")
+
+
+def run_context_text(name: str) -> str:
+    """The context line of a run's first message, e.g. "Run `run-1a2b`"."""
+    return f"Run {name}"
+
+
+def tool_result_fallback(tool_name: str, content: str, *, ok: bool) -> str:
+    """Notification text of a tool's result in the run's thread (raw)."""
+    return f"{tool_name} {'returned' if ok else 'failed'}: {content}"
+
+
+def run_failed_fallback(error: str) -> str:
+    """Notification text of a run's failure (raw)."""
+    return f"The run failed: {error}"
+
+
+def ran_without_review_fallback(tool_name: str) -> str:
+    """Notification text of :func:`ran_without_review_heading` (raw)."""
+    return f"{tool_name} ran without review"
+
+
+UNNAMED_TOOL = "tool"
+"""The name a tool result without one is posted under."""
+
+
+def as_edited_tool_name(tool_name: str) -> str:
+    """How a reviewer-edited call's tool is named over its result (raw)."""
+    return f"{tool_name} (as edited)"
 
 
 def progress_text(decided: int, batch_size: int) -> str:
@@ -131,6 +212,16 @@ def tool_result_heading(name: str, *, ok: bool) -> str:
 def shortened_text(what: str, total_chars: int) -> str:
     """A note under a cut value, e.g. "Output shortened: 12,000 characters in all."."""
     return f"{what} shortened: {total_chars:,} characters in all."
+
+
+def output_shortened_text(total_chars: int) -> str:
+    """The note under a tool's cut output."""
+    return shortened_text("Output", total_chars)
+
+
+def answer_shortened_text(total_chars: int) -> str:
+    """The note under a cut final answer."""
+    return shortened_text("Answer", total_chars)
 
 
 def reminder_text(name: str, when: str, outcome: str) -> str:
@@ -193,3 +284,137 @@ def full_args_intro(name: str) -> str:
 def left_out_text(chars: int) -> str:
     """The last line of a full-arguments modal too long for Slack."""
     return f"About {chars:,} more characters are not shown: more than a Slack modal holds."
+
+
+# The edit form: sections (mrkdwn), labels, hints and options (plain).
+ARGS_JSON_LABEL = "Arguments (JSON)"
+ARGS_JSON_HINT = "All arguments as one JSON object."
+NO_ARGUMENTS_TO_EDIT = "This tool takes no arguments."
+NOT_IN_SCHEMA_HINT = "Not in the tool's schema."
+NONE_OPTION = "(none)"
+"""The label of a select's ``null`` option."""
+
+
+def args_kept_text(json_chars: int, input_chars: int) -> str:
+    """An edit form whose arguments, as one JSON text, are too long for an input."""
+    return (
+        f"These arguments are {json_chars:,} characters of JSON, more than an input holds "
+        f"({input_chars:,}), so they cannot be edited here and are kept as proposed. "
+        "To change them, reject the call with a reason."
+    )
+
+
+def arg_kept_text(name: str, chars: int, input_chars: int) -> str:
+    """One argument too long for an input, shown read-only over a preview of it."""
+    return (
+        f"{name} is {chars:,} characters, more than an input holds ({input_chars:,}), "
+        "so it cannot be edited here and is kept as proposed. "
+        "To change it, reject the call with a reason."
+    )
+
+
+def json_field_hint(hint: str) -> str:
+    """The hint of an argument edited as JSON, after its own description ``hint``."""
+    return f"{hint} (a JSON value)" if hint else "A JSON value."
+
+
+def default_placeholder(shown: str) -> str:
+    """The placeholder of an absent argument with a default (the caller cuts it)."""
+    return f"Default: {shown}"
+
+
+# Field messages of the edit form and the argument schema check (plain: modal field
+# errors, and notes on a card). "At items[2].name: Must be a string." says where.
+REQUIRED_PLAIN = "This field is required."
+UNKNOWN_ARGUMENT_PLAIN = "The tool has no argument with this name."
+ARGS_NOT_OBJECT_PLAIN = "The arguments must be a JSON object."
+NOT_JSON_OBJECT_PLAIN = 'Must be a JSON object, like {"name": "value"}.'
+CHOOSE_LISTED_PLAIN = "Choose one of the listed values."
+TYPE_WORDS: dict[str, str] = {
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+    "null": "null",
+}
+"""JSON schema type -> how a message names it (an unknown type is named as is)."""
+
+
+def wrong_type_plain(types: Sequence[str]) -> str:
+    """A value of none of ``types``, e.g. "Must be a whole number or null."."""
+    return "Must be " + " or ".join(TYPE_WORDS.get(t, t) for t in types) + "."
+
+
+WHOLE_NUMBER_PLAIN = wrong_type_plain(["integer"])  # "Must be a whole number."
+NUMBER_PLAIN = wrong_type_plain(["number"])  # "Must be a number."
+
+
+def invalid_json_plain(error: str) -> str:
+    """Text that does not parse, with the parser's plain reason."""
+    return f"Not valid JSON: {error}"
+
+
+def at_path_plain(where: str, message: str) -> str:
+    """``message`` about a part inside an argument's value, e.g. ``where`` "items[2]"."""
+    return f"At {where}: {message}"
+
+
+def one_of_plain(shown: Sequence[str], *, more: bool) -> str:
+    """A value outside an ``enum``: ``shown`` are allowed values as JSON text, ``more``
+    whether some are left out."""
+    return f"Must be one of: {', '.join(shown)}{', …' if more else ''}."
+
+
+def const_plain(shown: str) -> str:
+    """A value other than a ``const``; ``shown`` is it as JSON text."""
+    return f"Must be {shown}."
+
+
+def schema_keyword_plain(keyword: str, value: Any) -> str | None:
+    """The message of a failed JSON schema ``keyword`` whose schema value is ``value``
+    (a length, a bound, a pattern, a format), or ``None`` for a keyword not listed."""
+    messages = {
+        "minLength": f"Must be at least {_count(value, 'character')} long.",
+        "maxLength": f"Must be at most {_count(value, 'character')} long.",
+        "minimum": f"Must be at least {value}.",
+        "maximum": f"Must be at most {value}.",
+        "exclusiveMinimum": f"Must be greater than {value}.",
+        "exclusiveMaximum": f"Must be less than {value}.",
+        "multipleOf": f"Must be a multiple of {value}.",
+        "pattern": f"Must match the pattern {value}.",
+        "format": f"Must be a valid {value}.",
+        "minItems": f"Must have at least {_count(value, 'item')}.",
+        "maxItems": f"Must have at most {_count(value, 'item')}.",
+        "uniqueItems": "Must not contain the same item twice.",
+        "minProperties": f"Must have at least {_count(value, 'field')}.",
+        "maxProperties": f"Must have at most {_count(value, 'field')}.",
+    }
+    return messages.get(keyword)
+
+
+def missing_fields_plain(names: Sequence[str]) -> str:
+    """Fields missing inside an argument's value (a missing argument is
+    ``REQUIRED_PLAIN`` on its own input)."""
+    return "Missing required field " + ", ".join(repr(n) for n in names) + "."
+
+
+def unexpected_fields_plain(names: Sequence[str]) -> str:
+    """Fields an argument's value has that its schema does not allow."""
+    return "Unexpected field " + ", ".join(repr(n) for n in names) + "."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# Policy defaults (a policy file may replace them).
+DEFAULT_DESCRIPTION_PREFIX = "Tool execution requires approval"
+"""A card's description of a tool whose policy gives none (``description_prefix``)."""
+DEFAULT_TIMEOUT_MESSAGE = (
+    "No reviewer decided within {timeout}, so the call was not run. Do not retry it; "
+    "tell the user it is waiting for approval."
+)
+"""The reason a time-limited request's default decision gives the model, also shown on
+its decided card (``timeout_message``; ``{timeout}`` becomes e.g. "1 h")."""

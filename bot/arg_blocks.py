@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent_bridge import wording
 from bot.mrkdwn import code_block, inline_code, split_code_blocks
 
 SECTION_TEXT_MAX_CHARS = 3000
@@ -53,9 +54,9 @@ def arg_sections(args: dict[str, Any], budget: int) -> tuple[list[dict[str, Any]
         any value was shortened.
     """
     if not args:
-        return [_section("_No arguments._")], False
+        return [_section(wording.NO_ARGUMENTS)], False
     if len(args) > MAX_ARG_SECTIONS:
-        title = "*Arguments*\n"
+        title = f"{wording.ARGUMENTS_TITLE}\n"
         body, cut = code_block(arg_text(args), min(budget, SECTION_TEXT_MAX_CHARS - len(title)))
         return [_section(title + body)], cut
     names = {name: inline_code(name, NAME_MAX_CHARS) for name in args}
@@ -78,7 +79,7 @@ def full_sections(args: dict[str, Any]) -> list[dict[str, Any]]:
         The caller limits how many it shows.
     """
     if not args:
-        return [_section("_No arguments._")]
+        return [_section(wording.NO_ARGUMENTS)]
     sections = []
     for name, value in args.items():
         title = inline_code(name, NAME_MAX_CHARS)

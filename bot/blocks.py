@@ -40,18 +40,7 @@ TOOL_NAME_MAX_CHARS = 200
 Message = tuple[str, list[dict[str, Any]]]
 """``(fallback text, blocks)`` for ``chat.postMessage`` / ``chat.update``."""
 
-_BUTTONS: dict[DecisionType, tuple[str, str | None]] = {
-    "approve": ("Approve", "primary"),
-    "edit": ("Edit", None),
-    "reject": ("Reject", "danger"),
-    "respond": ("Respond", None),
-}
-_OUTCOMES: dict[str, tuple[str, str]] = {
-    "approve": ("✅", "Approved"),
-    "edit": ("✏️", "Edited"),
-    "reject": ("❌", "Rejected"),
-    "respond": ("💬", "Responded"),
-}
+_BUTTON_STYLES: dict[DecisionType, str] = {"approve": "primary", "reject": "danger"}
 _SLACK_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 """A user ID that cannot break out of ``<@…>`` (no ``|``, ``<``, ``>``, ``&``, ``^``)."""
 
@@ -130,7 +119,8 @@ def already_decided_plain(request: ApprovalRequest) -> str:
     _, verb = _outcome(request)
     when = ""
     if request.decided_at is not None:
-        when = datetime.fromtimestamp(request.decided_at, UTC).strftime(" at %H:%M UTC")
+        time_utc = datetime.fromtimestamp(request.decided_at, UTC).strftime("%H:%M UTC")
+        when = wording.at_time_plain(time_utc)
     return wording.already_decided_plain(verb.lower(), when)
 
 
@@ -148,9 +138,10 @@ def render_run_started(run: Run) -> Message:
     """
     status, verb = _RUN_STATUS.get(run.state, wording.RUN_WORKING_STATUS)
     task, _ = truncate(run.task, TASK_MAX_CHARS)
+    run_id = inline_code(run.run_id, 100)
     blocks = [
         _section(f"{status}\n{task}"),
-        {"type": "context", "elements": [_mrkdwn(f"Run {inline_code(run.run_id, 100)}")]},
+        {"type": "context", "elements": [_mrkdwn(wording.run_context_text(run_id))]},
     ]
     return truncate(f"{verb}: {run.task}", TASK_MAX_CHARS)[0], blocks
 
@@ -160,10 +151,10 @@ def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
     heading = wording.tool_result_heading(name, ok=ok)
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
-    blocks = [_section(f"{heading}\n{body}" if content else f"{heading} _no output_")]
+    blocks = [_section(f"{heading}\n{body}" if content else f"{heading} {wording.NO_OUTPUT}")]
     if cut:
-        blocks.append(_note(wording.shortened_text("Output", len(content))))
-    text = f"{tool_name} {'returned' if ok else 'failed'}: {content}"
+        blocks.append(_note(wording.output_shortened_text(len(content))))
+    text = wording.tool_result_fallback(tool_name, content, ok=ok)
     return truncate(text, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
@@ -172,15 +163,15 @@ def render_final_answer(text: str) -> Message:
     shown, cut = truncate(text or wording.NO_ANSWER, ANSWER_BUDGET_CHARS)
     blocks = [_section(piece) for piece in split_escaped(shown, SECTION_TEXT_MAX_CHARS)]
     if cut:
-        blocks.append(_note(wording.shortened_text("Answer", len(text))))
+        blocks.append(_note(wording.answer_shortened_text(len(text))))
     return truncate(text or wording.NO_ANSWER, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
 def render_run_failed(error: str) -> Message:
     """Render a run's failure with its error. Returns ``(text, blocks)``."""
     heading = wording.RUN_FAILED_HEADING
-    body, _ = code_block(error or "unknown error", SECTION_TEXT_MAX_CHARS - len(heading) - 1)
-    return truncate(f"The run failed: {error}", FALLBACK_TEXT_MAX_CHARS)[0], [
+    body, _ = code_block(error or wording.UNKNOWN_ERROR, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
+    return truncate(wording.run_failed_fallback(error), FALLBACK_TEXT_MAX_CHARS)[0], [
         _section(f"{heading}\n{body}")
     ]
 
@@ -188,11 +179,13 @@ def render_run_failed(error: str) -> Message:
 def render_reminder(request: ApprovalRequest) -> Message:
     """Render the half-time reminder of a request with a review time limit."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
-    when = slack_date(request.expires_at) if request.expires_at is not None else "soon"
+    when = (
+        slack_date(request.expires_at) if request.expires_at is not None else wording.REMINDER_SOON
+    )
     outcome = (
-        _OUTCOMES[request.timeout_decision.type][1].lower()
+        wording.OUTCOMES[request.timeout_decision.type][1].lower()
         if request.timeout_decision
-        else "decided"
+        else wording.DECIDED_VERB
     )
     text = wording.reminder_text(name, when, outcome)
     fallback = truncate(wording.reminder_fallback(request.tool_name), FALLBACK_TEXT_MAX_CHARS)[0]
@@ -208,7 +201,8 @@ def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     blocks = [_section(f"{heading}\n{body}")]
     if cut:
         blocks.append(_note(wording.ARGUMENTS_SHORTENED))
-    return truncate(f"{tool_name} ran without review", FALLBACK_TEXT_MAX_CHARS)[0], blocks
+    fallback = wording.ran_without_review_fallback(tool_name)
+    return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
 def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
@@ -234,13 +228,13 @@ def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
 
 
 def _decision_button(decision: DecisionType, request_id: str) -> dict[str, Any]:
-    label, style = _BUTTONS[decision]
     button = {
         "type": "button",
         "action_id": ids.decision_action_id(decision),
-        "text": _plain(label),
+        "text": _plain(wording.DECISION_BUTTONS[decision]),
         "value": request_id,
     }
+    style = _BUTTON_STYLES.get(decision)
     return {**button, "style": style} if style else button
 
 
@@ -261,19 +255,20 @@ def _context(
 
 def _outcome(request: ApprovalRequest) -> tuple[str, str]:
     if request.decision is None:  # closed before anyone decided (its run failed)
-        return "🚫", "Closed"
-    return _OUTCOMES[request.decision.type]
+        return wording.CLOSED_OUTCOME
+    return wording.OUTCOMES[request.decision.type]
 
 
 def _outcome_line(request: ApprovalRequest) -> str:
     """``✅ *Approved* by <@U1> <!date^…>``: how, who (when a valid ID), when (if known)."""
     emoji, verb = _outcome(request)
-    line = f"{emoji} *{verb}*"
-    if request.decided_by and _SLACK_ID.fullmatch(request.decided_by):
-        line += f" by <@{request.decided_by}>"
-    if request.decided_at is not None:
-        line += f" {slack_date(request.decided_at)}"
-    return line
+    by = request.decided_by
+    return wording.outcome_line(
+        emoji,
+        verb,
+        user_id=by if by and _SLACK_ID.fullmatch(by) else None,
+        when=slack_date(request.decided_at) if request.decided_at is not None else None,
+    )
 
 
 def _outcome_details(request: ApprovalRequest) -> str:
@@ -284,8 +279,8 @@ def _outcome_details(request: ApprovalRequest) -> str:
         body, _ = code_block(_edited_json(request), OUTCOME_MAX_CHARS)
         return f"\n{wording.NEW_ARGUMENTS_LEAD}\n{body}"
     if decision.type in ("reject", "respond") and decision.message:
-        said = "Reason" if decision.type == "reject" else "Answer"
-        return f"\n*{said}:* {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"
+        lead = wording.REASON_LEAD if decision.type == "reject" else wording.ANSWER_LEAD
+        return f"\n{lead} {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"
     return ""
 
 

@@ -46,7 +46,7 @@ def draw_card(
         return approval_text(request), with_note(blocks, request.note, wording.REOPENED_LEAD)
     # Decided without a reviewer: expired, or closed because its run failed.
     return decided_text(request), with_note(
-        render_decided(request), request.note, ":information_source:"
+        render_decided(request), request.note, wording.DECIDED_NOTE_LEAD
     )
 
 

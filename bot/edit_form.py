@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY
 from bot import ids
 from bot.form_fields import (
@@ -67,18 +68,12 @@ def render_inputs(args_schema: dict[str, Any], args: dict[str, Any]) -> list[dic
     form = build_form(args_schema, args)
     if form.mode == "json":
         element = _text_element(form.json_text, multiline=True)
-        hint = "All arguments as one JSON object."
-        return [_input(ids.ARGS_JSON_BLOCK, "Arguments (JSON)", element, False, hint)]
+        label, hint = wording.ARGS_JSON_LABEL, wording.ARGS_JSON_HINT
+        return [_input(ids.ARGS_JSON_BLOCK, label, element, False, hint)]
     if form.mode == "kept":
-        return [
-            _section(
-                f"These arguments are {len(form.json_text):,} characters of JSON, more than an "
-                f"input holds ({INPUT_MAX_CHARS:,}), so they cannot be edited here and are "
-                "kept as proposed. To change them, reject the call with a reason."
-            )
-        ]
+        return [_section(wording.args_kept_text(len(form.json_text), INPUT_MAX_CHARS))]
     if not form.fields:
-        return [_section("This tool takes no arguments.")]
+        return [_section(wording.NO_ARGUMENTS_TO_EDIT)]
     return [_field_block(field) for field in form.fields]
 
 
@@ -171,7 +166,7 @@ def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
             return None, ""
         if not field.required:
             return _OMIT, ""
-        return _OMIT, "This field is required."
+        return _OMIT, wording.REQUIRED_PLAIN
     if field.initial is not None and _same_text(text, field.initial):
         return _KEEP, ""
     if field.kind == "string":
@@ -179,17 +174,17 @@ def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
     if field.kind == "integer":
         number = parse_number(text)
         if not isinstance(number, int):
-            return _OMIT, "Must be a whole number."
+            return _OMIT, wording.WHOLE_NUMBER_PLAIN
         return number, ""
     if field.kind == "number":
         number = parse_number(text)
-        return (_OMIT, "Must be a number.") if number is None else (number, "")
+        return (_OMIT, wording.NUMBER_PLAIN) if number is None else (number, "")
     try:
         return parse_json(text), ""
     except ValueError as error:
         if field.kind == "choice":
-            return _OMIT, "Choose one of the listed values."
-        return _OMIT, f"Not valid JSON: {error}"
+            return _OMIT, wording.CHOOSE_LISTED_PLAIN
+        return _OMIT, wording.invalid_json_plain(str(error))
 
 
 def _parse_json_mode(args: dict[str, Any], form: Form, state_values: dict[str, Any]) -> ParsedEdit:
@@ -197,15 +192,15 @@ def _parse_json_mode(args: dict[str, Any], form: Form, state_values: dict[str, A
     action = state_values.get(block, {}).get(ids.ARG_ACTION)
     text = form.json_text if action is None else (_submitted(action) or "").strip()
     if not text:
-        return ParsedEdit(None, {block: "This field is required."}, block)
+        return ParsedEdit(None, {block: wording.REQUIRED_PLAIN}, block)
     if _same_text(text, form.json_text):
         return ParsedEdit(dict(args), {}, block)
     try:
         new_args = parse_json(text)
     except ValueError as error:
-        return ParsedEdit(None, {block: f"Not valid JSON: {error}"}, block)
+        return ParsedEdit(None, {block: wording.invalid_json_plain(str(error))}, block)
     if not isinstance(new_args, dict):
-        return ParsedEdit(None, {block: 'Must be a JSON object, like {"name": "value"}.'}, block)
+        return ParsedEdit(None, {block: wording.NOT_JSON_OBJECT_PLAIN}, block)
     return ParsedEdit(new_args, {}, block)
 
 
@@ -226,12 +221,9 @@ def _field_block(field: FormField) -> dict[str, Any]:
     block_id = ids.arg_block_id(field.name)
     if field.kind == "kept":
         preview, _ = code_block(field.initial or "", _PREVIEW_CHARS)
-        return _section(
-            f"{inline_code(field.name, 200)} is {len(field.initial or ''):,} characters, more "
-            f"than an input holds ({INPUT_MAX_CHARS:,}), so it cannot be edited here and is "
-            f"kept as proposed. To change it, reject the call with a reason.\n{preview}",
-            block_id,
-        )
+        name = inline_code(field.name, 200)
+        kept = wording.arg_kept_text(name, len(field.initial or ""), INPUT_MAX_CHARS)
+        return _section(f"{kept}\n{preview}", block_id)
     if field.kind in ("integer", "number"):
         element: dict[str, Any] = {
             "type": "number_input",
@@ -255,7 +247,7 @@ def _field_block(field: FormField) -> dict[str, Any]:
         element["placeholder"] = _plain(field.placeholder)
     hint = field.hint
     if field.kind == "json":
-        hint = f"{hint} (a JSON value)" if hint else "A JSON value."
+        hint = wording.json_field_hint(hint)
     optional = not field.required or (field.present and field.initial is None)
     return _input(block_id, field.name or '""', element, optional, hint)
 
@@ -289,7 +281,7 @@ def _text_element(initial: str | None, *, multiline: bool) -> dict[str, Any]:
 
 def _option(choice: Any) -> dict[str, Any]:
     if choice is None:
-        label = "(none)"
+        label = wording.NONE_OPTION
     elif isinstance(choice, str) and choice.strip():
         label = choice
     else:

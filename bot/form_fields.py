@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from agent_bridge import wording
 from bot import ids
 
 INPUT_MAX_CHARS = 3000
@@ -100,7 +101,7 @@ def build_form(args_schema: dict[str, Any], args: dict[str, Any]) -> Form:
             schema, nullable = resolve(properties[name], args_schema)
             fields.append(_field(name, schema, nullable, name in required, args))
         else:
-            fields.append(_field(name, {}, False, False, args, "Not in the tool's schema."))
+            fields.append(_field(name, {}, False, False, args, wording.NOT_IN_SCHEMA_HINT))
     return Form("typed", tuple(fields))
 
 
@@ -300,7 +301,7 @@ def _placeholder(schema: dict[str, Any]) -> str:
         return ""
     default = schema["default"]
     shown = default if isinstance(default, str) else option_value(default)
-    text = f"Default: {shown}"
+    text = wording.default_placeholder(shown)
     return text if len(text) <= PLACEHOLDER_MAX_CHARS else text[: PLACEHOLDER_MAX_CHARS - 1] + "…"
 
 
