@@ -2,7 +2,7 @@
 
 Shared by the web process (field errors in the edit modal, before anything is saved) and
 the worker (the last check before resuming a ``thread_id``), so an edited call that the tool
-would refuse is never sent to the graph (DESIGN.md invariant 4). Pure: no I/O.
+would refuse is never sent to the graph (docs/architecture.md, invariant 4). Pure: no I/O.
 
 Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain tool's
 ``tool_call_schema`` (``$defs``/``$ref``, ``anyOf`` with ``null`` for ``Optional``,

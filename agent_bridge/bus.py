@@ -2,7 +2,7 @@
 
 Redis (or, in one process, an ``asyncio.Event``) only rings the doorbell: the database
 stays the truth, and a worker that misses a signal finds the work on its next sweep
-(DESIGN invariant 5). So ``publish`` never raises, and ``wait`` returns on a signal,
+(docs/architecture.md, invariant 5). So ``publish`` never raises, and ``wait`` returns on a signal,
 on timeout, or early when the bus is broken.
 """
 

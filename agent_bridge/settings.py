@@ -13,7 +13,7 @@ it down; nothing else reads the environment. A process reads only its own variab
 
 ``WebConfig`` and ``WorkerConfig`` are the shapes the composition root (``bot.processes``)
 takes; they read nothing and check nothing beyond types, so the demo and the tests can
-build them directly. Names are DESIGN.md's.
+build them directly. Names are docs/architecture.md's.
 """
 
 from __future__ import annotations
