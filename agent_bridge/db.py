@@ -100,13 +100,10 @@ def dialect_of(url: str) -> Dialect:
         return "postgres"
     if url.startswith("sqlite:"):
         return "sqlite"
+    scheme = urlsplit(url).scheme
+    said = f"its scheme is {scheme!r}" if scheme else "it is not a URL"
+    # The URL itself is never shown: a password can hide in many places of it.
     raise ConfigurationError(
-        f"DATABASE_URL={redacted(url)!r}: use postgresql://user@host:port/db or sqlite:///path.db"
+        f"DATABASE_URL cannot be used ({said}): use postgresql://user@host:port/db "
+        "or sqlite:///path.db"
     )
-
-
-def redacted(text: str, url: str | None = None) -> str:
-    """``text`` with the password of ``url`` (default: ``text`` itself is the URL) shown
-    as ``***``, so no database password reaches a log line or an error message."""
-    password = urlsplit(url if url is not None else text).password
-    return text.replace(password, "***") if password else text

@@ -13,10 +13,11 @@ import re
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from agent_bridge.db import Dialect, Params, Row, StatementRunner, redacted
+from agent_bridge.db import Dialect, Params, Row, StatementRunner
 from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
@@ -108,6 +109,19 @@ async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConn
         await pool.open(wait=True, timeout=timeout_s)
     except Exception as exc:
         await pool.close()
-        said = f"Cannot connect to PostgreSQL at {url}: {exc}. Is it running?"
-        raise StoreUnavailableError(redacted(said, url)) from None  # the cause may echo it
+        raise StoreUnavailableError(
+            f"Cannot connect to PostgreSQL at {database_target(url)}: {exc}. Is it running?"
+        ) from exc
     return pool
+
+
+def database_target(url: str) -> str:
+    """Where ``url`` points, for people: ``user@host:port/dbname``, never its password
+    (which libpq also takes from ``?password=`` or a ``key=value`` string)."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "an unreadable DATABASE_URL"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"

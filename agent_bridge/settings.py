@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -48,16 +49,35 @@ WHAT_TO_SET = {
 READ_ENVIRONMENT = SettingsConfigDict(env_file=None, extra="ignore")
 
 
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+"""What redis-py's ``from_url`` accepts."""
+
+
 class ProcessConfig(BaseModel):
     """What both the ``web`` and the ``worker`` processes are wired with."""
 
     slack_bot_token: str = Field(repr=False)
     slack_api_url: str = SLACK_WEB_API_URL
     """Web API base URL; the local sandbox's in tests and the demo."""
-    database_url: str
-    """``postgresql://...`` or ``sqlite:///path``."""
-    redis_url: str | None = None
+    database_url: str = Field(repr=False)
+    """``postgresql://...`` or ``sqlite:///path``; may hold a password, so never shown."""
+    redis_url: str | None = Field(default=None, repr=False)
     """Unset: no signals between processes (the worker finds decisions by its sweep)."""
+
+    @field_validator("redis_url")
+    @classmethod
+    def _a_redis_url(cls, value: str | None) -> str | None:
+        """Refuse a ``REDIS_URL`` redis-py cannot read, naming it (never its value)."""
+        if value is None:
+            return None
+        try:
+            parts = urlsplit(value)
+            _ = parts.port  # a port that is not a number raises here
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in REDIS_SCHEMES:
+            raise PydanticCustomError("redis_url", "is not a redis://host:port/db URL")
+        return value
 
 
 class WebConfig(ProcessConfig):

@@ -37,6 +37,7 @@ from bot.modals import (
     render_reject_modal,
     render_respond_modal,
 )
+from bot.mrkdwn import escape
 from bot.payloads import BlockActions, parse
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack
@@ -142,7 +143,7 @@ class ActionListeners:
         known = await self.store.get_request(request_id)
         refused = check_decision(known, decision) if known is not None else {}
         if refused:  # a forged click: the card never had this button
-            await self.tell(payload, " ".join(refused.values()))
+            await self.tell(payload, escape(" ".join(refused.values())))
             return
         outcome = await self.recorder.record(request_id, decision, user_id=payload.user.id)
         if isinstance(outcome, Recorded):
@@ -172,7 +173,7 @@ class ActionListeners:
         elif request.state != ApprovalState.PENDING:
             await self.tell(payload, already_decided_text(request))
         elif refused := refusal(request, decision_type):
-            await self.tell(payload, refused)
+            await self.tell(payload, escape(refused))  # plain words, shown as mrkdwn
         else:
             await self._open_view(payload, MODALS[decision_type](request))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_bridge.db import redacted
+from agent_bridge.postgres_db import database_target
 from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
@@ -107,20 +107,37 @@ def test_the_unattended_demo_works_with_no_variable_set() -> None:
     assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 2
 
 
-def test_a_database_password_is_never_printed() -> None:
-    """A wrong DATABASE_URL is named in the error, its password masked."""
-    result = agent_bridge(
-        "release", env=clean_environment(DATABASE_URL="mysql://app:TOPSECRETPW@db/app")
-    )
-    assert result.returncode == 2
-    assert "mysql://app:***@db/app" in result.stderr
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://app:TOPSECRETPW@db/app",
+        "host=db user=app password=TOPSECRETPW dbname=app",  # libpq's key=value form
+    ],
+)
+def test_a_wrong_database_url_is_refused_without_showing_it(url: str) -> None:
+    result = agent_bridge("release", env=clean_environment(DATABASE_URL=url))
+    assert result.returncode == 2 and "DATABASE_URL cannot be used" in result.stderr
     assert "TOPSECRETPW" not in result.stderr + result.stdout
 
 
-def test_redacted_masks_only_the_password() -> None:
-    url = "postgresql://app:s3cr%40t@db:5432/app"
-    assert redacted(url) == "postgresql://app:***@db:5432/app"
-    assert redacted(f"Cannot connect to {url}: refused", url) == (
-        "Cannot connect to postgresql://app:***@db:5432/app: refused"
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:TOPSECRETPW@db:5432/app",
+        "postgresql://app@db:5432/app?password=TOPSECRETPW",
+        "postgresql://app:TOP#SECRETPW@db:5432/app",  # libpq reads '#' as part of it
+        "host=db port=5432 user=app password=TOPSECRETPW dbname=app",
+    ],
+)
+def test_where_a_database_is_named_without_its_password(url: str) -> None:
+    """What an unreachable database's error says: where, never the password."""
+    assert database_target(url) == "app@db:5432/app"
+
+
+def test_a_malformed_redis_url_is_named_not_a_traceback() -> None:
+    env = clean_environment(
+        SLACK_BOT_TOKEN="xoxb-not-public", DATABASE_URL=UNREACHABLE_DB, REDIS_URL="127.0.0.1:6379"
     )
-    assert redacted("postgresql://app@db/app") == "postgresql://app@db/app"
+    result = agent_bridge("worker", env=env)
+    assert result.returncode == 2, result.stderr
+    assert "REDIS_URL" in result.stderr and "Traceback" not in result.stderr

@@ -205,3 +205,29 @@ def test_credentials_are_not_in_the_settings_repr(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setenv(name, value)
     shown = repr(read_settings(WebSettings)) + repr(read_settings(WorkerSettings))
     assert REAL_SECRET not in shown and REAL_TOKEN not in shown
+
+
+def test_database_and_redis_passwords_are_not_in_the_settings_repr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ``AGENT`` callable gets the worker's config; printing it shows no password."""
+    for name, value in VALID.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:DBPASSWORD@db.internal:5432/app")
+    monkeypatch.setenv("REDIS_URL", "redis://:REDISPASSWORD@cache:6379/0")
+    worker = read_settings(WorkerSettings)
+    assert worker.redis_url == "redis://:REDISPASSWORD@cache:6379/0"  # still there to use
+    shown = repr(worker) + str(worker) + repr(read_settings(WebSettings))
+    assert "DBPASSWORD" not in shown and "REDISPASSWORD" not in shown
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:6379", "redis://cache:port/0", "http://cache/0"])
+def test_a_redis_url_redis_cannot_read_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    for name, value in VALID.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REDIS_URL", url)
+    with pytest.raises(ConfigurationError, match="REDIS_URL") as refused:
+        read_settings(WorkerSettings)
+    assert url not in str(refused.value)
