@@ -31,6 +31,9 @@ from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
 
+PENDING_REDRAW_MAX = 10
+"""Most pending cards of a run redrawn after each applied decision (``chat.update`` is
+rate limited, Tier 3: about 50 a minute); a larger run relies on its reminders."""
 _FINISHED = object()
 """``_graph_input``'s answer when the ``thread_id``'s graph has nothing left to run."""
 
@@ -163,7 +166,7 @@ class RunDriver:
             await self._reopen_refused(run, config, plan, None)
         await self.store.mark_applied(plan.applying)
         if snapshot.interrupts:
-            await self._post_approvals(run, snapshot)
+            await self._post_approvals(run, snapshot, redraw_posted=bool(plan.applying))
             return RunState.WAITING, None
         return await self._finish(run, snapshot)
 
@@ -224,8 +227,15 @@ class RunDriver:
         if request is not None:
             await self.notifier.approval_updated(request, run=run)
 
-    async def _post_approvals(self, run: Run, snapshot: Any) -> None:
-        """Store a request per gated call of the pending interrupts; post unposted ones."""
+    async def _post_approvals(
+        self, run: Run, snapshot: Any, *, redraw_posted: bool = False
+    ) -> None:
+        """Store a request per gated call of the pending interrupts; post unposted ones.
+
+        With ``redraw_posted`` (a decision was just applied), the run's other pending cards,
+        up to ``PENDING_REDRAW_MAX`` of them, are redrawn too: a per-call card someone
+        deleted is noticed there and posted again, as a batch's siblings are after a click.
+        """
         for other in (i for i in snapshot.interrupts if not is_hitl(i)):
             logger.error(
                 "run=%s interrupt=%s is not a HumanInTheLoopMiddleware interrupt; "
@@ -243,9 +253,16 @@ class RunDriver:
         requests = approval_requests(
             snapshot.interrupts, messages=snapshot.values.get("messages", []), placement=placement
         )
-        for request in await self.store.add_requests(requests):
+        stored = await self.store.add_requests(requests)
+        posted = [
+            r for r in stored if r.message_ts is not None and r.state == ApprovalState.PENDING
+        ]
+        for request in stored:
             if request.message_ts is None and request.state == ApprovalState.PENDING:
                 await self._post_card(run, request)
+        if redraw_posted and len(posted) <= PENDING_REDRAW_MAX:
+            for request in posted:
+                await self.notifier.approval_updated(request, run=run)
 
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.

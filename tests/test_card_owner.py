@@ -15,6 +15,7 @@ import pytest
 
 from agent_bridge.backend import open_backend
 from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
+from agent_bridge.policy import POLICIES_DIR
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -26,6 +27,12 @@ from tests.test_store import make_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WRITE_ONLY = {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
+TWO_WRITES = {
+    "tool_calls": [
+        {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+        {"name": "write_file", "args": {"path": "b.txt", "content": "y"}},
+    ]
+}
 
 
 def card_json(harness: Harness, channel_id: str | None, ts: str | None) -> str:
@@ -80,6 +87,35 @@ class TestPerCall:
         assert done.state == RunState.DONE
         texts = harness.slack_thread_texts(done)
         assert sum(t.startswith("Reminder:") for t in texts) == 1
+
+
+class TestPerCallWithoutTimeLimit:
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(update={"policy": POLICIES_DIR / "per_call.yml"})
+
+    async def test_a_deleted_card_is_posted_again_when_another_decision_is_applied(
+        self, harness: Harness
+    ) -> None:
+        """Per-call cards have no siblings; the worker notices a deleted one when it
+        applies another decision of the run, and posts it again."""
+        run = await harness.start_run(TWO_WRITES)
+        first, second = await harness.requests(run, count=2)
+        assert first.mode == second.mode == "per_call"
+        assert second.channel_id is not None and second.message_ts is not None
+        await harness.client.chat_delete(channel=second.channel_id, ts=second.message_ts)
+
+        await harness.click(first, "approve")
+
+        async def reposted() -> ApprovalRequest | None:
+            current = await harness.store.get_request(second.request_id)
+            moved = current is not None and current.message_ts != second.message_ts
+            return current if moved else None
+
+        again = await harness.wait_for(reposted)
+        assert "Approve" in card_json(harness, again.channel_id, again.message_ts)
+        await harness.click(again, "approve")
+        assert (await harness.finished(run)).state == RunState.DONE
 
 
 @dataclass
