@@ -31,6 +31,7 @@ from bot.errors import (
     SlackRefusedError,
     SlackUnavailableError,
 )
+from bot.slack_client import REQUEST_TIMEOUT_S
 
 MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
 CHANNEL_UNREACHABLE_CODES = frozenset(
@@ -90,8 +91,6 @@ class Slack(Protocol):
 
 
 ClientFor = Callable[[str | None], AsyncWebClient]
-REQUEST_TIMEOUT_S = 10
-"""How long a ``response_url`` post may take, seconds (Web API calls: ``bot.slack_client``)."""
 """``team_id -> client`` with that workspace's bot token."""
 
 
