@@ -140,3 +140,12 @@ async def harness(
     finally:
         await harness.stop()
     assert harness.sandbox.violations == []
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
+    """A migrated SQLite approval store in this test's folder (fast unit tests)."""
+    backend = await open_backend(f"sqlite:///{tmp_path / 'store.db'}")
+    await backend.release()
+    yield ApprovalStore(backend.db)
+    await backend.close()

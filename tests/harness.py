@@ -307,6 +307,16 @@ class Harness:
 
         return await self.wait_for(recorded)
 
+    async def reposted(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Wait until ``request``'s deleted card has been posted again (its message moved
+        from ``request.message_ts``); return it."""
+
+        async def moved() -> ApprovalRequest | None:
+            current = await self.store.get_request(request.request_id)
+            return current if current and current.message_ts != request.message_ts else None
+
+        return await self.wait_for(moved)
+
     async def decided_card(self, request: ApprovalRequest) -> dict[str, Any]:
         """Wait until the request's card is redrawn without decision buttons (the app
         does it after acking the decision); return the card."""

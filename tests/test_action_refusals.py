@@ -3,13 +3,10 @@ refusal names the tool, and the name is escaped like all agent-controlled text."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalState, Run
 from agent_bridge.store import ApprovalStore
@@ -25,11 +22,9 @@ HOSTILE_TOOL = "<!channel> <https://evil|innocent>"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
-    backend = await open_backend(f"sqlite:///{tmp_path / 'refusals.db'}")
-    await backend.release()
-    yield ApprovalStore(backend.db)
-    await backend.close()
+def store(sqlite_store: ApprovalStore) -> ApprovalStore:
+    """This module's store: SQLite."""
+    return sqlite_store
 
 
 async def _ack(*_: Any, **__: Any) -> None:

@@ -75,12 +75,7 @@ class TestPerCall:
 
         clock.now += 1801  # past half of the hour: the reminder notices the card is gone
 
-        async def reposted() -> ApprovalRequest | None:
-            current = await harness.store.get_request(card.request_id)
-            moved = current is not None and current.message_ts != card.message_ts
-            return current if moved else None
-
-        again = await harness.wait_for(reposted)
+        again = await harness.reposted(card)
         assert "Approve" in card_json(harness, again.channel_id, again.message_ts)
         await harness.click(again, "approve")
         done = await harness.finished(run)
@@ -107,12 +102,7 @@ class TestPerCallWithoutTimeLimit:
 
         await harness.click(first, "approve")
 
-        async def reposted() -> ApprovalRequest | None:
-            current = await harness.store.get_request(second.request_id)
-            moved = current is not None and current.message_ts != second.message_ts
-            return current if moved else None
-
-        again = await harness.wait_for(reposted)
+        again = await harness.reposted(second)
         assert "Approve" in card_json(harness, again.channel_id, again.message_ts)
         await harness.click(again, "approve")
         assert (await harness.finished(run)).state == RunState.DONE

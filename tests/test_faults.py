@@ -246,11 +246,7 @@ class TestSlackFailures:
         await client.chat_delete(channel=sql.channel_id, ts=sql.message_ts)
         await harness.click(write, "approve")
 
-        async def reposted() -> Any:
-            current = await harness.store.get_request(sql.request_id)
-            return current if current and current.message_ts != sql.message_ts else None
-
-        sql = await harness.wait_for(reposted)
+        sql = await harness.reposted(sql)
         await harness.reject(sql, REASON)
         assert (await harness.finished(run)).state == RunState.DONE
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from agent_bridge.backend import open_backend
 from agent_bridge.models import ApprovalState, Decision, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.store import ApprovalStore
@@ -24,11 +22,9 @@ from tests.test_store import make_request
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
-    backend = await open_backend(f"sqlite:///{tmp_path / 'notifier.db'}")
-    await backend.release()
-    yield ApprovalStore(backend.db)
-    await backend.close()
+def store(sqlite_store: ApprovalStore) -> ApprovalStore:
+    """This module's store: SQLite."""
+    return sqlite_store
 
 
 @dataclass

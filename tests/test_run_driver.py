@@ -15,7 +15,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
-from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.models import (
     AlreadyDecided,
@@ -36,11 +35,9 @@ from tests.harness import agent_config
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
-    backend = await open_backend(f"sqlite:///{tmp_path / 'driver.db'}")
-    await backend.release()
-    yield ApprovalStore(backend.db)
-    await backend.close()
+def store(sqlite_store: ApprovalStore) -> ApprovalStore:
+    """This module's store: SQLite."""
+    return sqlite_store
 
 
 def driver_for(
