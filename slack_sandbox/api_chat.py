@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from slack_sandbox.core import Core
+from slack_sandbox.state import BOT_USER_ID
 from slack_sandbox.validation import MESSAGE_TEXT_MAX_CHARS, check_message
 from slack_sandbox.web_api import Handler, flag, json_arg, refusal
 
@@ -30,8 +31,11 @@ def _content(
 
 
 def _known_channel(core: Core, args: dict[str, Any]) -> str | None:
+    """Return the ``channel`` argument if the bot can see that channel (not private to it)."""
     channel = args.get("channel")
-    return channel if channel in core.workspace.channels else None
+    if channel not in core.workspace.channels:
+        return None
+    return None if core.workspace.unreachable(channel) == "channel_not_found" else channel
 
 
 def post_message(core: Core, args: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +44,9 @@ def post_message(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args.get("channel"), str) or not args["channel"]:
         return {"ok": False, "error": "channel_not_found"}
     channel_id = ws.resolve_channel(args["channel"])
+    outside = ws.unreachable(channel_id)
+    if outside:
+        return {"ok": False, "error": outside}
     where = f"chat.postMessage in {channel_id}"
     text, blocks, refused = _content(core, where, args)
     if refused:
@@ -62,14 +69,16 @@ def post_message(core: Core, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def update(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``chat.update``: replace a message's text and/or blocks."""
+    """``chat.update``: replace a message's text and/or blocks (the bot's own only)."""
     channel_id = _known_channel(core, args)
     if channel_id is None:
         return {"ok": False, "error": "channel_not_found"}
+    if core.workspace.unreachable(channel_id):
+        return {"ok": False, "error": "not_in_channel"}
     message = core.workspace.find(channel_id, str(args.get("ts")))
     if message is None:
         return {"ok": False, "error": "message_not_found"}
-    if "bot_id" not in message:
+    if message.get("user") != BOT_USER_ID:
         return {"ok": False, "error": "cant_update_message"}
     text, blocks, refused = _content(core, f"chat.update of {channel_id}/{args['ts']}", args)
     if refused:
@@ -100,6 +109,9 @@ def post_ephemeral(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args.get("channel"), str) or not args["channel"]:
         return {"ok": False, "error": "channel_not_found"}
     channel_id = ws.resolve_channel(args["channel"])
+    outside = ws.unreachable(channel_id)
+    if outside:
+        return {"ok": False, "error": outside}
     user = args.get("user")
     if user not in ws.users:
         return {"ok": False, "error": "user_not_in_channel"}

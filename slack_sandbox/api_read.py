@@ -1,4 +1,8 @@
-"""Read-only Web API methods: ``auth.test``, ``conversations.*`` and ``users.info``."""
+"""Read-only Web API methods: ``auth.test``, ``conversations.*`` and ``users.info``.
+
+A private channel the bot is not in is ``channel_not_found``; a public one it can
+describe (``is_member: false``) but not read (``not_in_channel``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import copy
 from typing import Any
 
 from slack_sandbox.core import Core
+from slack_sandbox.people import user_object
 from slack_sandbox.state import BOT_ID, BOT_USER_ID
 from slack_sandbox.web_api import Handler
 
@@ -13,7 +18,8 @@ DEFAULT_HISTORY_LIMIT = 100
 
 
 def auth_test(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``auth.test``: who the token belongs to."""
+    """``auth.test``: who the token belongs to (and its org, on Enterprise Grid)."""
+    team = core.workspace.team
     return {
         "ok": True,
         "url": core.base_url,
@@ -23,7 +29,7 @@ def auth_test(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         "user_id": BOT_USER_ID,
         "bot_id": BOT_ID,
         "is_enterprise_install": False,
-    }
+    } | ({"enterprise_id": team.enterprise_id} if team.enterprise_id else {})
 
 
 def _limit(args: dict[str, Any]) -> int:
@@ -33,11 +39,20 @@ def _limit(args: dict[str, Any]) -> int:
         return DEFAULT_HISTORY_LIMIT
 
 
-def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``conversations.history``: top-level messages (and broadcasts), newest first."""
-    channel_id = args.get("channel")
+def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
+    """Return Slack's refusal to read ``channel_id``'s messages, or None if the bot may."""
     if channel_id not in core.workspace.channels:
         return {"ok": False, "error": "channel_not_found"}
+    error = core.workspace.unreachable(channel_id)
+    return {"ok": False, "error": error} if error else None
+
+
+def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
+    """``conversations.history``: top-level messages (and broadcasts), newest first."""
+    channel_id = str(args.get("channel"))
+    refused = _unreadable(core, channel_id)
+    if refused:
+        return refused
     top = [
         m
         for m in core.workspace.messages[channel_id]
@@ -56,9 +71,10 @@ def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
 
 def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     """``conversations.replies``: a thread, parent first, then replies oldest first."""
-    channel_id = args.get("channel")
-    if channel_id not in core.workspace.channels:
-        return {"ok": False, "error": "channel_not_found"}
+    channel_id = str(args.get("channel"))
+    refused = _unreadable(core, channel_id)
+    if refused:
+        return refused
     message = core.workspace.find(channel_id, str(args.get("ts")))
     if message is None:
         return {"ok": False, "error": "thread_not_found"}
@@ -78,46 +94,35 @@ def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def conversation_info(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``conversations.info``: a channel's ID and name."""
+    """``conversations.info``: a channel's ID, name, privacy and the bot's membership."""
+    ws = core.workspace
     channel_id = args.get("channel")
-    if channel_id not in core.workspace.channels:
+    if channel_id not in ws.channels or ws.unreachable(channel_id) == "channel_not_found":
         return {"ok": False, "error": "channel_not_found"}
     is_im = str(channel_id).startswith("D")
     return {
         "ok": True,
         "channel": {
             "id": channel_id,
-            "name": core.workspace.channels[channel_id],
+            "name": ws.channels[channel_id],
             "is_channel": not is_im,
+            "is_group": channel_id in ws.private,
             "is_im": is_im,
-            "is_private": is_im,
+            "is_private": is_im or channel_id in ws.private,
             "is_archived": False,
-            "is_member": True,
+            "is_member": channel_id not in ws.outside,
             "created": 1_700_000_000,
         },
     }
 
 
 def user_info(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``users.info``: a user's ID and names."""
-    user_id = args.get("user")
-    if user_id not in core.workspace.users:
+    """``users.info``: a user's ID, names, home team (``team_id``) and whether a bot."""
+    person = core.workspace.people.persons.get(str(args.get("user")))
+    if person is None:
         return {"ok": False, "error": "user_not_found"}
-    name = core.workspace.users[user_id]
-    real_name = name.replace("_", " ").title()
-    return {
-        "ok": True,
-        "user": {
-            "id": user_id,
-            "team_id": core.workspace.team_id,
-            "name": name,
-            "real_name": real_name,
-            "deleted": False,
-            "is_bot": False,
-            "tz": "Etc/UTC",
-            "profile": {"display_name": name, "real_name": real_name},
-        },
-    }
+    team = core.workspace.people.teams[person.team_id]
+    return {"ok": True, "user": user_object(person, team)}
 
 
 READ_METHODS: dict[str, Handler] = {

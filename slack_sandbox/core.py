@@ -1,4 +1,4 @@
-"""What every part of the sandbox shares: the workspace, modals, and the records.
+"""What every part of the sandbox shares: workspace, modals, user groups, the records.
 
 One :class:`Core` per sandbox. HTTP handlers and the :class:`~slack_sandbox.Sandbox`
 facade read and write it; it does no I/O.
@@ -14,6 +14,7 @@ from typing import Any
 from slack_sandbox.block_rules import Problem
 from slack_sandbox.modals import Modals
 from slack_sandbox.state import Workspace
+from slack_sandbox.usergroups import Usergroups
 
 RESPONSE_URL_MAX_USES = 5
 RESPONSE_URL_TTL_S = 30 * 60
@@ -53,6 +54,7 @@ class Core:
     def __init__(self, *, workspace: Workspace, bot_token: str) -> None:
         self.workspace = workspace
         self.modals = Modals(workspace)
+        self.usergroups = Usergroups(team_id=workspace.team_id, clock=workspace.clock)
         self.bot_token = bot_token
         self.base_url = ""
         self.calls: list[dict[str, Any]] = []

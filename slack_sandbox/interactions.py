@@ -12,18 +12,24 @@ from collections.abc import Callable
 from typing import Any
 
 from slack_sandbox.core import Core
-from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery, Reply, form_body, payload_body
+from slack_sandbox.delivery import (
+    ACK_DEADLINE_S,
+    FORM,
+    Delivery,
+    Reply,
+    form_body,
+    payload_body,
+)
 from slack_sandbox.errors import NotSubmitted, SandboxError
 from slack_sandbox.payloads import (
     block_actions_payload,
-    client_side_errors,
     slash_command_fields,
-    state_values,
     view_closed_payload,
     view_submission_payload,
 )
 from slack_sandbox.responses import slash_command_answer
 from slack_sandbox.view_responses import apply_view_response
+from slack_sandbox.view_state import client_side_errors, state_values
 
 
 class Interactions:
@@ -56,13 +62,17 @@ class Interactions:
         ws = self.core.workspace
         channel_id = ws.resolve_channel(channel_id)
         user_name = self._user(user_id)
+        team = ws.people.team_of(user_id)
         if not command.startswith("/"):
             command = f"/{command}"
         target = self.core.issue_response_url(
             channel_id=channel_id, user_id=user_id, message_ts=None, is_ephemeral=False
         )
         fields = slash_command_fields(
-            team_id=ws.team_id,
+            team_id=team.id,
+            team_domain=team.domain,
+            enterprise_id=team.enterprise_id,
+            enterprise_name=team.enterprise_name,
             channel_id=channel_id,
             channel_name=ws.channels[channel_id],
             user_id=user_id,
@@ -72,15 +82,25 @@ class Interactions:
             response_url=target.url,
             trigger_id=self.core.modals.issue_trigger(user_id),
         )
-        reply = await self._deliver(form_body(fields), f"slash command {command}")
+        reply = await self.deliver(form_body(fields), f"slash command {command}")
         if self._acked(reply):
             slash_command_answer(self.core, target, reply.body)
         return reply.status, reply.body
 
     async def click(
-        self, *, channel_id: str, ts: str, action_id: str, user_id: str, value: str | None = None
+        self,
+        *,
+        channel_id: str,
+        ts: str,
+        action_id: str,
+        user_id: str,
+        value: str | None = None,
+        forged_value: str | None = None,
     ) -> tuple[int, str]:
         """Click the button ``action_id`` (with ``value``, if given) of a message.
+
+        ``forged_value`` replaces the action's ``value`` in the payload (the message in
+        it stays as stored): a tampered client.
 
         Raises:
             SandboxError: No such message, or no such button in it.
@@ -96,6 +116,9 @@ class Interactions:
         block, button = find_button(message, action_id, value)
         payload = block_actions_payload(
             team_id=ws.team_id,
+            enterprise_id=ws.team.enterprise_id,
+            enterprise_name=ws.team.enterprise_name,
+            user_team_id=ws.people.team_of(user_id).id,
             user_id=user_id,
             user_name=self._user(user_id),
             channel_id=channel_id,
@@ -110,7 +133,9 @@ class Interactions:
             ).url,
             action_ts=f"{ws.clock():.6f}",
         )
-        reply = await self._deliver(payload_body(payload), f"click on {action_id} in {ts}")
+        if forged_value is not None:
+            payload["actions"][0]["value"] = forged_value
+        reply = await self.deliver(payload_body(payload), f"click on {action_id} in {ts}")
         return reply.status, reply.body
 
     async def submit_view(
@@ -133,24 +158,55 @@ class Interactions:
         if errors:
             view["errors"] = errors
             raise NotSubmitted(view_id, errors)
+        where = f"view_submission of {view_id} ({view.get('callback_id')})"
+        reply, body = await self._submit(view, user_id, state, where)
+        if reply is not None and self._acked(reply):
+            apply_view_response(self.core, user_id, view, body, where=where)
+        return (reply.status if reply else 200), body if isinstance(body, dict) else None
+
+    async def submit_unopened_view(
+        self, *, user_id: str, view: dict[str, Any], values: dict[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any] | None]:
+        """Submit ``view`` as ``user_id`` though it is not on their stack: a forged modal.
+
+        The payload is built as for :meth:`submit_view` (the view's ``state`` from
+        ``values`` and what it shows), but Slack's client-side checks are skipped, as a
+        forger skips them, and the bot's answer changes no modal stack.
+
+        Raises:
+            SandboxError: ``view`` has no ``id``, or ``values`` do not fit its inputs.
+        """
+        if not isinstance(view.get("id"), str):
+            raise SandboxError("the view to submit needs an 'id', as views.open returns it")
+        forged = dict(view)
+        forged.setdefault("type", "modal")
+        state = state_values(forged, values)
+        where = f"view_submission of unopened {view['id']} ({view.get('callback_id')})"
+        reply, body = await self._submit(forged, user_id, state, where)
+        return (reply.status if reply else 200), body if isinstance(body, dict) else None
+
+    async def _submit(
+        self, view: dict[str, Any], user_id: str, state: dict[str, Any], where: str
+    ) -> tuple[Reply | None, Any]:
+        """Deliver ``view``'s submission; return the reply and its JSON (None if not JSON)."""
+        team = self.core.workspace.people.team_of(user_id)
         payload = view_submission_payload(
-            team_id=self.core.workspace.team_id,
+            team_id=team.id,
+            team_domain=team.domain,
+            enterprise_id=team.enterprise_id,
+            enterprise_name=team.enterprise_name,
             user_id=user_id,
             user_name=self._user(user_id),
             view=view,
             values=state,
             trigger_id=self.core.modals.issue_trigger(user_id),
         )
-        where = f"view_submission of {view_id} ({view.get('callback_id')})"
-        reply = await self._deliver(payload_body(payload), where)
+        reply = await self.deliver(payload_body(payload), where)
         try:
-            body = reply.json()
+            return reply, reply.json()
         except ValueError:
             self.core.violate(where, [f"the answer is not JSON: {reply.body[:200]!r}"])
-            return reply.status, None
-        if self._acked(reply):
-            apply_view_response(self.core, user_id, view, body, where=where)
-        return reply.status, body if isinstance(body, dict) else None
+            return None, None
 
     async def close_view(self, *, view_id: str, user_id: str) -> None:
         """Dismiss ``user_id``'s top view; send ``view_closed`` if it asked to be told.
@@ -165,14 +221,18 @@ class Interactions:
         else:
             modals.close(user_id, view_id)
         if view.get("notify_on_close"):
+            team = self.core.workspace.people.team_of(user_id)
             payload = view_closed_payload(
-                team_id=self.core.workspace.team_id,
+                team_id=team.id,
+                team_domain=team.domain,
+                enterprise_id=team.enterprise_id,
+                enterprise_name=team.enterprise_name,
                 user_id=user_id,
                 user_name=self._user(user_id),
                 view=view,
                 is_cleared=bool(view.get("clear_on_close")),
             )
-            await self._deliver(payload_body(payload), f"view_closed of {view_id}")
+            await self.deliver(payload_body(payload), f"view_closed of {view_id}")
 
     def _top_view(self, view_id: str, user_id: str) -> dict[str, Any]:
         stack = self.core.modals.stacks.get(user_id) or []
@@ -182,14 +242,18 @@ class Interactions:
         return stack[-1]
 
     def _user(self, user_id: str) -> str:
-        users = self.core.workspace.users
-        return users.setdefault(user_id, user_id.lower())
+        return self.core.workspace.people.get(user_id).name
 
     def _acked(self, reply: Reply) -> bool:
         return reply.status == 200 and reply.elapsed_s <= self.ack_deadline_s
 
-    async def _deliver(self, body: bytes, where: str) -> Reply:
-        reply = await self.delivery.post(self.request_url(), body)
+    async def deliver(self, body: bytes, where: str, *, content_type: str = FORM) -> Reply:
+        """Post a signed ``body`` to the bot; record a late or failed answer as a violation.
+
+        Raises:
+            BotUnreachable: The bot's request URL is unset or does not answer.
+        """
+        reply = await self.delivery.post(self.request_url(), body, content_type=content_type)
         if reply.elapsed_s > self.ack_deadline_s:
             late = f"the bot answered after {reply.elapsed_s:.2f} s"
             self.core.violate(where, [f"{late}; Slack gives up after {self.ack_deadline_s:g} s"])

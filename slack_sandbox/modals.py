@@ -62,7 +62,7 @@ class Modals:
 
     def open(self, user_id: str, view: dict[str, Any]) -> dict[str, Any]:
         """Open ``view`` as the root of a new stack for ``user_id``; return it."""
-        stored = self._store(view, view_id=self.workspace.new_id("V"))
+        stored = self._store(view, view_id=self.workspace.new_id("V"), user_id=user_id)
         stored["root_view_id"] = stored["id"]
         self.stacks[user_id] = [stored]
         return stored
@@ -74,7 +74,7 @@ class Modals:
             return self.open(user_id, view), None
         if len(stack) >= MAX_STACK_VIEWS:
             return None, "push_limit_reached"
-        stored = self._store(view, view_id=self.workspace.new_id("V"))
+        stored = self._store(view, view_id=self.workspace.new_id("V"), user_id=user_id)
         stored["root_view_id"] = stack[0]["id"]
         stored["previous_view_id"] = stack[-1]["id"]
         stack.append(stored)
@@ -94,8 +94,8 @@ class Modals:
 
     def update(self, old: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
         """Replace open view ``old`` by ``view`` in place (same ID, new hash); return it."""
-        keep = {k: old[k] for k in ("id", "root_view_id", "previous_view_id")}
-        new = self._store(view, view_id=old["id"]) | keep
+        keep = {k: old[k] for k in ("id", "team_id", "root_view_id", "previous_view_id")}
+        new = self._store(view, view_id=old["id"], user_id=None) | keep
         old.clear()
         old.update(new)
         return old
@@ -111,11 +111,12 @@ class Modals:
         """Close every view of ``user_id``."""
         self.stacks.pop(user_id, None)
 
-    def _store(self, view: dict[str, Any], *, view_id: str) -> dict[str, Any]:
+    def _store(self, view: dict[str, Any], *, view_id: str, user_id: str | None) -> dict[str, Any]:
+        """Return ``view`` as stored; its ``team_id`` is the viewer's home team."""
         ws = self.workspace
         return {
             "id": view_id,
-            "team_id": ws.team_id,
+            "team_id": ws.team_id if user_id is None else ws.people.team_of(user_id).id,
             "type": view.get("type", "modal"),
             "blocks": with_block_ids(view.get("blocks") or []),
             "private_metadata": view.get("private_metadata", ""),

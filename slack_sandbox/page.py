@@ -19,7 +19,7 @@ from aiohttp import web
 from slack_sandbox.core import Core
 from slack_sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
 from slack_sandbox.interactions import Interactions
-from slack_sandbox.state import BOT_USER_ID
+from slack_sandbox.state import BOT_ID, BOT_USER_ID
 
 STATIC_DIR = Path(__file__).parent / "static"
 Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -44,6 +44,7 @@ def page_state(core: Core, request_url: str | None) -> dict[str, Any]:
     return {
         "team_id": ws.team_id,
         "bot_user_id": BOT_USER_ID,
+        "bot_id": BOT_ID,
         "request_url": request_url,
         "users": [{"id": u, "name": n} for u, n in ws.users.items()],
         "channels": [{"id": c, "name": n} for c, n in ws.channels.items()],
@@ -109,12 +110,18 @@ def page_routes(
         await interactions.close_view(**_fields(body, "view_id", "user_id"))
         return {"ok": True, "status": 200, "body": None}
 
+    async def permalink(request: web.Request) -> web.Response:
+        """``chat.getPermalink``'s link: show the page scrolled to that message."""
+        channel_id, p = request.match_info["channel_id"], request.match_info["p"]
+        raise web.HTTPFound(f"/#{channel_id}/{p}")
+
     async def favicon(_: web.Request) -> web.Response:
         return web.Response(status=204)  # no icon; an empty answer keeps the console clean
 
     return [
         web.get("/", index),
         web.get("/favicon.ico", favicon),
+        web.get("/archives/{channel_id}/{p:p[0-9]+}", permalink),
         web.get("/sandbox/state", state),
         web.post("/sandbox/command", _json_endpoint(command)),
         web.post("/sandbox/click", _json_endpoint(click)),

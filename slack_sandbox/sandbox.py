@@ -14,28 +14,37 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
+from slack_sandbox.acting import Acting
 from slack_sandbox.core import Core, Failure
-from slack_sandbox.delivery import ACK_DEADLINE_S, FORM, Delivery
+from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery
 from slack_sandbox.errors import SandboxError
+from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.server import Server, build_app
 from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
 
 
-class Sandbox:
+class Sandbox(Acting):
     """A fake Slack workspace serving the Web API, delivering interactions, showing a page.
+
+    What people do (``slash_command``, ``click``, ``submit_view``, ``mention``...) is
+    in :class:`~slack_sandbox.acting.Acting`; this class sets the world up (people,
+    channels, user groups, failures) and shows it.
 
     Args:
         signing_secret: The app's signing secret; every delivery is signed with it.
         bot_token: The only token the Web API accepts.
         request_url: The bot's ``POST /slack/events`` URL (settable later).
         team_id: The workspace's team ID.
-        users: ``user_id -> name``; reviewer, dba and alice when None.
+        enterprise_id: The Enterprise Grid org of the workspace (``E…``), if any; then
+            payloads carry ``enterprise`` and ``team.enterprise_id``.
+        enterprise_name: The org's name (``enterprise_id`` in lower case when None).
+        users: ``user_id -> name`` of the workspace's own people; reviewer, dba and
+            alice when None. Add others (guests, bots) with :meth:`add_user`.
         channels: ``channel_id -> name``; general and approvals when None.
         clock: Unix time in seconds (message ``ts``, trigger and response URL expiry);
             tests pass a fake one to expire a trigger without sleeping. Signatures
@@ -51,6 +60,8 @@ class Sandbox:
         bot_token: str,
         request_url: str | None = None,
         team_id: str = "T0SANDBOX",
+        enterprise_id: str | None = None,
+        enterprise_name: str | None = None,
         users: dict[str, str] | None = None,
         channels: dict[str, str] | None = None,
         clock: Clock = time.time,
@@ -63,6 +74,8 @@ class Sandbox:
             users=DEFAULT_USERS if users is None else users,
             channels=DEFAULT_CHANNELS if channels is None else channels,
             clock=clock,
+            enterprise_id=enterprise_id,
+            enterprise_name=enterprise_name,
         )
         self._core = Core(workspace=workspace, bot_token=bot_token)
         self._delivery = Delivery(signing_secret=signing_secret)
@@ -72,6 +85,7 @@ class Sandbox:
             request_url=lambda: self.request_url,
             ack_deadline_s=ack_deadline_s,
         )
+        self._events = Events(core=self._core, interactions=self._interactions)
         self._app = build_app(
             core=self._core, interactions=self._interactions, request_url=lambda: self.request_url
         )
@@ -163,68 +177,107 @@ class Sandbox:
     ) -> None:
         """Make the next ``times`` calls of Web API ``method`` answer HTTP ``status``.
 
-        429 comes with ``Retry-After: retry_after_s`` and ``error: ratelimited``; any
-        other status with ``error: internal_error``.
+        Any method name works, known or not (``usergroups.users.list`` too). 429
+        comes with ``Retry-After: retry_after_s`` and ``error: ratelimited``; any other
+        status with ``error: internal_error``. The call is recorded in ``calls``.
         """
         self._core.failures[method] = Failure(
             status=status, retry_after_s=retry_after_s, remaining=times
         )
 
-    # -- delivering to the bot --------------------------------------------------------
+    # -- people, channels, user groups ----------------------------------------------------
 
-    async def slash_command(
-        self, *, command: str, text: str, user_id: str, channel_id: str
-    ) -> tuple[int, str]:
-        """Run a slash command; return the bot's ``(HTTP status, body)``."""
-        return await self._interactions.slash_command(
-            command=command, text=text, user_id=user_id, channel_id=channel_id
-        )
-
-    async def click(
-        self, *, channel_id: str, ts: str, action_id: str, user_id: str, value: str | None = None
-    ) -> tuple[int, str]:
-        """Click a button in a stored message; return the bot's ``(HTTP status, body)``.
-
-        Raises:
-            SandboxError: The message has no button ``action_id`` (with ``value``).
-        """
-        return await self._interactions.click(
-            channel_id=channel_id, ts=ts, action_id=action_id, user_id=user_id, value=value
-        )
-
-    async def submit_view(
-        self, *, view_id: str, user_id: str, values: Mapping[str, object] | None = None
-    ) -> tuple[int, dict[str, Any] | None]:
-        """Submit an open modal; return the bot's HTTP status and parsed answer.
-
-        Raises:
-            SandboxError: The view is not open on top for the user, the values do
-                not fit it, or Slack's client would not submit it.
-        """
-        return await self._interactions.submit_view(
-            view_id=view_id, user_id=user_id, values=dict(values or {})
-        )
-
-    async def close_view(self, *, view_id: str, user_id: str) -> None:
-        """Dismiss an open modal (``view_closed`` is sent only if ``notify_on_close``)."""
-        await self._interactions.close_view(view_id=view_id, user_id=user_id)
-
-    async def post_signed(
+    def add_user(
         self,
-        body: bytes,
+        user_id: str,
+        name: str,
         *,
-        content_type: str = FORM,
-        timestamp: int | None = None,
-        signature: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, str]:
-        """Post raw ``body`` to the bot, signed correctly unless told otherwise."""
-        reply = await self._delivery.post(
-            self.request_url,
-            body,
-            content_type=content_type,
-            timestamp=timestamp,
-            signature=signature,
-            headers=headers,
+        team_id: str | None = None,
+        enterprise_id: str | None = None,
+        is_bot: bool = False,
+    ) -> None:
+        """Add (or replace) a person who can act in the sandbox's channels.
+
+        Args:
+            user_id: ``U…`` (or ``W…`` on Enterprise Grid).
+            name: Their ``name``/``display_name`` (``real_name`` is it title-cased).
+            team_id: Their home team: the sandbox's when None; another ID is a Slack
+                Connect guest's team (``T0OTHER``), or with ``enterprise_id`` another
+                workspace of an org (the sandbox's own org, or a foreign one).
+            enterprise_id: The org of a new ``team_id`` (ignored for a known team,
+                unless it contradicts it).
+            is_bot: A bot user of another app: ``users.info`` says ``is_bot`` and its
+                mentions carry ``bot_id``, ``app_id`` (``B…``/``A…`` from the user ID)
+                and ``bot_profile``.
+
+        Raises:
+            SandboxError: ``enterprise_id`` contradicts the known org of ``team_id``.
+        """
+        self._core.workspace.people.add(
+            user_id, name, team_id=team_id, enterprise_id=enterprise_id, is_bot=is_bot
         )
-        return reply.status, reply.body
+
+    def add_channel(
+        self, channel_id: str, name: str, *, private: bool = False, bot_member: bool = True
+    ) -> None:
+        """Create channel ``channel_id`` (or rename and reconfigure it).
+
+        Args:
+            channel_id: ``C…``.
+            name: Its name, without ``#``.
+            private: A private channel: while the bot is not in it, every Web API
+                call on it answers ``channel_not_found``.
+            bot_member: Whether the bot is in it. Posting (``chat.postMessage``,
+                ``chat.postEphemeral``, ``chat.update``) into a public channel it is
+                not in answers ``not_in_channel``, as does reading its history.
+                Channels made implicitly (unknown IDs or names) always have the bot.
+        """
+        ws = self._core.workspace
+        ws.add_channel(channel_id, name)
+        ws.channels[channel_id] = name
+        ws.set_membership(channel_id, private=private, bot_member=bot_member)
+
+    def invite_bot(self, channel_id: str) -> None:
+        """Put the bot in ``channel_id`` (``/invite @bot``).
+
+        Raises:
+            SandboxError: There is no such channel.
+        """
+        ws = self._core.workspace
+        if channel_id not in ws.channels:
+            raise SandboxError(f"no channel {channel_id}; add it with add_channel")
+        ws.outside.discard(channel_id)
+
+    async def set_usergroup(
+        self, group_id: str, handle: str, user_ids: list[str]
+    ) -> tuple[int, str] | None:
+        """Create or replace user group ``group_id`` (``@handle``) with ``user_ids``.
+
+        When an existing group's members change, Slack's Events API event
+        ``subteam_members_changed`` (``added_users``, ``removed_users``, their counts,
+        ``date_previous_update``, ``date_update``) is delivered to the bot as a signed
+        JSON ``event_callback``.
+
+        Returns:
+            The bot's ``(HTTP status, body)``, or None when nothing was delivered (a
+            new group, or the same members).
+
+        Raises:
+            SandboxError: ``group_id`` does not look like ``S0DBA``.
+            BotUnreachable: The members changed and the bot does not answer.
+        """
+        change = self._core.usergroups.set(group_id, handle, list(user_ids))
+        if change is None:
+            return None
+        return await self._events.members_changed(change)
+
+    def usergroup_users(self, group_id: str) -> list[str]:
+        """Return the members of user group ``group_id``.
+
+        Raises:
+            SandboxError: There is no such group.
+        """
+        group = self._core.usergroups.groups.get(group_id)
+        if group is None:
+            raise SandboxError(f"no user group {group_id}")
+        return list(group.users)

@@ -12,6 +12,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from slack_sandbox.people import People, Team
+
 Clock = Callable[[], float]
 """Unix time in seconds; injectable so tests can move time without sleeping."""
 
@@ -20,6 +22,7 @@ BOT_ID = "B0SANDBOX"
 APP_ID = "A0SANDBOX"
 DEFAULT_USERS = {"U0REVIEWER": "reviewer", "U0DBA": "dba", "U0ALICE": "alice"}
 DEFAULT_CHANNELS = {"C0GENERAL": "general", "C0APPROVAL": "approvals"}
+TEAM_DOMAIN = "sandbox"
 _NO_ACTION_ID = frozenset({"plain_text", "mrkdwn", "image"})
 
 
@@ -28,17 +31,33 @@ class Workspace:
 
     Args:
         team_id: The team's ID, e.g. ``T0SANDBOX``.
-        users: ``user_id -> name``.
+        users: ``user_id -> name`` of the team's own people.
         channels: ``channel_id -> name``.
         clock: Source of Unix time (s) for message timestamps.
+        enterprise_id: The Enterprise Grid org the team belongs to, if any.
+        enterprise_name: The org's name (its ID in lower case when None).
     """
 
     def __init__(
-        self, *, team_id: str, users: dict[str, str], channels: dict[str, str], clock: Clock
+        self,
+        *,
+        team_id: str,
+        users: dict[str, str],
+        channels: dict[str, str],
+        clock: Clock,
+        enterprise_id: str | None = None,
+        enterprise_name: str | None = None,
     ) -> None:
         self.team_id = team_id
-        self.users = dict(users)
+        if enterprise_id is not None and enterprise_name is None:
+            enterprise_name = enterprise_id.lower()
+        self.team = Team(team_id, TEAM_DOMAIN, enterprise_id, enterprise_name)
+        self.people = People(home=self.team, users=users)
         self.channels = dict(channels)
+        self.private: set[str] = set()
+        """Private channels (Slack hides them from non-members: ``channel_not_found``)."""
+        self.outside: set[str] = set()
+        """Channels the bot is not a member of."""
         self.clock = clock
         self.messages: dict[str, list[dict[str, Any]]] = {c: [] for c in self.channels}
         self.ephemerals: list[dict[str, Any]] = []
@@ -65,10 +84,33 @@ class Workspace:
         self.add_channel(channel_id, name)
         return channel_id
 
+    @property
+    def users(self) -> dict[str, str]:
+        """``user_id -> name`` of everyone known, guests of other teams included."""
+        return self.people.names()
+
     def add_channel(self, channel_id: str, name: str) -> None:
         """Create channel ``channel_id`` called ``name`` if it does not exist."""
         self.channels.setdefault(channel_id, name)
         self.messages.setdefault(channel_id, [])
+
+    def set_membership(self, channel_id: str, *, private: bool, bot_member: bool) -> None:
+        """Make ``channel_id`` private or public, with or without the bot in it."""
+        for flagged, on in ((self.private, private), (self.outside, not bot_member)):
+            if on:
+                flagged.add(channel_id)
+            else:
+                flagged.discard(channel_id)
+
+    def unreachable(self, channel_id: str) -> str | None:
+        """Return Slack's error for the bot acting in ``channel_id``, or None if it may.
+
+        A private channel the bot is not in does not exist for it (``channel_not_found``);
+        a public one it may read but not post in (``not_in_channel``).
+        """
+        if channel_id not in self.outside:
+            return None
+        return "channel_not_found" if channel_id in self.private else "not_in_channel"
 
     def resolve_channel(self, ref: str) -> str:
         """Return the channel ID for ``ref``: an ID, ``#name``/``name`` or a user ID (a DM).
@@ -79,9 +121,9 @@ class Workspace:
         """
         if ref in self.channels:
             return ref
-        if ref[:1] in ("U", "W") and ref in self.users:
+        if ref[:1] in ("U", "W") and ref in self.people.persons:
             dm_id = "D" + ref[1:]
-            self.add_channel(dm_id, f"dm-{self.users[ref]}")
+            self.add_channel(dm_id, f"dm-{self.people.persons[ref].name}")
             return dm_id
         if ref[:1] in ("C", "G", "D") and ref[1:].isalnum() and ref.upper() == ref:
             self.add_channel(ref, ref.lower())
@@ -175,7 +217,8 @@ class Workspace:
 
     def user_name(self, user_id: str) -> str:
         """Return the name of ``user_id`` (the ID itself when unknown)."""
-        return self.users.get(user_id, user_id)
+        person = self.people.persons.get(user_id)
+        return person.name if person else user_id
 
 
 def with_block_ids(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -79,12 +79,12 @@ class BotStub:
         ):
             self.rejected += 1
             return web.Response(status=401, text="invalid signature")
-        form = dict(parse_qsl(raw.decode()))
-        record = {
-            "content_type": headers.get("Content-Type"),
-            "form": form,
-            "payload": json.loads(form["payload"]) if "payload" in form else None,
-        }
+        if headers.get("Content-Type") == "application/json":  # an Events API callback
+            form, payload = {}, json.loads(raw)
+        else:
+            form = dict(parse_qsl(raw.decode()))
+            payload = json.loads(form["payload"]) if "payload" in form else None
+        record = {"content_type": headers.get("Content-Type"), "form": form, "payload": payload}
         self.received.append(record)
         status, body = self.answer(record)
         if isinstance(body, dict):
@@ -819,4 +819,317 @@ async def test_page_endpoints_drive_commands_and_modals(
         "POST", base + "close", json={"view_id": view_id, "user_id": REVIEWER}
     )
     assert (status, body["ok"]) == (200, True) and sandbox.open_views(REVIEWER) == []
+    assert sandbox.violations == []
+
+
+# -- People, user groups, channels ----------------------------------------------------------
+
+GUEST = "U0GUEST"
+"""A Slack Connect guest from T0OTHER (no org)."""
+GRID = "W0GRID"
+"""A person of T0GRIDB, another workspace of the sandbox's org E0ORG."""
+HELPER_BOT = "U0HELPER"
+"""Another app's bot user."""
+
+
+@pytest.fixture
+async def grid(bot: BotStub, clock: FakeClock) -> AsyncIterator[Sandbox]:
+    """A sandbox whose workspace is in org E0ORG, with a guest, an org member and a bot."""
+    sb = Sandbox(
+        signing_secret=SECRET,
+        bot_token=TOKEN,
+        request_url=bot.url,
+        clock=clock,
+        enterprise_id="E0ORG",
+        enterprise_name="Acme",
+    )
+    sb.add_user(GUEST, "gwen", team_id="T0OTHER")
+    sb.add_user(GRID, "grace", team_id="T0GRIDB", enterprise_id="E0ORG")
+    sb.add_user(HELPER_BOT, "helper", is_bot=True)
+    await sb.start()
+    yield sb
+    await sb.stop()
+
+
+async def test_a_click_carries_the_clickers_home_team_and_the_org(
+    grid: Sandbox, bot: BotStub
+) -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=grid.api_url)
+    ts = await post_card(client)
+    await grid.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=GUEST)
+    p = bot.last
+    assert p["user"] == {"id": GUEST, "username": "gwen", "name": "gwen", "team_id": "T0OTHER"}
+    assert p["team"] == {
+        "id": "T0SANDBOX",  # the message's workspace, as Slack sends it in Slack Connect
+        "domain": "sandbox",
+        "enterprise_id": "E0ORG",
+        "enterprise_name": "Acme",
+    }
+    assert (p["enterprise"], p["is_enterprise_install"]) == ({"id": "E0ORG", "name": "Acme"}, False)
+    await grid.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=REVIEWER)
+    assert bot.last["user"]["team_id"] == "T0SANDBOX"
+    assert grid.violations == []
+
+
+async def test_commands_and_modals_carry_the_actors_own_team(grid: Sandbox, bot: BotStub) -> None:
+    await grid.slash_command(command="/agent", text="x", user_id=GRID, channel_id=GENERAL)
+    form = bot.last
+    assert (form["team_id"], form["team_domain"]) == ("T0GRIDB", "t0gridb")
+    assert (form["enterprise_id"], form["enterprise_name"]) == ("E0ORG", "Acme")
+    await grid.slash_command(command="/agent", text="x", user_id=GUEST, channel_id=GENERAL)
+    assert bot.last["team_id"] == "T0OTHER" and "enterprise_id" not in bot.last
+    await grid.slash_command(command="/agent", text="x", user_id=REVIEWER, channel_id=GENERAL)
+    assert (bot.last["team_id"], bot.last["enterprise_id"]) == ("T0SANDBOX", "E0ORG")
+
+    client = AsyncWebClient(token=TOKEN, base_url=grid.api_url)
+    ts = await post_card(client)
+    await grid.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=GUEST)
+    opened = await client.views_open(
+        trigger_id=bot.last["trigger_id"], view=modal(text_input("reason"), notify_on_close=True)
+    )
+    view_id = opened["view"]["id"]
+    await grid.submit_view(view_id=view_id, user_id=GUEST, values={"reason": "no"})
+    p = bot.last
+    assert p["team"] == {"id": "T0OTHER", "domain": "t0other"} and p["enterprise"] is None
+    assert p["user"]["team_id"] == "T0OTHER"
+    assert (p["view"]["team_id"], p["view"]["app_installed_team_id"]) == ("T0OTHER", "T0SANDBOX")
+
+    await grid.click(channel_id=GENERAL, ts=ts, action_id="approval:approve", user_id=GRID)
+    opened = await client.views_open(
+        trigger_id=bot.last["trigger_id"], view=modal(text_input("reason"), notify_on_close=True)
+    )
+    await grid.close_view(view_id=opened["view"]["id"], user_id=GRID)
+    p = bot.last
+    assert p["type"] == "view_closed" and p["user"]["team_id"] == "T0GRIDB"
+    assert p["team"]["enterprise_id"] == "E0ORG" and p["enterprise"]["id"] == "E0ORG"
+    assert grid.violations == []
+
+
+async def test_users_info_shows_home_team_bots_and_org(grid: Sandbox) -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=grid.api_url)
+    guest = (await client.users_info(user=GUEST))["user"]
+    assert (guest["team_id"], guest["is_bot"], guest["profile"]["display_name"]) == (
+        "T0OTHER",
+        False,
+        "gwen",
+    )
+    assert guest["profile"]["real_name"] == "Gwen" and "enterprise_user" not in guest
+    member = (await client.users_info(user=GRID))["user"]
+    assert member["team_id"] == "T0GRIDB"
+    assert member["enterprise_user"]["enterprise_id"] == "E0ORG"
+    helper = (await client.users_info(user=HELPER_BOT))["user"]
+    assert helper["is_bot"] and helper["team_id"] == "T0SANDBOX"
+    assert helper["profile"]["bot_id"] == "B0HELPER"
+    assert (await client.users_info(user=REVIEWER))["user"]["team_id"] == "T0SANDBOX"
+    assert (await client.auth_test())["enterprise_id"] == "E0ORG"
+    with pytest.raises(SandboxError, match="is in org"):
+        grid.add_user("U0X", "x", team_id="T0GRIDB", enterprise_id="E0ELSE")
+
+
+async def test_mentions_are_stored_and_delivered_as_events(grid: Sandbox, bot: BotStub) -> None:
+    status, _ = await grid.mention(user_id=REVIEWER, channel_id=GENERAL, text="count users")
+    assert status == 200 and bot.received[-1]["content_type"] == "application/json"
+    p = bot.last
+    assert (p["type"], p["team_id"], p["enterprise_id"]) == ("event_callback", "T0SANDBOX", "E0ORG")
+    assert p["event_id"].startswith("Ev") and p["is_ext_shared_channel"] is False
+    assert p["authorizations"][0]["enterprise_id"] == "E0ORG"
+    event = p["event"]
+    assert event["type"] == "app_mention" and event["text"] == "<@U0SANDBOXBOT> count users"
+    assert (event["user"], event["team"], event["channel"]) == (REVIEWER, "T0SANDBOX", GENERAL)
+    assert "user_team" not in event and "bot_id" not in event
+    stored = grid.message(GENERAL, event["ts"])
+    assert stored["user"] == REVIEWER and "bot_id" not in stored
+
+    await grid.mention(user_id=GUEST, channel_id=GENERAL, text="hi", thread_ts=event["ts"])
+    guest = bot.last
+    assert guest["is_ext_shared_channel"] is True and guest["team_id"] == "T0SANDBOX"
+    g = guest["event"]
+    assert (g["team"], g["user_team"], g["source_team"]) == ("T0OTHER", "T0OTHER", "T0OTHER")
+    assert g["thread_ts"] == event["ts"]
+    await grid.mention(user_id=GRID, channel_id=GENERAL, text="hi")
+    assert bot.last["is_ext_shared_channel"] is False  # same org: shared inside it
+
+    await grid.mention(user_id=HELPER_BOT, channel_id=GENERAL, text="<@U0SANDBOXBOT> deploy")
+    b = bot.last["event"]
+    assert b["text"] == "<@U0SANDBOXBOT> deploy" and b["user"] == HELPER_BOT
+    assert (b["bot_id"], b["app_id"]) == ("B0HELPER", "A0HELPER")
+    profile = b["bot_profile"]
+    assert (profile["id"], profile["app_id"], profile["team_id"]) == (
+        "B0HELPER",
+        "A0HELPER",
+        "T0SANDBOX",
+    )
+    assert profile["name"] == "helper" and profile["deleted"] is False and profile["icons"]
+    assert grid.message(GENERAL, b["ts"])["bot_id"] == "B0HELPER"
+
+    grid.add_channel("C0LOBBY", "lobby", bot_member=False)
+    with pytest.raises(SandboxError, match="not in"):
+        await grid.mention(user_id=REVIEWER, channel_id="C0LOBBY", text="hi")
+    with pytest.raises(SandboxError, match="no message"):
+        await grid.mention(user_id=REVIEWER, channel_id=GENERAL, text="x", thread_ts="1.000001")
+    assert grid.violations == []
+
+
+async def test_user_groups_and_their_members_changed_event(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient, clock: FakeClock
+) -> None:
+    assert await sandbox.set_usergroup("S0DBA", "dba-team", ["U0DBA", REVIEWER]) is None
+    assert bot.received == []  # Slack tells no one of a new group
+    listed = await client.usergroups_users_list(usergroup="S0DBA", include_disabled=True)
+    assert listed["users"] == ["U0DBA", REVIEWER]
+    groups = await client.usergroups_list(include_users=True, include_count=True)
+    (group,) = groups["usergroups"]
+    assert (group["id"], group["handle"], group["user_count"]) == ("S0DBA", "dba-team", 2)
+    assert group["team_id"] == "T0SANDBOX" and group["users"] == ["U0DBA", REVIEWER]
+
+    clock.advance(60)
+    bot.answer = lambda request: (200, "noted")
+    reply = await sandbox.set_usergroup("S0DBA", "dba-team", [REVIEWER, "U0ALICE"])
+    assert reply == (200, "noted")
+    assert bot.received[-1]["content_type"] == "application/json"
+    p = bot.last
+    assert (p["type"], p["team_id"], p["api_app_id"]) == (
+        "event_callback",
+        "T0SANDBOX",
+        "A0SANDBOX",
+    )
+    assert p["event_id"].startswith("Ev") and p["event_time"] == int(clock.now)
+    assert p["event"] == {
+        "type": "subteam_members_changed",
+        "subteam_id": "S0DBA",
+        "team_id": "T0SANDBOX",
+        "date_previous_update": int(clock.now) - 60,
+        "date_update": int(clock.now),
+        "added_users": ["U0ALICE"],
+        "added_users_count": 1,
+        "removed_users": ["U0DBA"],
+        "removed_users_count": 1,
+        "event_ts": f"{clock.now:.6f}",
+    }
+    assert sandbox.usergroup_users("S0DBA") == [REVIEWER, "U0ALICE"]
+    assert await sandbox.set_usergroup("S0DBA", "dba-team", ["U0ALICE", REVIEWER]) is None
+    assert len(bot.received) == 1
+
+    with pytest.raises(SlackApiError) as caught:
+        await client.usergroups_users_list(usergroup="S0NOPE")
+    assert caught.value.response["error"] == "no_such_subteam"
+    sandbox.fail_next("usergroups.users.list", status=500)
+    with pytest.raises(SlackApiError) as caught:
+        await client.usergroups_users_list(usergroup="S0DBA")
+    assert caught.value.response.status_code == 500
+    assert (await client.usergroups_users_list(usergroup="S0DBA"))["ok"]
+    with pytest.raises(SandboxError, match="S0DBA"):
+        await sandbox.set_usergroup("dba", "dba", [])
+    with pytest.raises(SandboxError, match="no user group"):
+        sandbox.usergroup_users("S0NOPE")
+
+
+async def test_permalinks(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    ts = await post_card(client)
+    reply = await client.chat_postMessage(channel=GENERAL, text="r", thread_ts=ts)
+    link = await client.chat_getPermalink(channel=GENERAL, message_ts=ts)
+    assert link["channel"] == GENERAL
+    assert link["permalink"] == f"{sandbox.base_url}archives/{GENERAL}/p{ts.replace('.', '')}"
+    threaded = await client.chat_getPermalink(channel=GENERAL, message_ts=reply["ts"])
+    assert threaded["permalink"].endswith(f"?thread_ts={ts}&cid={GENERAL}")
+    for url in (link["permalink"], threaded["permalink"]):  # the page opens them
+        status, headers, _ = await http("GET", url, allow_redirects=False)
+        p = url.split("/")[-1].split("?")[0]
+        assert (status, headers["Location"]) == (302, f"/#{GENERAL}/{p}")
+    errors = []
+    for channel, message_ts in [(GENERAL, "1.000001"), ("C0NOWHERE", ts)]:
+        with pytest.raises(SlackApiError) as caught:
+            await client.chat_getPermalink(channel=channel, message_ts=message_ts)
+        errors.append(caught.value.response["error"])
+    assert errors == ["message_not_found", "channel_not_found"]
+
+
+async def test_the_bot_posts_only_where_it_is_a_member(
+    sandbox: Sandbox, client: AsyncWebClient
+) -> None:
+    sandbox.add_channel("C0SECRET", "secret", private=True, bot_member=False)
+    sandbox.add_channel("C0LOBBY", "lobby", bot_member=False)
+    sandbox.add_channel("C0OPS", "ops")
+    posted = await client.chat_postMessage(channel="C0OPS", text="x")
+    sandbox.add_channel("C0OPS", "ops", bot_member=False)  # the bot was removed
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for channel in ("C0SECRET", "C0LOBBY"):
+        calls += [
+            ("chat.postMessage", {"channel": channel, "text": "x"}),
+            ("chat.postEphemeral", {"channel": channel, "user": REVIEWER, "text": "x"}),
+            ("conversations.history", {"channel": channel}),
+        ]
+    calls += [
+        ("chat.update", {"channel": "C0OPS", "ts": posted["ts"], "text": "y"}),
+        ("chat.getPermalink", {"channel": "C0SECRET", "message_ts": "1.000001"}),
+        ("conversations.info", {"channel": "C0SECRET"}),
+    ]
+    errors = []
+    for method, args in calls:
+        with pytest.raises(SlackApiError) as caught:
+            await client.api_call(method, json=args)
+        errors.append(caught.value.response["error"])
+    hidden, outside = ["channel_not_found"] * 3, ["not_in_channel"] * 3
+    assert errors == [*hidden, *outside, "not_in_channel", "channel_not_found", "channel_not_found"]
+    lobby = (await client.conversations_info(channel="C0LOBBY"))["channel"]
+    assert (lobby["is_member"], lobby["is_private"]) == (False, False)
+
+    sandbox.invite_bot("C0SECRET")
+    assert (await client.chat_postMessage(channel="C0SECRET", text="in"))["ok"]
+    info = (await client.conversations_info(channel="C0SECRET"))["channel"]
+    assert (info["is_member"], info["is_private"], info["name"]) == (True, True, "secret")
+    assert (await client.chat_postMessage(channel="C0NEWONE", text="implicit"))["ok"]
+    with pytest.raises(SandboxError, match="no channel"):
+        sandbox.invite_bot("C0NOWHERE")
+    assert sandbox.violations == []
+
+
+async def test_a_forged_click_sends_another_value(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    ts = await post_card(client)
+    await sandbox.click(
+        channel_id=GENERAL,
+        ts=ts,
+        action_id="approval:approve",
+        user_id=REVIEWER,
+        forged_value="req-other",
+    )
+    p = bot.last
+    assert p["actions"][0]["value"] == "req-other"
+    assert p["message"]["blocks"][2]["elements"][0]["value"] == "req-1"  # the card is real
+    assert p["actions"][0]["block_id"] == "decide"
+
+
+async def test_a_view_not_on_the_users_stack_can_be_submitted(
+    sandbox: Sandbox, bot: BotStub, client: AsyncWebClient
+) -> None:
+    view_id = await open_form(sandbox, bot, client)
+    (stolen,) = sandbox.open_views(REVIEWER)
+    stolen["private_metadata"] = "req-other"
+    bot.answer = lambda r: (200, {"response_action": "errors", "errors": {"arg:query": "No"}})
+    status, body = await sandbox.submit_unopened_view(
+        user_id="U0ALICE", view=stolen, values={"arg:query": ""}
+    )
+    assert status == 200 and body == {"response_action": "errors", "errors": {"arg:query": "No"}}
+    p = bot.last
+    assert p["type"] == "view_submission" and p["user"]["id"] == "U0ALICE" and p["trigger_id"]
+    assert (p["view"]["id"], p["view"]["private_metadata"]) == (view_id, "req-other")
+    assert "errors" not in p["view"]
+    values = p["view"]["state"]["values"]
+    assert values["arg:query"]["value"] == {"type": "plain_text_input", "value": None}
+    assert values["arg:db"]["value"]["selected_option"]["value"] == "staging"
+    (still,) = sandbox.open_views(REVIEWER)  # the real modal is untouched
+    assert still["errors"] == {} and still["private_metadata"] == "req-1"
+    assert sandbox.open_views("U0ALICE") == []
+
+    made_up = modal(text_input("reason")) | {"id": "V0FORGED", "blocks": [text_input("reason")]}
+    bot.answer = lambda r: (200, "")
+    assert await sandbox.submit_unopened_view(user_id=REVIEWER, view=made_up) == (200, None)
+    assert bot.last["view"]["id"] == "V0FORGED"
+    with pytest.raises(SandboxError, match="'id'"):
+        await sandbox.submit_unopened_view(user_id=REVIEWER, view=modal())
+    with pytest.raises(SandboxError, match="no input blocks"):
+        await sandbox.submit_unopened_view(user_id=REVIEWER, view=made_up, values={"x": "1"})
     assert sandbox.violations == []

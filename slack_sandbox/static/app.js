@@ -10,6 +10,7 @@
     state: null,
     stateJson: "",
     channel: localStorage.getItem("sandbox.channel"),
+    focus: null, // the ts a permalink (#C…/p…) asks to scroll to
     user: localStorage.getItem("sandbox.user"),
     modalKey: "",
     modalView: null,
@@ -122,7 +123,8 @@
   function message(m, opts) {
     const n = names();
     const isBot = Boolean(m.bot_id);
-    const who = isBot ? "Agent Bridge" : n.users[m.user] || m.user;
+    const ours = isBot && m.bot_id === ui.state.bot_id; // not another app's bot
+    const who = ours ? "Agent Bridge" : n.users[m.user] || m.user;
     const head = el("div", "msg-head", [el("span", "author", [who])]);
     if (isBot) head.append(el("span", "app-badge", ["APP"]));
     head.append(el("span", "time", [clock(m.ts)]));
@@ -176,6 +178,13 @@
     const scroll = box.scrollTop;
     box.replaceChildren(...nodes);
     box.scrollTop = atBottom ? box.scrollHeight : scroll;
+    const linked = ui.focus && [...box.querySelectorAll(".msg")].find(
+      (node) => node.dataset.ts.replace(".", "") === ui.focus);
+    if (linked) {
+      linked.classList.add("linked");
+      linked.scrollIntoView({ block: "center" });
+      ui.focus = null;
+    }
   }
 
   // -- the modal -------------------------------------------------------------------------
@@ -284,6 +293,12 @@
     if (event.key === "Escape" && !$("modal-layer").hidden) closeModal();
   });
 
+  const link = /^#([A-Z0-9]+)\/p(\d+)$/.exec(location.hash); // from /archives/<C…>/p<ts>
+  if (link) {
+    ui.channel = link[1];
+    ui.focus = link[2];
+    history.replaceState(null, "", "/");
+  }
   poll();
   setInterval(poll, POLL_MS);
 })();
