@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -40,19 +41,35 @@ class Database(Protocol):
         """Run ``sql``; return the number of rows it changed."""
         ...
 
+    def transaction(self) -> AbstractAsyncContextManager[Statements]:
+        """Run several statements atomically: all are committed when the block ends, none
+        if it raises (e.g. a state change and its audit event)."""
+        ...
+
     async def close(self) -> None:
         """Release connections."""
         ...
 
 
-class StatementRunner(ABC):
-    """The ``Database`` port's three queries, written once over one abstract ``_run``.
+class Statements(Protocol):
+    """The queries of one transaction (``Database.transaction``)."""
 
-    A driver implements ``_run`` (one statement in its own transaction, driver errors
-    translated to ``StoreUnavailableError`` / ``StoreRejectedError``) and ``close``.
-    """
+    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
+        """As ``Database.fetch_one``, inside the transaction."""
+        ...
 
-    dialect: Dialect
+    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
+        """As ``Database.fetch_all``, inside the transaction."""
+        ...
+
+    async def execute(self, sql: str, params: Params | None = None) -> int:
+        """As ``Database.execute``, inside the transaction."""
+        ...
+
+
+class Queries(ABC):
+    """The three queries, written once over one abstract ``_run`` (a driver's statement,
+    or a statement inside one of its transactions)."""
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
         """See ``Database.fetch_one``."""
@@ -72,6 +89,21 @@ class StatementRunner(ABC):
     @abstractmethod
     async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
         """Run one statement; return ``(rows, rows changed)``."""
+
+
+class StatementRunner(Queries):
+    """The ``Database`` port over ``Queries``.
+
+    A driver implements ``_run`` (one statement in its own transaction, driver errors
+    translated to ``StoreUnavailableError`` / ``StoreRejectedError``), ``transaction``
+    and ``close``.
+    """
+
+    dialect: Dialect
+
+    @abstractmethod
+    def transaction(self) -> AbstractAsyncContextManager[Statements]:
+        """See ``Database.transaction``."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -63,6 +63,9 @@ class ResumePlan:
         self.applying: list[str] = []
         self.already_applied: list[str] = []
         self.invalid: dict[str, dict[str, str]] = {}
+        self.changed: dict[str, ApprovalRequest] = {}
+        """Request ID -> the call as the checkpoint now has it, when that is not the call
+        the decision was made on (``call_hash`` differs): it needs a new decision."""
 
 
 def plan_resume(
@@ -70,6 +73,7 @@ def plan_resume(
     pending: Collection[str],
     *,
     current_schemas: Mapping[str, dict[str, Any]] | None = None,
+    current_calls: Mapping[tuple[str, int], ApprovalRequest] | None = None,
 ) -> ResumePlan:
     """Decide which decided requests can be sent now.
 
@@ -78,6 +82,10 @@ def plan_resume(
         pending: IDs of interrupts still pending in the ``thread_id``'s checkpoint.
         current_schemas: Tool name -> argument schema of the running code. An edit made
             against a schema a deploy has since changed is re-checked against this one.
+        current_calls: ``(interrupt_id, index)`` -> the pending call as the checkpoint
+            has it now (``agent_bridge.interrupts.approval_requests``). A decision is
+            sent only while that call has the ``call_hash`` it was made on
+            (``agent_bridge.binding``); otherwise it goes to ``changed``.
 
     Returns:
         A ``ResumePlan``.
@@ -105,6 +113,10 @@ def plan_resume(
         if bad:
             plan.invalid.update(bad)
             continue
+        changed = _changed_calls(decided, current_calls)
+        if changed:
+            plan.changed.update(changed)
+            continue
         if first.mode == "per_call":
             assert first.decision is not None
             plan.resume[interrupt_id] = first.decision.as_langgraph(first.tool_name)
@@ -116,6 +128,19 @@ def plan_resume(
             }
             plan.applying.extend(r.request_id for r in ordered)
     return plan
+
+
+def _changed_calls(
+    decided: Sequence[ApprovalRequest],
+    current_calls: Mapping[tuple[str, int], ApprovalRequest] | None,
+) -> dict[str, ApprovalRequest]:
+    """The decided requests whose pending call is no longer the one decided on."""
+    changed = {}
+    for request in decided:
+        now = (current_calls or {}).get((request.interrupt_id, request.index))
+        if now is not None and request.call_hash and now.call_hash != request.call_hash:
+            changed[request.request_id] = now
+    return changed
 
 
 def _with_schema(

@@ -1,8 +1,10 @@
-"""Review time limits: a reminder at half-time, the policy's default decision at expiry.
+"""Review time limits: a reminder at half-time, escalation to the backup approvers after
+``escalate_after_s``, and the policy's default decision at expiry.
 
-Swept by the worker with the store's clock (tests control it). Both steps are
-compare-and-set in the database, so with several workers each reminder is posted once
-and an expiry races a reviewer's click like any other decision: the first one wins.
+Swept by the worker with the store's clock (tests control it). Every step is
+compare-and-set in the database, so with several workers each reminder and escalation
+is posted once and an expiry races a reviewer's click like any other decision: the first
+one wins.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def expiry_note(request: ApprovalRequest) -> str:
 
 
 class ExpiryKeeper:
-    """Reminds and expires approval requests whose tool has ``review_timeout_s``.
+    """Reminds, escalates and expires approval requests whose tool has
+    ``review_timeout_s`` or ``escalate_after_s``.
 
     Args:
         store: The approval store (its clock decides what is due).
@@ -37,8 +40,8 @@ class ExpiryKeeper:
         self.notifier = notifier
 
     async def sweep(self) -> None:
-        """Post due reminders and expire due requests (the worker's sweep then finds
-        their runs with a decision to apply).
+        """Post due reminders, escalate due requests, and expire due requests (the
+        worker's sweep then finds their runs with a decision to apply).
 
         Raises:
             StoreUnavailableError: If the database is unreachable.
@@ -46,6 +49,17 @@ class ExpiryKeeper:
         for request in await self.store.due_reminders():  # posted, half-way, not yet expired
             if await self.store.mark_reminded(request.request_id):
                 await self._tell(request, reminder=True)
+        for request in await self.store.due_escalations():
+            escalated = await self.store.escalate(request.request_id)
+            if escalated is not None:
+                logger.info(
+                    "run=%s interrupt=%s request=%s escalated to %s",
+                    escalated.run_id,
+                    escalated.interrupt_id,
+                    escalated.request_id,
+                    ",".join(escalated.rules.escalate_to),
+                )
+                await self._escalate(escalated)
         for request in await self.store.due_expiries():
             expired = await self.store.expire(request.request_id, note=expiry_note(request))
             if expired is not None:
@@ -56,6 +70,17 @@ class ExpiryKeeper:
                     expired.request_id,
                 )
                 await self._tell(expired, reminder=False)
+
+    async def _escalate(self, request: ApprovalRequest) -> None:
+        """Tell the backup approvers; a Slack failure is logged (the card is escalated in
+        the store, so they may decide, and its next redraw shows it)."""
+        run = await self.store.get_run(request.run_id)
+        try:
+            await self.notifier.escalated(request, run=run)
+        except NotifyError as exc:
+            logger.warning(
+                "run=%s request=%s escalation not posted: %s", run.run_id, request.request_id, exc
+            )
 
     async def _tell(self, request: ApprovalRequest, *, reminder: bool) -> None:
         run = await self.store.get_run(request.run_id)

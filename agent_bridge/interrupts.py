@@ -21,7 +21,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
-from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, InterruptMode, Run
+from agent_bridge.binding import call_hash
+from agent_bridge.models import (
+    DECISION_TYPES,
+    ApprovalRequest,
+    DecisionType,
+    InterruptMode,
+    ReviewRules,
+    Run,
+)
 from agent_bridge.policy import Policy
 
 REQUEST_ID_BYTES = 9
@@ -70,19 +78,27 @@ class Placement:
 
     Attributes:
         run: The run whose LangGraph thread (``thread_id``) raised the interrupts.
-        policy: For per-call mode's allowed decisions and review time limits.
+        policy: For allowed decisions, review time limits, who decides, and channels.
         args_schemas: Tool name -> JSON schema of its arguments.
-        channel_id: Where the cards go.
-        thread_ts: The Slack thread they go in (``None`` for top level).
+        approvals_channel: Where cards go when their tool names no ``channel``
+            (``APPROVALS_CHANNEL``); ``None``: the run's own Slack thread.
         new_id: Request ID factory.
     """
 
     run: Run
     policy: Policy
     args_schemas: Mapping[str, dict[str, Any]]
-    channel_id: str
-    thread_ts: str | None
+    approvals_channel: str | None = None
     new_id: Callable[[], str] = new_request_id
+
+    def channel_of(self, tool_name: str) -> tuple[str, str | None]:
+        """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
+        ``approvals_channel``, else the run's Slack thread. A card in the run's own
+        channel goes in the run's thread; elsewhere it is top level."""
+        tool_policy = self.policy.gated(tool_name)
+        channel = (tool_policy.channel if tool_policy else None) or self.approvals_channel
+        channel = channel or self.run.channel_id
+        return channel, self.run.thread_ts if channel == self.run.channel_id else None
 
     def request(
         self,
@@ -97,22 +113,35 @@ class Placement:
     ) -> ApprovalRequest:
         """One approval request for ``action`` (``name``, ``args``, ``description``)."""
         name = str(action["name"])
+        args = dict(action.get("args") or {})
+        channel_id, thread_ts = self.channel_of(name)
+        tool_policy = self.policy.gated(name)
         return ApprovalRequest(
             request_id=self.new_id(),
             run_id=self.run.run_id,
             thread_id=self.run.thread_id,
-            channel_id=self.channel_id,
-            thread_ts=self.thread_ts,
+            channel_id=channel_id,
+            thread_ts=thread_ts,
             interrupt_id=interrupt.id,
             index=index,
             mode=mode,
             batch_size=batch_size,
             tool_call_id=tool_call_id,
             tool_name=name,
-            args=dict(action.get("args") or {}),
+            args=args,
             description=str(action.get("description") or ""),
             allowed_decisions=list(allowed),
             args_schema=self.args_schemas.get(name, {"type": "object"}),
+            requester_id=self.run.user_id,
+            team_id=self.run.team_id,
+            call_hash=call_hash(
+                tool_name=name,
+                args=args,
+                thread_id=self.run.thread_id,
+                interrupt_id=interrupt.id,
+                tool_call_id=tool_call_id,
+            ),
+            rules=tool_policy.rules() if tool_policy else ReviewRules(),
             **self._time_limit(name),
         )
 

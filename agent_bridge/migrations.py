@@ -3,19 +3,25 @@
 Run by ``setup()`` from the ``release`` step (as LangGraph's ``AsyncPostgresSaver.setup()``
 is). Applying twice is a no-op. Each process calls ``check_version`` at start and is told
 to run ``agent-bridge release`` if the database is behind. DDL is the portable subset
-PostgreSQL and SQLite share.
+PostgreSQL and SQLite share, except the triggers that keep ``audit_events``
+append-only (one text per dialect).
 """
 
 from __future__ import annotations
 
-from agent_bridge.db import Database
+from collections.abc import Mapping
+
+from agent_bridge.db import Database, Dialect
 from agent_bridge.errors import SchemaOutdatedError
 
 CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS bridge_schema_version (version INTEGER NOT NULL)"
 SELECT_VERSION = "SELECT MAX(version) AS version FROM bridge_schema_version"
 INSERT_VERSION = "INSERT INTO bridge_schema_version (version) VALUES (:version)"
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+Statement = str | Mapping[Dialect, str]
+"""One DDL statement: portable text, or one text per dialect (triggers)."""
+
+MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
     (
         """CREATE TABLE runs (
             run_id TEXT PRIMARY KEY,
@@ -83,6 +89,83 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE approval_requests ADD COLUMN review_timeout_s DOUBLE PRECISION",
         "CREATE INDEX runs_agent_state ON runs (agent, state)",
     ),
+    (
+        # Who decides (issue "Only the right people decide"): rules copied from the
+        # policy, the call's hash, quorum state and escalation.
+        "ALTER TABLE approval_requests ADD COLUMN requester_id TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN team_id TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN rules TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN call_hash TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE approval_requests ADD COLUMN version TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE approval_requests ADD COLUMN pending_edit TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN approved_by TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE approval_requests ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE approval_requests ADD COLUMN escalate_after_s DOUBLE PRECISION",
+        "ALTER TABLE approval_requests ADD COLUMN escalates_at DOUBLE PRECISION",
+        "ALTER TABLE approval_requests ADD COLUMN escalated_at DOUBLE PRECISION",
+        "ALTER TABLE approval_requests ADD COLUMN pointer_ts TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN card_link TEXT",
+        """CREATE INDEX approval_requests_escalation ON approval_requests (escalates_at)
+            WHERE state = 'pending' AND escalated_at IS NULL""",
+        "CREATE INDEX runs_user_state ON runs (user_id, state)",
+        """CREATE TABLE opened_views (
+            view_key TEXT PRIMARY KEY,
+            request_id TEXT NOT NULL REFERENCES approval_requests (request_id),
+            user_id TEXT NOT NULL,
+            team_id TEXT,
+            decision_type TEXT NOT NULL,
+            version TEXT NOT NULL,
+            view_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE agent_policies (
+            agent TEXT PRIMARY KEY,
+            requesters TEXT,
+            max_active_runs_per_user INTEGER NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE audit_events (
+            event_id TEXT PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            request_id TEXT,
+            interrupt_id TEXT,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            call_hash TEXT,
+            proposed_args TEXT,
+            edited_args TEXT,
+            decision TEXT,
+            reason TEXT,
+            user_id TEXT,
+            team_id TEXT,
+            requester_id TEXT,
+            requested_at DOUBLE PRECISION,
+            detail TEXT
+        )""",
+        "CREATE INDEX audit_events_at ON audit_events (at)",
+        {
+            "postgres": """CREATE FUNCTION audit_events_append_only() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN
+                RAISE EXCEPTION 'audit_events is append-only';
+                END $$""",
+            "sqlite": "SELECT 1",
+        },
+        {
+            "postgres": """CREATE TRIGGER audit_events_append_only
+                BEFORE UPDATE OR DELETE ON audit_events
+                FOR EACH ROW EXECUTE FUNCTION audit_events_append_only()""",
+            "sqlite": """CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END""",
+        },
+        {
+            "postgres": "SELECT 1",
+            "sqlite": """CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+                BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END""",
+        },
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 
@@ -105,7 +188,7 @@ async def setup(db: Database) -> int:
     version = await current_version(db)
     for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
         for statement in statements:
-            await db.execute(statement)
+            await db.execute(statement if isinstance(statement, str) else statement[db.dialect])
         await db.execute(INSERT_VERSION, {"version": number})
     return max(version, LATEST_VERSION)
 

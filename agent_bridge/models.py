@@ -87,6 +87,36 @@ class Decision(BaseModel):
         return {"type": "approve"}
 
 
+class ReviewRules(BaseModel):
+    """Who may decide an approval request, copied from its tool's policy when the
+    request is made, so the web process checks a click without the policy file.
+
+    Slack IDs: users ``U…``/``W…``, user groups ``S…``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    approvers: tuple[str, ...] | None = None
+    """Who may decide; ``None``: anyone in the workspace."""
+    required_approvals: int = 1
+    """Distinct people who must approve before the call runs."""
+    requester_may_approve: bool = False
+    """Whether the person who started the run may approve, edit or respond (reject is
+    always allowed to them)."""
+    escalate_to: tuple[str, ...] = ()
+    """Backup users or groups, who may decide too once the request is escalated."""
+    escalate_after_s: float | None = None
+    """Seconds after the card's first post before it is escalated; ``None``: never."""
+
+
+class StartRules(BaseModel):
+    """Who may start runs of one agent (its policy's ``requesters``, user and group IDs;
+    ``None``: anyone in the workspace) and how many each may have active at once."""
+
+    requesters: tuple[str, ...] | None = None
+    max_active_runs_per_user: int
+
+
 DEFAULT_AGENT = "default"
 """The agent a run goes to unless its channel is mapped to another (``CHANNEL_AGENTS``)."""
 
@@ -161,6 +191,42 @@ class ApprovalRequest(BaseModel):
     timeout_decision: Decision | None = None
     reminded_at: float | None = None
     created_at: float = 0.0
+    requester_id: str | None = None
+    """Slack user who started the run (four eyes: they may not approve it)."""
+    team_id: str | None = None
+    """The run's workspace."""
+    rules: ReviewRules = Field(default_factory=ReviewRules)
+    call_hash: str = ""
+    """``binding.call_hash`` of the call as proposed: tool, arguments, ``thread_id``,
+    interrupt and tool call IDs. A decision applies only while the checkpoint's pending
+    call still has it."""
+    version: str = ""
+    """``binding.version_hash``: the call as it would run now (the proposed call, or a
+    pending edit). Approvals count only for the version they were given on."""
+    pending_edit: Decision | None = None
+    """An edit waiting for more approvals (``required_approvals`` > 1)."""
+    approved_by: list[str] = Field(default_factory=list)
+    """Users who approved the current ``version``, in order."""
+    revision: int = 0
+    """Bumped by every change of the review state (compare-and-set of approvals)."""
+    escalates_at: float | None = None
+    """When the request is escalated to ``rules.escalate_to``, Unix time in seconds."""
+    escalated_at: float | None = None
+    pointer_ts: str | None = None
+    """``ts`` of the line in the run's Slack thread pointing to a card posted elsewhere."""
+    card_link: str | None = None
+    """The card's permalink (``chat.getPermalink``), shown in that line."""
+
+    @property
+    def current_args(self) -> dict[str, Any]:
+        """The arguments the call would run with now: a pending edit's, else the proposed."""
+        edit = self.pending_edit
+        return dict(edit.edited_args or {}) if edit is not None else self.args
+
+    @property
+    def approvals_needed(self) -> int:
+        """How many more distinct approvals the current version needs."""
+        return max(self.rules.required_approvals - len(self.approved_by), 0)
 
 
 @dataclass(frozen=True)
@@ -186,5 +252,27 @@ class UnknownRequest:
     request_id: str
 
 
-Recording = Recorded | AlreadyDecided | UnknownRequest
+@dataclass(frozen=True)
+class Counted:
+    """The approval counted, but the request needs more (quorum): it is still pending."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
+class AlreadyCounted:
+    """This person already approved this version of the call; a click counts once."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True)
+class CallChanged:
+    """The call changed (an edit) since the card the person acted on was drawn; nothing
+    was recorded, and the card shows the new version."""
+
+    request: ApprovalRequest
+
+
+Recording = Recorded | Counted | AlreadyCounted | CallChanged | AlreadyDecided | UnknownRequest
 """What recording a decision came to."""

@@ -48,6 +48,11 @@ class Notifier(Protocol):
         """Remind, where the request's card is, that it is waiting and when it expires."""
         ...
 
+    async def escalated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """Tell the request's backup approvers, where its card is, that they may decide
+        it now, and redraw the card (it says it was escalated)."""
+        ...
+
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """Note in the run's Slack thread that a gated tool's call ran without review
         (its ``when`` predicate let it through)."""

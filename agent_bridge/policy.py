@@ -13,31 +13,93 @@ LangChain's ``HumanInTheLoopMiddleware`` (``interrupt_on``, ``description_prefix
         allowed_decisions: [approve, reject]
         description: "🚨 SQL execution requires DBA approval"
       read_data: false               # not gated
+
+Who decides (docs/architecture.md, "Who decides"), per tool: ``channel`` (where its
+cards go), ``approvers`` (Slack user and user-group IDs; unset: anyone in the
+workspace), ``required_approvals``, ``requester_may_approve``, ``escalate_to`` with
+``escalate_after_s``; policy-wide: ``requesters`` and ``max_active_runs_per_user``.
+The same models are the Python API: ``Policy(tools={"execute_sql": ToolPolicy(...)})``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import re
+from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from agent_bridge import wording
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
-from agent_bridge.models import DECISION_TYPES, Decision, DecisionType, InterruptMode
+from agent_bridge.models import (
+    DECISION_TYPES,
+    Decision,
+    DecisionType,
+    InterruptMode,
+    ReviewRules,
+    StartRules,
+)
 
-POLICIES_DIR = Path(__file__).with_name("policies")
-"""Example policies shipped with the package: ``demo.yml``, ``per_call.yml``,
-``conditional.yml``."""
-DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
+DEFAULT_MAX_ACTIVE_RUNS_PER_USER = 10
+"""Runs one person may have queued, running or waiting at once, unless the policy says."""
+REQUIRED_APPROVALS_MAX = 10
+
+_PRINCIPAL = re.compile(r"[UWS][A-Z0-9]{2,20}")
+_CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,20}")
+
+
+def _principal(value: str) -> str:
+    if not _PRINCIPAL.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Slack user ID (U…, W…) or user group ID (S…); use the "
+            "ID (a member's profile: Copy member ID), not a name"
+        )
+    return value
+
+
+def _channel(value: str) -> str:
+    if not _CHANNEL.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Slack channel ID (C…, G…, D…); use the ID from the "
+            "channel's details, not its name"
+        )
+    return value
+
+
+Principal = Annotated[str, AfterValidator(_principal)]
+"""A Slack user (``U…``/``W…``) or user group (``S…``) ID; never a name (names change
+and can be reused)."""
+ChannelId = Annotated[str, AfterValidator(_channel)]
+"""A Slack channel ID (``C…`` public, ``G…`` private, ``D…`` a DM)."""
+
+
+def _one_or_many(value: Any) -> Any:
+    """Accept a single ID where a list is expected (``escalate_to: S0BACKUP``)."""
+    return [value] if isinstance(value, str) else value
+
+
+def _not_empty(value: list[str] | None) -> list[str] | None:
+    if value is not None and not value:
+        raise ValueError("must name at least one user or group (leave it out for anyone)")
+    return value
+
+
+Principals = Annotated[
+    list[Principal] | None, BeforeValidator(_one_or_many), AfterValidator(_not_empty)
+]
 
 KEEP_MIDDLEWARE_DEFAULT = "default"
 """``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """``3600`` -> ``1 h``, ``90`` -> ``90 s``: a timeout as people say it."""
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size and seconds % size == 0:
@@ -58,6 +120,15 @@ class ToolPolicy(BaseModel):
             naming a ``(tool_call, state, runtime) -> str`` function.
         when: Optional ``module:attr`` of a ``(ToolCallRequest) -> bool`` predicate;
             ``False`` lets the call run without review.
+        channel: Channel ID for this tool's cards; unset: ``APPROVALS_CHANNEL``, else the
+            run's own Slack thread. The run's thread then gets a pointer to the card.
+        approvers: Who may decide (user and user-group IDs); unset: anyone in the
+            workspace. Groups are resolved with ``usergroups.users.list``.
+        required_approvals: Distinct approvers needed before the call runs (quorum).
+        requester_may_approve: Whether the person who started the run may approve,
+            edit or respond (four eyes when ``False``; rejecting is always allowed).
+        escalate_to: Backup users or groups, mentioned on the card after
+            ``escalate_after_s`` seconds; from then on they may decide too.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -69,6 +140,27 @@ class ToolPolicy(BaseModel):
     review_timeout_s: float | None = Field(default=None, gt=0)
     on_timeout: DecisionType = "reject"
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
+    channel: ChannelId | None = None
+    approvers: Principals = None
+    required_approvals: int = Field(default=1, ge=1, le=REQUIRED_APPROVALS_MAX)
+    requester_may_approve: bool = False
+    escalate_to: Principals = None
+    escalate_after_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _escalation_is_complete(self) -> ToolPolicy:
+        if (self.escalate_to is None) != (self.escalate_after_s is None):
+            raise ValueError("escalate_to and escalate_after_s go together: set both or neither")
+        if (
+            self.escalate_after_s
+            and self.review_timeout_s
+            and self.escalate_after_s >= self.review_timeout_s
+        ):
+            raise ValueError(
+                f"escalate_after_s ({self.escalate_after_s:g}) must be less than "
+                f"review_timeout_s ({self.review_timeout_s:g}): escalation comes before expiry"
+            )
+        return self
 
     @model_validator(mode="after")
     def _timeout_decision_is_allowed(self) -> ToolPolicy:
@@ -85,9 +177,19 @@ class ToolPolicy(BaseModel):
         """The decision applied when no one decides within ``review_timeout_s``."""
         if not self.review_timeout_s:
             return None
-        message = self.timeout_message.format(timeout=_duration(self.review_timeout_s))
+        message = self.timeout_message.format(timeout=duration_text(self.review_timeout_s))
         return Decision(
             type=self.on_timeout, message=None if self.on_timeout == "approve" else message
+        )
+
+    def rules(self) -> ReviewRules:
+        """Who may decide this tool's calls, as stored with each request."""
+        return ReviewRules(
+            approvers=tuple(self.approvers) if self.approvers is not None else None,
+            required_approvals=self.required_approvals,
+            requester_may_approve=self.requester_may_approve,
+            escalate_to=tuple(self.escalate_to or ()),
+            escalate_after_s=self.escalate_after_s,
         )
 
     def middleware_config(self, *, default_description: str) -> dict[str, Any]:
@@ -112,14 +214,29 @@ class ToolPolicy(BaseModel):
 
 class Policy(BaseModel):
     """A whole approval policy; ``tools`` maps a tool name to ``true``, ``false`` or
-    a ``ToolPolicy``. A tool not listed runs without review."""
+    a ``ToolPolicy``. A tool not listed runs without review.
+
+    Attributes:
+        requesters: Who may start runs (user and user-group IDs); unset: anyone in the
+            workspace. Bots never start runs.
+        max_active_runs_per_user: Runs one person may have queued, running or waiting.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     interrupt_mode: InterruptMode = "batched"
     description_prefix: str = wording.DEFAULT_DESCRIPTION_PREFIX
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
+    requesters: Principals = None
+    max_active_runs_per_user: int = Field(default=DEFAULT_MAX_ACTIVE_RUNS_PER_USER, ge=1)
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
+
+    def start_rules(self) -> StartRules:
+        """Who may start runs, as the worker publishes it for the web process."""
+        return StartRules(
+            requesters=tuple(self.requesters) if self.requesters is not None else None,
+            max_active_runs_per_user=self.max_active_runs_per_user,
+        )
 
     def gated(self, tool_name: str) -> ToolPolicy | None:
         """Return the tool's policy if calls to it are reviewed, else ``None``."""
@@ -145,22 +262,3 @@ class Policy(BaseModel):
         if self.edit_notice != KEEP_MIDDLEWARE_DEFAULT:
             kwargs["edit_notice"] = self.edit_notice
         return kwargs
-
-
-def load_policy(path: Path | None) -> Policy:
-    """Read a policy file (``None``: the demo policy).
-
-    Raises:
-        ConfigurationError: If the file is missing, not YAML, or not a valid policy;
-            the message names the file and the field.
-    """
-    source = path or DEMO_POLICY_PATH
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
-        return Policy.model_validate(data)
-    except OSError as exc:
-        raise ConfigurationError(f"Cannot read policy file {source}: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(f"Policy file {source} is not valid YAML: {exc}") from exc
-    except ValidationError as exc:
-        raise ConfigurationError(f"Policy file {source} is invalid:\n{exc}") from exc

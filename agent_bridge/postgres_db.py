@@ -10,6 +10,8 @@ night's idle or a database restart gets a live one.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -17,7 +19,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from agent_bridge.db import Dialect, Params, Row, StatementRunner
+from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
 from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
@@ -69,11 +71,23 @@ class PostgresDatabase(StatementRunner):
 
     async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
         """Run one statement in its own transaction; return (rows, rows changed)."""
+        async with self._translated():
+            async with self.pool.connection() as conn:
+                return await _on(conn, sql, params)
+        raise AssertionError("unreachable")  # pragma: no cover (mypy: the block returns)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Statements]:
+        """See ``Database.transaction``: one pooled connection, one transaction."""
+        async with self._translated():
+            async with self.pool.connection() as conn, conn.transaction():
+                yield _Transaction(conn)
+
+    @asynccontextmanager
+    async def _translated(self) -> AsyncIterator[None]:
+        """Turn psycopg's errors into the port's (outage or refused statement)."""
         try:
-            async with self.pool.connection() as conn, conn.cursor() as cur:
-                await cur.execute(to_pyformat(sql), without_nul(params))
-                rows = list(await cur.fetchall()) if cur.description else []
-                return rows, max(cur.rowcount, 0)
+            yield
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
@@ -82,6 +96,24 @@ class PostgresDatabase(StatementRunner):
             ) from exc
         except psycopg.Error as exc:
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
+
+
+async def _on(conn: Any, sql: str, params: Params | None) -> tuple[list[Row], int]:
+    """Run one statement on ``conn``; return (rows, rows changed)."""
+    async with conn.cursor() as cur:
+        await cur.execute(to_pyformat(sql), without_nul(params))
+        rows = list(await cur.fetchall()) if cur.description else []
+        return rows, max(cur.rowcount, 0)
+
+
+class _Transaction(Queries):
+    """``Statements`` on one connection inside ``PostgresDatabase.transaction``."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        return await _on(self.conn, sql, params)
 
 
 async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConnectionPool[Any]:

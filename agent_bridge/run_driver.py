@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from agent_bridge import wording
+from agent_bridge import review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests, is_hitl
@@ -106,14 +106,30 @@ class RunDriver:
     ) -> ResumePlan:
         """Plan the resume against the checkpoint's pending interrupts: mark applied
         what the checkpoint shows was applied; reopen decisions that no longer fit."""
+        current = {(r.interrupt_id, r.index): r for r in self._requests_of(run, snapshot)}
         plan = plan_resume(
-            requests, {i.id for i in snapshot.interrupts}, current_schemas=self.args_schemas
+            requests,
+            {i.id for i in snapshot.interrupts},
+            current_schemas=self.args_schemas,
+            current_calls=current,
         )
         await self.store.mark_applied(plan.already_applied)
         for request_id, errors in plan.invalid.items():
             await self._reopen(
                 run, request_id, wording.invalid_answer_note(errors), schema_changed=True
             )
+        for request_id, now in plan.changed.items():
+            logger.warning(
+                "run=%s thread_id=%s request=%s call changed since its decision; reopened",
+                run.run_id,
+                run.thread_id,
+                request_id,
+            )
+            reopened = await self.store.reopen(
+                request_id, note=review_wording.CALL_REISSUED_NOTE, reissued=now
+            )
+            if reopened is not None:
+                await self.notifier.approval_updated(reopened, run=run)
         return plan
 
     def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:
@@ -243,16 +259,7 @@ class RunDriver:
                 run.run_id,
                 other.id,
             )
-        placement = Placement(
-            run=run,
-            policy=self.policy,
-            args_schemas=self.args_schemas,
-            channel_id=self.approvals_channel or run.channel_id,
-            thread_ts=None if self.approvals_channel else run.thread_ts,
-        )
-        requests = approval_requests(
-            snapshot.interrupts, messages=snapshot.values.get("messages", []), placement=placement
-        )
+        requests = self._requests_of(run, snapshot)
         stored = await self.store.add_requests(requests)
         posted = [
             r for r in stored if r.message_ts is not None and r.state == ApprovalState.PENDING
@@ -263,6 +270,18 @@ class RunDriver:
         if redraw_posted and len(posted) <= PENDING_REDRAW_MAX:
             for request in posted:
                 await self.notifier.approval_updated(request, run=run)
+
+    def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:
+        """The approval requests of the checkpoint's pending interrupts, as they are now."""
+        placement = Placement(
+            run=run,
+            policy=self.policy,
+            args_schemas=self.args_schemas,
+            approvals_channel=self.approvals_channel,
+        )
+        return approval_requests(
+            snapshot.interrupts, messages=snapshot.values.get("messages", []), placement=placement
+        )
 
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.

@@ -83,9 +83,16 @@ class RunMessages:
 
     async def tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
         """Post one tool result (with the unreviewed note, or as edited) unless it was
-        posted before; a Slack failure is logged and the notice released."""
+        posted before; a Slack failure is logged and the notice released. A reviewed
+        call's outcome goes to the audit trail, once."""
         call_id = message.tool_call_id or str(message.id)
         name = message.name or wording.UNNAMED_TOOL
+        if call_id in calls.reviewed and await self.store.claim_notice(
+            run.run_id, f"outcome:{call_id}"
+        ):
+            await self.store.record_outcome(
+                run.run_id, call_id, ok=message.status != "error", content=message_text(message)
+            )
         try:
             async with self._notice(run, f"tool:{call_id}") as first:
                 if first:

@@ -149,7 +149,8 @@ class WorkerSettings(BaseSettings, WorkerConfig):
 
 
 class ReleaseSettings(BaseSettings):
-    """The ``release`` step's settings: the database it migrates."""
+    """The ``release`` step's settings: the database it migrates (``agent-bridge audit
+    export`` reads the same variable, the database it exports)."""
 
     model_config = READ_ENVIRONMENT
 

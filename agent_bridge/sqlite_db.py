@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiosqlite
 
-from agent_bridge.db import Dialect, Params, Row, StatementRunner
+from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
 from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
 
 BUSY_TIMEOUT_S = 5.0
@@ -38,18 +40,54 @@ class SqliteDatabase(StatementRunner):
         await self.conn.close()
 
     async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
-        try:
-            async with self._lock:
-                cursor = await self.conn.execute(sql, dict(params or {}))
-                rows = [dict(r) for r in await cursor.fetchall()]
-                changed = cursor.rowcount
-                await cursor.close()
-                await self.conn.commit()
-                return rows, max(changed, 0)
-        except sqlite3.OperationalError as exc:  # locked, unreadable, disk full
-            raise StoreUnavailableError(f"SQLite is unavailable: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise StoreRejectedError(f"SQLite refused the statement: {exc}") from exc
+        async with _translated(), self._lock:
+            result = await _on(self.conn, sql, params)
+            await self.conn.commit()
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover (mypy: the block returns)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Statements]:
+        """See ``Database.transaction``: the connection's lock held, committed at the end,
+        rolled back if the block raises."""
+        async with _translated(), self._lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Transaction(self.conn)
+            except BaseException:
+                await self.conn.rollback()
+                raise
+            await self.conn.commit()
+
+
+@asynccontextmanager
+async def _translated() -> AsyncIterator[None]:
+    """Turn sqlite3's errors into the port's (outage or refused statement)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:  # locked, unreadable, disk full
+        raise StoreUnavailableError(f"SQLite is unavailable: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise StoreRejectedError(f"SQLite refused the statement: {exc}") from exc
+
+
+async def _on(conn: aiosqlite.Connection, sql: str, params: Params | None) -> tuple[list[Row], int]:
+    """Run one statement on ``conn`` without committing; return (rows, rows changed)."""
+    cursor = await conn.execute(sql, dict(params or {}))
+    rows = [dict(r) for r in await cursor.fetchall()]
+    changed = cursor.rowcount
+    await cursor.close()
+    return rows, max(changed, 0)
+
+
+class _Transaction(Queries):
+    """``Statements`` inside ``SqliteDatabase.transaction``."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        return await _on(self.conn, sql, params)
 
 
 async def open_sqlite(path: str) -> SqliteDatabase:

@@ -13,26 +13,44 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from agent_bridge.db import Database, Row
+from agent_bridge.audit import (
+    INSERT_EVENT,
+    OUTCOME_MAX_CHARS,
+    AuditEvent,
+    AuditKind,
+    event_params,
+    new_event_id,
+)
+from agent_bridge.binding import version_hash
+from agent_bridge.db import Database, Row, Statements
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     DEFAULT_AGENT,
+    AlreadyCounted,
     AlreadyDecided,
     ApprovalRequest,
+    ApprovalState,
+    CallChanged,
+    Counted,
     Decision,
     Recorded,
     Recording,
     Run,
     RunState,
+    StartRules,
     UnknownRequest,
 )
 from agent_bridge.store_sql import (
+    APPROVE_REQUEST,
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
     DELETE_NOTICE,
+    ESCALATE_REQUEST,
     EXPIRE_REQUEST,
     INSERT_NOTICE,
     INSERT_REQUEST,
     INSERT_RUN,
+    INSERT_RUN_WITHIN_LIMIT,
     MARK_APPLIED,
     MARK_REMINDED,
     MOVE_MESSAGE,
@@ -40,6 +58,8 @@ from agent_bridge.store_sql import (
     RELEASE_RUN,
     RENEW_LEASE,
     REOPEN_REQUEST,
+    SELECT_AGENT_POLICY,
+    SELECT_DUE_ESCALATIONS,
     SELECT_DUE_EXPIRIES,
     SELECT_DUE_REMINDERS,
     SELECT_INTERRUPT_REQUESTS,
@@ -47,17 +67,22 @@ from agent_bridge.store_sql import (
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
+    SELECT_REQUEST_BY_TOOL_CALL,
     SELECT_RUN,
     SELECT_RUN_REQUESTS,
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
     SET_MESSAGE,
+    SET_POINTER,
     SET_RUN_THREAD_TS,
     UNMARK_REMINDED,
+    UPSERT_AGENT_POLICY,
 )
 
 Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
+APPROVAL_ATTEMPTS = 8
+"""Times an approval is retried when other approvals of the same request land first."""
 
 
 def run_from_row(row: Row) -> Run:
@@ -71,9 +96,11 @@ def request_from_row(row: Row) -> ApprovalRequest:
     data["index"] = row["idx"]
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
-    data["decision"] = json.loads(row["decision"]) if row.get("decision") else None
-    timeout = row.get("timeout_decision")
-    data["timeout_decision"] = json.loads(timeout) if timeout else None
+    for column in ("decision", "timeout_decision", "pending_edit", "rules"):
+        data[column] = json.loads(row[column]) if row.get(column) else None
+    if data["rules"] is None:
+        del data["rules"]
+    data["approved_by"] = json.loads(row.get("approved_by") or "[]")
     return ApprovalRequest.model_validate(data)
 
 
@@ -95,26 +122,28 @@ class ApprovalStore:
 
     async def create_run(self, run: Run) -> Run:
         """Insert a new ``queued`` run and return it as stored."""
-        await self.db.execute(
-            INSERT_RUN,
-            {
-                **run.model_dump(
-                    include={
-                        "agent",
-                        "run_id",
-                        "thread_id",
-                        "task",
-                        "channel_id",
-                        "user_id",
-                        "team_id",
-                        "thread_ts",
-                    }
-                ),
-                "state": RunState.QUEUED.value,
-                "now": self.clock(),
-            },
-        )
+        await self.db.execute(INSERT_RUN, self._run_params(run))
         return await self.get_run(run.run_id)
+
+    async def create_run_within(self, run: Run, *, max_active: int) -> Run | None:
+        """Insert a new ``queued`` run only while its user has fewer than ``max_active``
+        runs queued, running or waiting (one statement).
+
+        Returns:
+            The stored run, or ``None`` if the user is at ``max_active``.
+        """
+        params = {**self._run_params(run), "max_active": max_active}
+        if not await self.db.execute(INSERT_RUN_WITHIN_LIMIT, params):
+            return None
+        return await self.get_run(run.run_id)
+
+    def _run_params(self, run: Run) -> dict[str, Any]:
+        fields = {"agent", "run_id", "thread_id", "task", "channel_id", "user_id", "team_id"}
+        return {
+            **run.model_dump(include=fields | {"thread_ts"}),
+            "state": RunState.QUEUED.value,
+            "now": self.clock(),
+        }
 
     async def get_run(self, run_id: str) -> Run:
         """Return the run ``run_id``.
@@ -183,6 +212,31 @@ class ApprovalStore:
             },
         )
 
+    async def publish_start_rules(self, agent: str, rules: StartRules) -> None:
+        """Make ``agent``'s start rules (from its policy, which only its workers read) the
+        ones the web process applies."""
+        requesters = json.dumps(rules.requesters) if rules.requesters is not None else None
+        await self.db.execute(
+            UPSERT_AGENT_POLICY,
+            {
+                "agent": agent,
+                "requesters": requesters,
+                "max_active_runs_per_user": rules.max_active_runs_per_user,
+                "now": self.clock(),
+            },
+        )
+
+    async def start_rules(self, agent: str) -> StartRules | None:
+        """Return ``agent``'s start rules, or ``None`` if no worker has published any."""
+        row = await self.db.fetch_one(SELECT_AGENT_POLICY, {"agent": agent})
+        if row is None:
+            return None
+        requesters = json.loads(row["requesters"]) if row["requesters"] else None
+        return StartRules(
+            requesters=tuple(requesters) if requesters is not None else None,
+            max_active_runs_per_user=row["max_active_runs_per_user"],
+        )
+
     async def set_run_thread_ts(self, run_id: str, thread_ts: str) -> None:
         """Remember the ``ts`` of the run's first Slack message (its ``thread_ts``)."""
         await self.db.execute(SET_RUN_THREAD_TS, {"run_id": run_id, "thread_ts": thread_ts})
@@ -213,10 +267,13 @@ class ApprovalStore:
         """
         stored = []
         for request in requests:
-            await self.db.execute(INSERT_REQUEST, self._request_params(request))
-            row = await self.db.fetch_one(
-                SELECT_REQUEST_BY_KEY, {"interrupt_id": request.interrupt_id, "idx": request.index}
-            )
+            async with self.db.transaction() as tx:
+                if await tx.execute(INSERT_REQUEST, self._request_params(request)):
+                    await self._audit(tx, AuditKind.REQUESTED, request)
+                row = await tx.fetch_one(
+                    SELECT_REQUEST_BY_KEY,
+                    {"interrupt_id": request.interrupt_id, "idx": request.index},
+                )
             assert row is not None  # just inserted or already there
             stored.append(request_from_row(row))
         return stored
@@ -244,15 +301,26 @@ class ApprovalStore:
     async def set_message(self, request_id: str, *, channel_id: str, message_ts: str) -> None:
         """Remember where the request's Slack message is; a review time limit starts
         counting at the first post."""
-        await self.db.execute(
-            SET_MESSAGE,
-            {
-                "request_id": request_id,
-                "channel_id": channel_id,
-                "message_ts": message_ts,
-                "now": self.clock(),
-            },
-        )
+        params = {
+            "request_id": request_id,
+            "channel_id": channel_id,
+            "message_ts": message_ts,
+            "now": self.clock(),
+        }
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(SET_MESSAGE, params)
+            if row is not None:
+                detail = f"{channel_id} {message_ts}"
+                await self._audit(tx, AuditKind.POSTED, request_from_row(row), detail=detail)
+
+    async def set_pointer(self, request_id: str, *, pointer_ts: str, card_link: str | None) -> bool:
+        """Remember the run-thread line pointing to the request's card (once).
+
+        Returns:
+            Whether this call set it (``False``: it had one already).
+        """
+        params = {"request_id": request_id, "pointer_ts": pointer_ts, "card_link": card_link}
+        return await self.db.execute(SET_POINTER, params) == 1
 
     async def move_message(self, request_id: str, *, old_ts: str, message_ts: str) -> bool:
         """Point the request at its re-posted message, if it is still at ``old_ts``: a
@@ -265,27 +333,30 @@ class ApprovalStore:
         return await self.db.execute(MOVE_MESSAGE, params) == 1
 
     async def record_decision(
-        self, request_id: str, decision: Decision, *, user_id: str
+        self, request_id: str, decision: Decision, *, user_id: str, team_id: str | None = None
     ) -> Recording:
-        """Record ``decision`` by ``user_id`` if the request is still pending: one
-        compare-and-set, so the first valid decision wins (invariant 2).
+        """Record ``decision`` by ``user_id`` (of workspace ``team_id``) if the request is
+        still pending: one compare-and-set, so the first valid decision wins (invariant 2),
+        with its audit event in the same transaction. Approvals and edits go through
+        ``approve`` and ``propose_edit`` (quorum); this is for reject and respond.
 
         Returns:
             ``Recorded`` if this call recorded it; ``AlreadyDecided`` if it was decided
             before (the request shows by whom, how and when); ``UnknownRequest`` if
             there is no such request.
         """
-        row = await self.db.fetch_one(
-            RECORD_DECISION,
-            {
-                "request_id": request_id,
-                "decision": decision.model_dump_json(),
-                "user_id": user_id,
-                "now": self.clock(),
-            },
-        )
-        if row is not None:
-            return Recorded(request_from_row(row))
+        params = {
+            "request_id": request_id,
+            "decision": decision.model_dump_json(),
+            "user_id": user_id,
+            "now": self.clock(),
+        }
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(RECORD_DECISION, params)
+            if row is not None:
+                recorded = request_from_row(row)
+                await self._audit(tx, AuditKind.DECIDED, recorded, user_id=user_id, team_id=team_id)
+                return Recorded(recorded)
         current = await self.get_request(request_id)
         return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
 
@@ -293,30 +364,52 @@ class ApprovalStore:
         """Mark decided requests as applied to their ``thread_id``."""
         now = self.clock()
         for request_id in request_ids:
-            await self.db.execute(MARK_APPLIED, {"request_id": request_id, "now": now})
+            async with self.db.transaction() as tx:
+                row = await tx.fetch_one(MARK_APPLIED, {"request_id": request_id, "now": now})
+                if row is not None:
+                    await self._audit(tx, AuditKind.APPLIED, request_from_row(row))
 
     async def reopen(
-        self, request_id: str, *, note: str, args_schema: dict[str, Any] | None = None
+        self,
+        request_id: str,
+        *,
+        note: str,
+        args_schema: dict[str, Any] | None = None,
+        reissued: ApprovalRequest | None = None,
     ) -> ApprovalRequest | None:
         """Put a decided request back to pending, saying why, so it can be answered again.
+        Its approvals start again.
 
         Args:
             request_id: The request.
             note: Why (shown on its card).
             args_schema: The tool's current argument schema, if a deploy changed it.
+            reissued: The call as the checkpoint now has it, if it changed since the
+                decision (its arguments, tool call ID and ``call_hash`` replace the old).
 
         Returns:
             The reopened request, or ``None`` if it was not in the ``decided`` state.
         """
-        row = await self.db.fetch_one(
-            REOPEN_REQUEST,
-            {
-                "request_id": request_id,
-                "note": note,
-                "args_schema": json.dumps(args_schema) if args_schema is not None else None,
-            },
-        )
-        return request_from_row(row) if row else None
+        current = await self.get_request(request_id)
+        if current is None:
+            return None
+        call = reissued.call_hash if reissued else current.call_hash
+        params = {
+            "request_id": request_id,
+            "note": note,
+            "args_schema": json.dumps(args_schema) if args_schema is not None else None,
+            "version": version_hash(call, None),
+            "args": json.dumps(reissued.args) if reissued else None,
+            "call_hash": reissued.call_hash if reissued else None,
+            "tool_call_id": reissued.tool_call_id if reissued else None,
+        }
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(REOPEN_REQUEST, params)
+            if row is None:
+                return None
+            reopened = request_from_row(row)
+            await self._audit(tx, AuditKind.REOPENED, reopened, reason=note)
+        return reopened
 
     async def claim_notice(self, run_id: str, key: str) -> bool:
         """Return ``True`` the first time ``key`` is claimed for the run, ``False`` after.
@@ -357,19 +450,223 @@ class ApprovalStore:
         Returns:
             The expired request, or ``None`` if someone decided it first.
         """
-        row = await self.db.fetch_one(
-            EXPIRE_REQUEST, {"request_id": request_id, "now": self.clock(), "note": note}
-        )
-        return request_from_row(row) if row else None
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(
+                EXPIRE_REQUEST, {"request_id": request_id, "now": self.clock(), "note": note}
+            )
+            if row is None:
+                return None
+            expired = request_from_row(row)
+            await self._audit(tx, AuditKind.EXPIRED, expired, reason=note)
+        return expired
 
     async def cancel_open_requests(self, run_id: str, *, note: str) -> list[ApprovalRequest]:
         """Close the run's pending and unapplied requests (the run failed); return them."""
-        rows = await self.db.fetch_all(CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note})
-        return [request_from_row(r) for r in rows]
+        async with self.db.transaction() as tx:
+            rows = await tx.fetch_all(CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note})
+            cancelled = [request_from_row(r) for r in rows]
+            for request in cancelled:
+                await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
+        return cancelled
 
     async def release_notice(self, run_id: str, key: str) -> None:
         """Forget a claimed notice whose post failed, so a later attempt can post it."""
         await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
+
+    # -- who decides: quorum, escalation, refusals, outcomes ---------------------------
+
+    async def approve(
+        self, request_id: str, *, user_id: str, team_id: str | None, version: str
+    ) -> Recording:
+        """Count ``user_id``'s approval of the call's ``version`` (the one on the card they
+        clicked); record the decision once ``required_approvals`` distinct people have.
+
+        A compare-and-set on the request's ``revision``, retried when another approval
+        lands first, with its audit event in the same transaction.
+
+        Returns:
+            ``Recorded`` (the quorum is reached: decided, ``approve`` or the pending
+            edit); ``Counted`` (more are needed); ``AlreadyCounted`` (this person already
+            approved this version); ``CallChanged`` (the card showed another version);
+            ``AlreadyDecided``; ``UnknownRequest``.
+        """
+        return await self._count(request_id, user_id=user_id, team_id=team_id, version=version)
+
+    async def propose_edit(
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        user_id: str,
+        team_id: str | None,
+        version: str,
+    ) -> Recording:
+        """Replace the call with ``decision``'s arguments; the editor's approval is its
+        first, and earlier approvals no longer count (they were for another call). With
+        ``required_approvals: 1`` the edit is decided at once.
+
+        Returns:
+            As ``approve``.
+        """
+        return await self._count(
+            request_id, user_id=user_id, team_id=team_id, version=version, edit=decision
+        )
+
+    async def _count(
+        self,
+        request_id: str,
+        *,
+        user_id: str,
+        team_id: str | None,
+        version: str,
+        edit: Decision | None = None,
+    ) -> Recording:
+        for _ in range(APPROVAL_ATTEMPTS):
+            current = await self.get_request(request_id)
+            if current is None:
+                return UnknownRequest(request_id)
+            if current.state != ApprovalState.PENDING:
+                return AlreadyDecided(current)
+            if current.version != version:
+                return CallChanged(current)
+            if edit is None and user_id in current.approved_by:
+                return AlreadyCounted(current)
+            pending_edit = edit or current.pending_edit
+            approved_by = [user_id] if edit else [*current.approved_by, user_id]
+            decide = len(approved_by) >= current.rules.required_approvals
+            decision = pending_edit or Decision(type="approve")
+            params = {
+                "request_id": request_id,
+                "revision": current.revision,
+                "approved_by": json.dumps(approved_by),
+                "pending_edit": None
+                if decide or not pending_edit
+                else pending_edit.model_dump_json(),
+                "new_version": version_hash(
+                    current.call_hash, pending_edit.edited_args if pending_edit else None
+                ),
+                "decide": int(decide),
+                "decision": decision.model_dump_json(),
+                "user_id": user_id,
+                "now": self.clock(),
+            }
+            async with self.db.transaction() as tx:
+                row = await tx.fetch_one(APPROVE_REQUEST, params)
+                if row is None:
+                    continue  # someone else changed it first: look again
+                counted = request_from_row(row)
+                if decide:
+                    kind = AuditKind.DECIDED
+                else:
+                    kind = AuditKind.EDITED if edit else AuditKind.APPROVED
+                await self._audit(tx, kind, counted, user_id=user_id, team_id=team_id)
+            return Recorded(counted) if decide else Counted(counted)
+        raise StoreUnavailableError(
+            f"request {request_id} changed {APPROVAL_ATTEMPTS} times while an approval was "
+            "being counted; try again"
+        )
+
+    async def due_escalations(self) -> list[ApprovalRequest]:
+        """Return posted pending requests whose ``escalates_at`` has come, not escalated."""
+        rows = await self.db.fetch_all(SELECT_DUE_ESCALATIONS, {"now": self.clock()})
+        return [request_from_row(r) for r in rows]
+
+    async def escalate(self, request_id: str) -> ApprovalRequest | None:
+        """Mark the request escalated (its ``escalate_to`` may decide from now on) if it is
+        still pending and not escalated yet: a compare-and-set, so once.
+
+        Returns:
+            The escalated request, or ``None`` if it was decided or escalated already.
+        """
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(
+                ESCALATE_REQUEST, {"request_id": request_id, "now": self.clock()}
+            )
+            if row is None:
+                return None
+            escalated = request_from_row(row)
+            detail = " ".join(escalated.rules.escalate_to)
+            await self._audit(tx, AuditKind.ESCALATED, escalated, detail=detail)
+        return escalated
+
+    async def record_refusal(
+        self,
+        request: ApprovalRequest,
+        *,
+        user_id: str,
+        team_id: str | None,
+        action: str,
+        reason: str,
+    ) -> None:
+        """Append a ``refused`` audit event: ``user_id`` tried ``action`` and was not
+        allowed, for ``reason``. Nothing else changes."""
+        async with self.db.transaction() as tx:
+            await self._audit(
+                tx,
+                AuditKind.REFUSED,
+                request,
+                user_id=user_id,
+                team_id=team_id,
+                reason=reason,
+                detail=action,
+            )
+
+    async def record_outcome(
+        self, run_id: str, tool_call_id: str, *, ok: bool, content: str
+    ) -> None:
+        """Append the ``outcome`` of a reviewed call (its result or error, short); a call
+        that was not reviewed has no request and no event here."""
+        row = await self.db.fetch_one(
+            SELECT_REQUEST_BY_TOOL_CALL, {"run_id": run_id, "tool_call_id": tool_call_id}
+        )
+        if row is None:
+            return
+        status = "ok" if ok else "error"
+        detail = f"{status}: {content[:OUTCOME_MAX_CHARS]}"
+        async with self.db.transaction() as tx:
+            await self._audit(tx, AuditKind.OUTCOME, request_from_row(row), detail=detail)
+
+    async def _audit(
+        self,
+        tx: Statements,
+        kind: AuditKind,
+        request: ApprovalRequest,
+        *,
+        user_id: str | None = None,
+        team_id: str | None = None,
+        reason: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Append one audit event about ``request`` inside ``tx``."""
+        decision = (
+            request.pending_edit
+            if kind == AuditKind.EDITED
+            else request.decision
+            if kind in (AuditKind.DECIDED, AuditKind.EXPIRED, AuditKind.APPLIED)
+            else None
+        )
+        event = AuditEvent(
+            event_id=new_event_id(),
+            at=self.clock(),
+            kind=kind,
+            run_id=request.run_id,
+            thread_id=request.thread_id,
+            request_id=request.request_id,
+            interrupt_id=request.interrupt_id,
+            tool_call_id=request.tool_call_id,
+            tool_name=request.tool_name,
+            call_hash=request.call_hash or None,
+            proposed_args=request.args,
+            edited_args=decision.edited_args if decision else None,
+            decision=decision.type if decision else None,
+            reason=reason or (decision.message if decision else None),
+            user_id=user_id,
+            team_id=team_id,
+            requester_id=request.requester_id,
+            requested_at=request.created_at or self.clock(),
+            detail=detail,
+        )
+        await tx.execute(INSERT_EVENT, event_params(event))
 
     def _request_params(self, request: ApprovalRequest) -> dict[str, Any]:
         return {
@@ -393,4 +690,10 @@ class ApprovalStore:
             "timeout_decision": request.timeout_decision.model_dump_json()
             if request.timeout_decision
             else None,
+            "requester_id": request.requester_id,
+            "team_id": request.team_id,
+            "rules": request.rules.model_dump_json(),
+            "call_hash": request.call_hash,
+            "version": version_hash(request.call_hash, None),
+            "escalate_after_s": request.rules.escalate_after_s,
         }

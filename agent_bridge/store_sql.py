@@ -35,10 +35,12 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
-    args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision)
+    args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision,
+    requester_id, team_id, rules, call_hash, version, escalate_after_s)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
-    'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision)
+    'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision,
+    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -52,20 +54,26 @@ SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
 SELECT_LATEST_RUN = "SELECT * FROM runs ORDER BY created_at DESC LIMIT 1"
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
-        expires_at = COALESCE(expires_at, :now + review_timeout_s)
-    WHERE request_id = :request_id"""
+        expires_at = COALESCE(expires_at, :now + review_timeout_s),
+        escalates_at = COALESCE(escalates_at, :now + escalate_after_s)
+    WHERE request_id = :request_id
+    RETURNING *"""
 MOVE_MESSAGE = """UPDATE approval_requests SET message_ts = :message_ts
     WHERE request_id = :request_id AND message_ts = :old_ts"""
 RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
-        note = NULL
+        note = NULL, revision = revision + 1
     WHERE request_id = :request_id AND state = 'pending'
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
-    WHERE request_id = :request_id AND state = 'decided'"""
+    WHERE request_id = :request_id AND state = 'decided'
+    RETURNING *"""
 REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
-        args_schema = COALESCE(:args_schema, args_schema)
+        args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
+        pending_edit = NULL, version = :version, revision = revision + 1,
+        args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
+        tool_call_id = COALESCE(:tool_call_id, tool_call_id)
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
@@ -80,10 +88,52 @@ SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
 EXPIRE_REQUEST = """UPDATE approval_requests
     SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
-        note = :note
+        note = :note, revision = revision + 1
     WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
     RETURNING *"""
-CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note
+CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note,
+    revision = revision + 1
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
+
+# -- who decides: quorum, opened views, escalation, who may start runs ----------------
+
+APPROVE_REQUEST = """UPDATE approval_requests
+    SET approved_by = :approved_by, revision = revision + 1,
+        pending_edit = :pending_edit, version = :new_version,
+        state = CASE WHEN :decide = 1 THEN 'decided' ELSE state END,
+        decision = CASE WHEN :decide = 1 THEN :decision ELSE decision END,
+        decided_by = CASE WHEN :decide = 1 THEN :user_id ELSE decided_by END,
+        decided_at = CASE WHEN :decide = 1 THEN :now ELSE decided_at END,
+        note = CASE WHEN :decide = 1 THEN NULL ELSE note END
+    WHERE request_id = :request_id AND state = 'pending' AND revision = :revision
+    RETURNING *"""
+INSERT_OPENED_VIEW = """INSERT INTO opened_views (view_key, request_id, user_id, team_id,
+    decision_type, version, created_at)
+    VALUES (:view_key, :request_id, :user_id, :team_id, :decision_type, :version, :now)"""
+SET_OPENED_VIEW_ID = "UPDATE opened_views SET view_id = :view_id WHERE view_key = :view_key"
+SELECT_OPENED_VIEW = "SELECT * FROM opened_views WHERE view_key = :view_key"
+SELECT_DUE_ESCALATIONS = """SELECT * FROM approval_requests
+    WHERE state = 'pending' AND escalated_at IS NULL AND escalates_at IS NOT NULL
+    AND escalates_at <= :now"""
+ESCALATE_REQUEST = """UPDATE approval_requests SET escalated_at = :now, revision = revision + 1
+    WHERE request_id = :request_id AND state = 'pending' AND escalated_at IS NULL
+    RETURNING *"""
+UPSERT_AGENT_POLICY = """INSERT INTO agent_policies (agent, requesters, max_active_runs_per_user,
+    updated_at) VALUES (:agent, :requesters, :max_active_runs_per_user, :now)
+    ON CONFLICT (agent) DO UPDATE SET requesters = excluded.requesters,
+        max_active_runs_per_user = excluded.max_active_runs_per_user,
+        updated_at = excluded.updated_at"""
+SELECT_AGENT_POLICY = "SELECT * FROM agent_policies WHERE agent = :agent"
+INSERT_RUN_WITHIN_LIMIT = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id,
+    team_id, thread_ts, state, created_at, updated_at, agent)
+    SELECT :run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
+        :now, :now, :agent
+    WHERE (SELECT COUNT(*) FROM runs WHERE user_id = :user_id
+        AND state IN ('queued', 'running', 'waiting')) < :max_active"""
+SELECT_REQUEST_BY_TOOL_CALL = """SELECT * FROM approval_requests
+    WHERE run_id = :run_id AND tool_call_id = :tool_call_id
+    ORDER BY created_at DESC LIMIT 1"""
+SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
+    WHERE request_id = :request_id AND pointer_ts IS NULL"""

@@ -29,7 +29,6 @@ MENTION_USAGE_TEXT = USAGE_TEXT.replace("/agent", "@agent")
 RUN_NOT_STARTED_TEXT = (
     ":warning: The run was not started (the database refused or is unreachable). Please try again."
 )
-MENTION_NOT_STARTED_TEXT = ":warning: The run was not started; please mention me again."
 
 # Field errors on a modal (plain text).
 STORE_DOWN_PLAIN = (

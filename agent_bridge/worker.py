@@ -16,7 +16,7 @@ import secrets
 from agent_bridge.bus import Bus
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.models import DEFAULT_AGENT, Run, RunState
+from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -43,6 +43,8 @@ class Worker:
         poll_interval_s: Sweep period when no signal arrives, seconds.
         lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
         owner: This worker's name in leases (random by default).
+        start_rules: Who may start runs of this agent (its policy's ``requesters`` and
+            ``max_active_runs_per_user``); published for the web process on the first sweep.
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class Worker:
         poll_interval_s: float = 5.0,
         lease_s: float = 60.0,
         owner: str | None = None,
+        start_rules: StartRules | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -67,7 +70,20 @@ class Worker:
         self.poll_interval_s = poll_interval_s
         self.lease_s = lease_s
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
+        self.start_rules = start_rules
+        self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
+
+    async def publish_start_rules(self) -> None:
+        """Publish this agent's start rules (the web process refuses runs of an agent that
+        has none yet: it fails closed).
+
+        Raises:
+            StoreUnavailableError: If the database is unreachable (the next sweep retries).
+        """
+        if self.start_rules is not None:
+            await self.store.publish_start_rules(self.agent_name, self.start_rules)
+        self._published = True
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sweep and wait for signals until ``stop`` is set, then let runs finish."""
@@ -90,6 +106,8 @@ class Worker:
     async def sweep(self) -> None:
         """Remind and expire due requests; start every queued run and advance every
         waiting run that has work."""
+        if not self._published:
+            await self.publish_start_rules()
         if self.expiry is not None:
             await self.expiry.sweep()
         for run_id in await self.store.startable_runs(self.agent_name):

@@ -1,10 +1,13 @@
 """Button clicks (``block_actions``): approve at once; edit, reject and respond open modals.
 
-Every listener acks first (Slack wants an answer within 3 s); a modal is opened with
-the click's ``trigger_id`` straight away, before any other work (it expires in 3 s).
-A click that cannot be honoured (stale card, already decided, not allowed, database
-down) is answered privately with ``chat.postEphemeral``, in the wording of
-``agent_bridge.wording``.
+Every listener acks first (Slack wants an answer within 3 s). Then, before anything is
+recorded or opened, the click is authorized against its signed payload
+(``bot.guard.Guard``: workspace, the card clicked, four eyes, approvers). A modal is
+opened with the click's ``trigger_id`` straight after (it expires in 3 s), recorded
+first as an ``OpenedView`` so its submission can be bound to this user and request. A
+click that cannot be honoured (not allowed, stale card, already decided, the call
+changed, database down) is answered privately with ``chat.postEphemeral``, in the
+wording of ``agent_bridge.wording`` and ``agent_bridge.review_wording``.
 """
 
 from __future__ import annotations
@@ -16,21 +19,27 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import wording
+from agent_bridge import review_wording, wording
 from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     DECISION_TYPES,
+    AlreadyCounted,
     AlreadyDecided,
     ApprovalRequest,
     ApprovalState,
+    CallChanged,
+    Counted,
     Decision,
     Recorded,
+    Recording,
 )
+from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.blocks import already_decided_text
 from bot.errors import PayloadError, SlackCallError
+from bot.guard import Guard, actor_of, clicked_of, installation_of
 from bot.modals import (
     render_edit_modal,
     render_full_args_modal,
@@ -46,7 +55,7 @@ logger = logging.getLogger(__name__)
 
 Ack = Callable[..., Awaitable[Any]]
 
-MODALS: dict[str, Callable[[ApprovalRequest], dict[str, Any]]] = {
+MODALS: dict[str, Callable[..., dict[str, Any]]] = {
     "edit": render_edit_modal,
     "reject": render_reject_modal,
     "respond": render_respond_modal,
@@ -60,20 +69,33 @@ class ActionListeners:
         store: The approval store (to read requests for modals).
         recorder: Records approve clicks.
         slack: The Slack gateway (private answers, modals).
+        guard: Authorizes each click.
+        views: Where opened modals are recorded.
     """
 
-    def __init__(self, *, store: ApprovalStore, recorder: DecisionRecorder, slack: Slack) -> None:
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore,
+        recorder: DecisionRecorder,
+        slack: Slack,
+        guard: Guard,
+        views: OpenedViews,
+    ) -> None:
         self.store = store
         self.recorder = recorder
         self.slack = slack
+        self.guard = guard
+        self.views = views
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
         app.action(re.compile(f"^{re.escape(ids.ACTION_PREFIX)}"))(self.on_decision)
         app.action(ids.VIEW_ARGS_ACTION)(self.on_view_args)
 
-    async def on_decision(self, ack: Ack, body: dict[str, Any]) -> None:
-        """A decision button: record approve; open the modal of edit/reject/respond."""
+    async def on_decision(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
+        """A decision button: authorize, then count an approval or open the modal of
+        edit/reject/respond."""
         await ack()
         try:
             payload = parse(BlockActions, body)
@@ -81,7 +103,7 @@ class ActionListeners:
             logger.warning("%s", exc)
             return
         decision_type = payload.action.action_id.removeprefix(ids.ACTION_PREFIX)
-        request_id = payload.action.value or ""
+        request_id, version = ids.parse_decision_value(payload.action.value or "")
         if decision_type not in DECISION_TYPES:
             logger.warning(
                 "unknown action_id %r from %s", payload.action.action_id, payload.user.id
@@ -89,10 +111,23 @@ class ActionListeners:
             await self.tell(payload, wording.STALE_TEXT)
             return
         try:
-            if decision_type == "approve":
-                await self._approve(payload, request_id)
+            request = await self.store.get_request(request_id)
+            if request is None:
+                await self.tell(payload, wording.STALE_TEXT)
+                return
+            why = await self.guard.refusal(
+                actor_of(payload),
+                decision_type,
+                request,
+                installation=installation_of(context),
+                clicked=clicked_of(payload),
+            )
+            if why:
+                await self.tell(payload, why)
+            elif decision_type == "approve":
+                await self._approve(payload, request, version)
             else:
-                await self._open_modal(payload, request_id, decision_type)
+                await self._open_modal(payload, request, decision_type, version)
         except StoreUnavailableError as exc:
             logger.error(
                 "request=%s %s click by %s not recorded: %s",
@@ -103,23 +138,33 @@ class ActionListeners:
             )
             await self.tell(payload, wording.STORE_DOWN_TEXT)
 
-    async def on_view_args(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_view_args(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """ "View full arguments": a read-only modal with every argument in full."""
         await ack()
         try:
             payload = parse(BlockActions, body)
-            request = await self.store.get_request(payload.action.value or "")
         except PayloadError as exc:
             logger.warning("%s", exc)
             return
+        try:
+            request = await self.store.get_request(payload.action.value or "")
+            why = request and await self.guard.refusal(
+                actor_of(payload),
+                "view",
+                request,
+                installation=installation_of(context),
+                clicked=clicked_of(payload),
+            )
         except StoreUnavailableError as exc:
             logger.error("full arguments not shown: %s", exc)
             await self.tell(payload, wording.STORE_DOWN_TEXT)
             return
         if request is None:
             await self.tell(payload, wording.STALE_TEXT)
-            return
-        await self._open_view(payload, render_full_args_modal(request))
+        elif why:
+            await self.tell(payload, why)
+        else:
+            await self._open_view(payload, render_full_args_modal(request))
 
     async def tell(self, payload: BlockActions, text: str) -> None:
         """Answer the clicking user privately in the card's channel (and Slack thread);
@@ -138,15 +183,29 @@ class ActionListeners:
         except SlackCallError as exc:
             logger.warning("ephemeral to %s not posted: %s", payload.user.id, exc)
 
-    async def _approve(self, payload: BlockActions, request_id: str) -> None:
+    async def _approve(self, payload: BlockActions, request: ApprovalRequest, version: str) -> None:
         decision = Decision(type="approve")
-        known = await self.store.get_request(request_id)
-        refused = check_decision(known, decision) if known is not None else {}
+        refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
             await self.tell(payload, escape(" ".join(refused.values())))
             return
-        outcome = await self.recorder.record(request_id, decision, user_id=payload.user.id)
-        if isinstance(outcome, Recorded):
+        outcome = await self.recorder.record(
+            request.request_id,
+            decision,
+            user_id=payload.user.id,
+            team_id=payload.actor_team_id,
+            version=version,
+        )
+        await self._answer(payload, outcome)
+
+    async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
+        """Redraw what changed, and tell the clicker privately when nothing did."""
+        if isinstance(outcome, Recorded | Counted):
+            await self._refresh(outcome.request)
+        elif isinstance(outcome, AlreadyCounted):
+            await self.tell(payload, review_wording.ALREADY_APPROVED_TEXT)
+        elif isinstance(outcome, CallChanged):
+            await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
             await self._refresh(outcome.request)
         elif isinstance(outcome, AlreadyDecided):
             await self.tell(payload, already_decided_text(outcome.request))
@@ -154,8 +213,8 @@ class ActionListeners:
             await self.tell(payload, wording.STALE_TEXT)
 
     async def _refresh(self, request: ApprovalRequest) -> None:
-        """Redraw the decided card; the decision is recorded, so a database failure here
-        is logged, never told to the reviewer as "not recorded"."""
+        """Redraw the card; the decision is recorded, so a database failure here is
+        logged, never told to the reviewer as "not recorded"."""
         try:
             await self.recorder.refresh(request)
         except StoreUnavailableError as exc:
@@ -166,22 +225,35 @@ class ActionListeners:
                 exc,
             )
 
-    async def _open_modal(self, payload: BlockActions, request_id: str, decision_type: str) -> None:
-        request = await self.store.get_request(request_id)
-        if request is None:
-            await self.tell(payload, wording.STALE_TEXT)
-        elif request.state != ApprovalState.PENDING:
+    async def _open_modal(
+        self, payload: BlockActions, request: ApprovalRequest, decision_type: str, version: str
+    ) -> None:
+        if request.state != ApprovalState.PENDING:
             await self.tell(payload, already_decided_text(request))
         elif refused := refusal(request, decision_type):
             await self.tell(payload, escape(refused))  # plain words, shown as mrkdwn
+        elif version != request.version:
+            await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
+            await self._refresh(request)
         else:
-            await self._open_view(payload, MODALS[decision_type](request))
+            opened = await self.views.open_view(
+                request_id=request.request_id,
+                user_id=payload.user.id,
+                team_id=payload.actor_team_id,
+                decision_type=decision_type,
+                version=version,
+            )
+            view = MODALS[decision_type](request, view_key=opened.view_key)
+            view_id = await self._open_view(payload, view)
+            if view_id is not None:
+                await self.views.set_view_id(opened.view_key, view_id)
 
-    async def _open_view(self, payload: BlockActions, view: dict[str, Any]) -> None:
+    async def _open_view(self, payload: BlockActions, view: dict[str, Any]) -> str | None:
         try:
-            await self.slack.open_view(
+            return await self.slack.open_view(
                 team_id=payload.team_id, trigger_id=payload.trigger_id, view=view
             )
         except SlackCallError as exc:
             logger.warning("modal for %s not opened: %s", payload.user.id, exc)
             await self.tell(payload, wording.FORM_NOT_OPENED_TEXT)
+            return None

@@ -8,7 +8,7 @@ forged or stale one); ``GET /healthz`` answers 200 for load balancers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -19,12 +19,16 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.bus import Bus
+from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
 from bot.card_owner import CardOwner
 from bot.dedupe import DedupeMiddleware, Deduper
+from bot.directory import Directory
+from bot.groups import GroupListeners
+from bot.guard import Guard
 from bot.recorder import DecisionRecorder
-from bot.slack_gateway import single_workspace
+from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
 
@@ -42,6 +46,7 @@ def create_app(
     client: AsyncWebClient,
     deduper: Deduper,
     channel_agents: Mapping[str, str] | None = None,
+    directory: Callable[[Slack], Directory] = lambda slack: Directory(slack=slack),
 ) -> AsyncApp:
     """Return the Bolt app with every listener registered.
 
@@ -53,16 +58,28 @@ def create_app(
             call of ours goes through a ``bot.slack_gateway`` over it.
         deduper: Remembers event IDs, so Slack's retried deliveries are ignored.
         channel_agents: Channel ID -> agent name for runs started there.
+        directory: Builds the user-group resolver over the gateway (tests shorten its
+            TTL or move its clock).
     """
     app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
     app.use(DedupeMiddleware(deduper))
     slack = single_workspace(client)
+    people = directory(slack)
+    views = OpenedViews(store.db, clock=store.clock)
+    guard = Guard(store=store, directory=people)
     recorder = DecisionRecorder(store=store, bus=bus, cards=CardOwner(store=store, slack=slack))
-    ActionListeners(store=store, recorder=recorder, slack=slack).register(app)
-    SubmissionListeners(store=store, recorder=recorder).register(app)
-    StartListeners(store=store, bus=bus, slack=slack, channel_agents=channel_agents or {}).register(
+    ActionListeners(store=store, recorder=recorder, slack=slack, guard=guard, views=views).register(
         app
     )
+    SubmissionListeners(store=store, recorder=recorder, guard=guard, views=views).register(app)
+    StartListeners(
+        store=store,
+        bus=bus,
+        slack=slack,
+        channel_agents=channel_agents or {},
+        directory=people,
+    ).register(app)
+    GroupListeners(directory=people).register(app)
     return app
 
 

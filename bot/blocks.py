@@ -2,8 +2,9 @@
 
 Pure functions of data (no client, no env, no I/O); the notifier posts what they return.
 Every piece of agent text (description, arguments, answers, tool output, errors) goes
-through ``bot.mrkdwn`` (escaped, cut); the one mention rendered is the reviewer's
-``<@U…>``, whose ID comes from Slack, not from the agent.
+through ``bot.mrkdwn`` (escaped, cut); the mentions rendered are the reviewer's
+``<@U…>``, whose ID comes from Slack, and the approvers' (``bot.review_blocks``), from
+the policy; never the agent's.
 
 Limits (https://api.slack.com/reference/block-kit/blocks): 50 blocks per message, 3,000
 characters per section text, 2,000 per button value (ours is only the request ID);
@@ -23,6 +24,7 @@ from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, R
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.mrkdwn import code_block, escape, inline_code, split_escaped, truncate
+from bot.review_blocks import approvals_line, notify_text, review_context
 
 FALLBACK_TEXT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
@@ -63,16 +65,17 @@ def render_approval(
         ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
     """
     asks = request.allowed_decisions == ["respond"]
-    blocks = _card(request, wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL)
+    label = wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL
+    blocks = _card(request, label, request.current_args)
     buttons = [
-        _decision_button(d, request.request_id)
+        _decision_button(d, ids.decision_value(request.request_id, request.version))
         for d in DECISION_TYPES
         if d in request.allowed_decisions
     ]
     if buttons:
         blocks.append({"type": "actions", "elements": buttons})
     progress = wording.progress_text(decided_count, request.batch_size)
-    return blocks + _context(request, run_label, progress)
+    return blocks + review_context(request) + _context(request, run_label, progress)
 
 
 def render_decided(
@@ -89,16 +92,18 @@ def render_decided(
         cut) and a section with the outcome: ✅ Approved / ✏️ Edited (new arguments) /
         ❌ Rejected (reason) / 💬 Responded (answer), by ``<@reviewer>``, at a Slack date.
     """
-    blocks = _card(request, wording.CARD_DECIDED_LABEL)
+    blocks = _card(request, wording.CARD_DECIDED_LABEL, request.args)
+    approvals = approvals_line(request)
     text = f"{_outcome_line(request)}{_outcome_details(request)}"
-    blocks.append(_section(text))
+    blocks.append(_section(f"{text}\n{approvals}" if approvals else text))
     return blocks + _context(request, run_label, None)
 
 
 def approval_text(request: ApprovalRequest) -> str:
     """Notification text of an approval card (escaped, ≤ 3,000 characters)."""
     raw = wording.approval_fallback(request.tool_name, request.description)
-    return truncate(raw, FALLBACK_TEXT_MAX_CHARS)[0]
+    notify = notify_text(request)  # the approvers' mentions: built from the policy, live
+    return truncate(raw, FALLBACK_TEXT_MAX_CHARS - len(notify))[0] + notify
 
 
 def decided_text(request: ApprovalRequest) -> str:
@@ -187,9 +192,9 @@ def render_reminder(request: ApprovalRequest) -> Message:
         if request.timeout_decision
         else wording.DECIDED_VERB
     )
-    text = wording.reminder_text(name, when, outcome)
+    text = wording.reminder_text(name, when, outcome) + notify_text(request)
     fallback = truncate(wording.reminder_fallback(request.tool_name), FALLBACK_TEXT_MAX_CHARS)[0]
-    return fallback, [_section(text)]
+    return fallback + notify_text(request), [_section(text)]
 
 
 def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
@@ -205,12 +210,12 @@ def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
-def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
-    """Heading, argument sections and, when anything was cut, the full-arguments button."""
+def _card(request: ApprovalRequest, label: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Heading, ``args``' sections and, when anything was cut, the full-arguments button."""
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
-    sections, args_cut = arg_sections(request.args, ARGS_BUDGET_CHARS)
+    sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
     if description_cut or args_cut or _edited_cut(request):
         blocks.append(
@@ -227,12 +232,12 @@ def _card(request: ApprovalRequest, label: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def _decision_button(decision: DecisionType, request_id: str) -> dict[str, Any]:
+def _decision_button(decision: DecisionType, value: str) -> dict[str, Any]:
     button = {
         "type": "button",
         "action_id": ids.decision_action_id(decision),
         "text": _plain(wording.DECISION_BUTTONS[decision]),
-        "value": request_id,
+        "value": value,
     }
     style = _BUTTON_STYLES.get(decision)
     return {**button, "style": style} if style else button

@@ -7,6 +7,10 @@ its interrupt's siblings and its run from the store first and draws with
 ``bot.cards.draw_card``, so a card reads the same whoever redraws it. A pending card
 whose message is gone (someone deleted it) is posted again wherever that is noticed,
 in both interrupt modes.
+
+A card posted outside its run's Slack thread (a tool's ``channel``, ``APPROVALS_CHANNEL``)
+leaves a one-line pointer with its permalink in the run's thread; the pointer is redrawn
+with the outcome once the card is decided (``bot.review_blocks.render_pointer``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from agent_bridge.store import ApprovalStore
 from bot.cards import draw_card
 from bot.errors import MessageGoneError, SlackCallError
+from bot.review_blocks import render_pointer
 from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
@@ -63,7 +68,40 @@ class CardOwner:
             thread_ts=request.thread_ts,
         )
         await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
-        return request.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+        posted = request.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+        if _elsewhere(posted, run) and posted.pointer_ts is None:
+            await self._point(posted, run)
+        return posted
+
+    async def _point(self, request: ApprovalRequest, run: Run) -> None:
+        """Post the pointer to a card posted elsewhere in the run's Slack thread; a
+        failure is logged (the card itself is posted and mentions its approvers)."""
+        assert request.channel_id is not None and request.message_ts is not None
+        try:
+            link = await self.slack.permalink(
+                team_id=run.team_id, channel_id=request.channel_id, ts=request.message_ts
+            )
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s request=%s no permalink: %s", run.run_id, request.request_id, exc
+            )
+            link = None
+        text, blocks = render_pointer(request, link=link)
+        try:
+            ts = await self.slack.post_message(
+                team_id=run.team_id,
+                channel_id=run.channel_id,
+                text=text,
+                blocks=blocks,
+                thread_ts=run.thread_ts,
+            )
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s request=%s pointer not posted: %s", run.run_id, request.request_id, exc
+            )
+            return
+        if not await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link):
+            await self._take_back(run, run.channel_id, ts)  # another process pointed first
 
     async def redraw(self, request_id: str, *, siblings: bool = True) -> ApprovalRequest | None:
         """Redraw the request's card from the store's current state and, with
@@ -89,7 +127,28 @@ class CardOwner:
         drawn = await self._redraw_one(request, batch, run)
         for sibling in others:
             await self._redraw_one(sibling, batch, run)
+        await self._redraw_pointer(drawn, run)
         return drawn
+
+    async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:
+        """Show the card's outcome (or escalation) on its pointer in the run's thread."""
+        if request.pointer_ts is None:
+            return
+        if request.state == ApprovalState.PENDING and request.escalated_at is None:
+            return
+        text, blocks = render_pointer(request, link=request.card_link)
+        try:
+            await self.slack.update_message(
+                team_id=run.team_id,
+                channel_id=run.channel_id,
+                ts=request.pointer_ts,
+                text=text,
+                blocks=blocks,
+            )
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s request=%s pointer not redrawn: %s", run.run_id, request.request_id, exc
+            )
 
     async def _redraw_one(
         self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
@@ -165,3 +224,10 @@ class CardOwner:
             await self.slack.delete_message(team_id=run.team_id, channel_id=channel_id, ts=ts)
         except SlackCallError as exc:
             logger.warning("run=%s duplicate re-post %s not deleted: %s", run.run_id, ts, exc)
+
+
+def _elsewhere(request: ApprovalRequest, run: Run) -> bool:
+    """Whether the card is outside the run's own Slack thread (so it leaves a pointer)."""
+    return run.thread_ts is not None and (
+        request.channel_id != run.channel_id or request.thread_ts != run.thread_ts
+    )

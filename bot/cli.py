@@ -1,7 +1,8 @@
 """``agent-bridge``: the console script behind the Procfile and the demo.
 
 Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
-process on embedded defaults; ``--unattended`` reviews by script and exits). Each reads
+process on embedded defaults; ``--unattended`` reviews by script and exits), ``audit
+export`` (the audit trail as CSV or JSON Lines). Each reads
 only its own settings (``agent_bridge.settings``); a missing or wrong variable is named on
 stderr, with exit status 2.
 """
@@ -21,6 +22,8 @@ from agent_bridge.settings import (
     WorkerSettings,
     read_settings,
 )
+from bot.audit_export import add_arguments as add_audit_arguments
+from bot.audit_export import export
 from bot.demo import DEMO_PAGE_PORT, run_demo
 from bot.processes import run_release, run_web, run_worker
 
@@ -32,6 +35,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.add_parser("web", help="serve Slack's requests at POST /slack/events")
     sub.add_parser("worker", help="run agents and resume them with decisions")
     sub.add_parser("release", help="apply database migrations (checkpointer and store)")
+    audit = sub.add_parser("audit", help="the audit trail of requests and decisions")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    add_audit_arguments(
+        audit_sub.add_parser("export", help="write the audit trail as CSV or JSON Lines")
+    )
     demo = sub.add_parser("demo", help="web + worker + local Slack sandbox in one process")
     demo.add_argument(
         "--unattended",
@@ -68,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "release":
             version = asyncio.run(run_release(read_settings(ReleaseSettings)))
             print(f"migrations applied; approval store at schema version {version}")
+        elif args.command == "audit":
+            count = asyncio.run(export(read_settings(ReleaseSettings), args))
+            print(f"{count} audit events exported", file=sys.stderr)
         else:
             settings = read_settings(DemoSettings)
             return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))

@@ -1,10 +1,13 @@
 """The demo: web + worker + the local Slack sandbox in one process, on embedded defaults.
 
 SQLite, the in-process bus and the scripted model; the demo task is submitted with a
-real signed ``/agent`` slash command. Interactive: open the printed sandbox page and
-click. ``--unattended``: a scripted reviewer approves ``write_file`` and rejects
-``execute_sql`` with a reason (through the sandbox, as a person's clicks would arrive),
-and the process exits 0 once the final answer is posted in the run's Slack thread.
+real signed ``/agent`` slash command by alice, the requester. The sandbox has the people
+of the demo policy (``agent_bridge/policies/demo.yml``): a reviewer, two DBAs in the
+``@dba-team`` user group (``S0DBA``) and an outsider. Interactive: open the printed
+sandbox page, pick who you are and click. ``--unattended``: a scripted reviewer approves
+``write_file``; on the ``execute_sql`` card in ``#approvals`` the outsider and the
+requester are refused, then the two DBAs approve (one of them twice, counted once); the
+process exits 0 once the final answer is posted and its checks hold.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.models import ApprovalRequest, RunState
+from agent_bridge.models import ApprovalRequest, DecisionType, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
@@ -43,37 +47,77 @@ logger = logging.getLogger(__name__)
 DEMO_DIR = Path(".demo")
 DEMO_PAGE_PORT = 8700
 DEMO_CHANNEL = "C0GENERAL"
+APPROVALS_CHANNEL = "C0APPROVAL"
 DEMO_REQUESTER = "U0ALICE"
 REVIEWER = "U0REVIEWER"
 DBA = "U0DBA"
-REJECT_REASON = "Archive the rows before deleting them."
+SECOND_DBA = "U0DBA2"
+OUTSIDER = "U0OUTSIDER"
+DBA_GROUP = "S0DBA"
+PEOPLE = {
+    DEMO_REQUESTER: "alice (requester)",
+    REVIEWER: "reviewer",
+    DBA: "dana (DBA)",
+    SECOND_DBA: "dmitri (DBA)",
+    OUTSIDER: "olga (outsider)",
+}
 UNATTENDED_TIMEOUT_S = 60.0
 REVIEW_POLL_S = 0.2
 
 
-async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
-    """The scripted reviewer's click for one request: approve files, reject SQL."""
+async def click(
+    sandbox: Sandbox, request: ApprovalRequest, decision: DecisionType, user_id: str
+) -> None:
+    """``user_id`` clicks ``decision`` on the request's card as it is now."""
     assert request.channel_id and request.message_ts
-    if request.tool_name == "execute_sql":
-        await sandbox.click(
-            channel_id=request.channel_id,
-            ts=request.message_ts,
-            action_id=ids.decision_action_id("reject"),
-            user_id=DBA,
-            value=request.request_id,
-        )
-        view = sandbox.open_views(DBA)[-1]
-        await sandbox.submit_view(
-            view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REJECT_REASON}
-        )
-    else:
-        await sandbox.click(
-            channel_id=request.channel_id,
-            ts=request.message_ts,
-            action_id=ids.decision_action_id("approve"),
-            user_id=REVIEWER,
-            value=request.request_id,
-        )
+    await sandbox.click(
+        channel_id=request.channel_id,
+        ts=request.message_ts,
+        action_id=ids.decision_action_id(decision),
+        user_id=user_id,
+    )
+
+
+async def private_answer(sandbox: Sandbox, user_id: str, seen: int) -> str:
+    """Wait for the next private answer (ephemeral) to ``user_id``; return its text."""
+    while len(found := sandbox.ephemerals(user_id=user_id)) <= seen:
+        await asyncio.sleep(REVIEW_POLL_S)
+    return str(found[-1]["text"])
+
+
+async def approvals_of(store: ApprovalStore, request_id: str, count: int) -> list[str]:
+    """Wait until ``count`` people approved the request; return who."""
+    while True:
+        current = await store.get_request(request_id)
+        if current is not None and len(current.approved_by) >= count:
+            return current.approved_by
+        await asyncio.sleep(REVIEW_POLL_S)
+
+
+async def review(sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest) -> list[str]:
+    """The scripted people's clicks on one request; return what they saw, in order."""
+    if request.tool_name != "execute_sql":
+        await click(sandbox, request, "approve", REVIEWER)
+        return [f"{PEOPLE[REVIEWER]} approves {request.tool_name}"]
+    said = []
+    for user_id in (OUTSIDER, DEMO_REQUESTER):
+        seen = len(sandbox.ephemerals(user_id=user_id))
+        await click(sandbox, request, "approve", user_id)
+        answer = await private_answer(sandbox, user_id, seen)
+        said.append(f"{PEOPLE[user_id]} clicks Approve, is told: {answer}")
+    await click(sandbox, request, "approve", DBA)
+    await approvals_of(store, request.request_id, 1)
+    seen = len(sandbox.ephemerals(user_id=DBA))
+    await click(sandbox, request, "approve", DBA)  # a second click counts once
+    said.append(
+        f"{PEOPLE[DBA]} approves, then clicks again: {await private_answer(sandbox, DBA, seen)}"
+    )
+    await click(sandbox, request, "approve", SECOND_DBA)
+    approved = await approvals_of(store, request.request_id, 2)
+    said.append(
+        f"{PEOPLE[SECOND_DBA]} approves: approved by {', '.join(PEOPLE[u] for u in approved)}"
+    )
+    return said
 
 
 async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
@@ -88,11 +132,8 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
         for request in await store.pending_requests():
             if request.run_id == run_id and request.request_id not in seen:
                 seen.add(request.request_id)
-                print(
-                    f"  reviewer: {request.tool_name} -> "
-                    f"{'reject' if request.tool_name == 'execute_sql' else 'approve'}"
-                )
-                await review(sandbox, request)
+                for line in await review(sandbox, store, request):
+                    print(f"  {line}")
         run = await store.get_run(run_id)
         if run.state in (RunState.DONE, RunState.FAILED):
             return run.final_answer or f"(run failed: {run.error})"
@@ -109,29 +150,50 @@ async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbo
         return 1
     print("\n#general as posted in the sandbox:")
     print_slack_thread(sandbox)
+    print("\n#approvals as posted in the sandbox:")
+    print_slack_thread(sandbox, APPROVALS_CHANNEL)
     print(f"\nFinal answer:\n{answer}")
     if settings.agent != DEMO_TOOLS:
         print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
         return 1 if answer.startswith("(run failed") else 0
-    proofs = check_outcome(settings.workspace_dir)
+    proofs = check_outcome(settings.workspace_dir) + await check_decisions(store)
     print("\nChecked:\n" + "\n".join(f"  {'ok ' if ok else 'BAD'} {what}" for what, ok in proofs))
     return 0 if answer.startswith("Done.") and all(ok for _, ok in proofs) else 1
 
 
 def check_outcome(workspace: Path) -> list[tuple[str, bool]]:
-    """What the unattended demo must have done: file written, DELETE not run."""
+    """What the unattended demo must have done: file written, DELETE run once."""
     archive = workspace / "files" / "archive" / "old_orders.csv"
     with sqlite3.connect(workspace / "orders.db") as conn:
         orders = conn.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
     return [
         (f"approved write_file wrote {archive.name}", archive.is_file()),
-        (f"rejected DELETE did not run: orders has {orders} of 5 rows", orders == 5),
+        (f"the DELETE approved by two DBAs ran once: orders has {orders} of 5 rows", orders == 3),
     ]
 
 
-def print_slack_thread(sandbox: Sandbox) -> None:
-    """Print the demo channel as a reader of Slack would see it (fallback texts)."""
-    for message in sandbox.messages(DEMO_CHANNEL):
+async def check_decisions(store: ApprovalStore) -> list[tuple[str, bool]]:
+    """Who decided, from the audit trail: the outsider and the requester were refused
+    and recorded nothing, and two different DBAs approved the SQL."""
+    events = await read_events(store.db)
+    refused = {e.user_id for e in events if e.kind == AuditKind.REFUSED}
+    counted = (AuditKind.APPROVED, AuditKind.DECIDED)
+    sql = [e for e in events if e.tool_name == "execute_sql" and e.kind in counted]
+    return [
+        (
+            "the outsider's and the requester's clicks were refused",
+            {OUTSIDER, DEMO_REQUESTER} <= refused,
+        ),
+        (
+            "execute_sql was approved by two different DBAs, not by anyone refused",
+            [e.user_id for e in sql] == [DBA, SECOND_DBA],
+        ),
+    ]
+
+
+def print_slack_thread(sandbox: Sandbox, channel_id: str = DEMO_CHANNEL) -> None:
+    """Print a channel as a reader of Slack would see it (fallback texts)."""
+    for message in sandbox.messages(channel_id):
         indent = (
             "    " if message.get("thread_ts") and message["thread_ts"] != message["ts"] else ""
         )
@@ -146,6 +208,9 @@ async def start_sandbox(port: int) -> tuple[Sandbox, str]:
         ConfigurationError: If the port is taken (say which, and what to pass instead).
     """
     sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    for user_id, name in PEOPLE.items():
+        sandbox.add_user(user_id, name)
+    await sandbox.set_usergroup(DBA_GROUP, "dba-team", [DBA, SECOND_DBA])
     try:
         return sandbox, await sandbox.start(port=port)
     except OSError as exc:

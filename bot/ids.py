@@ -1,8 +1,10 @@
 """Every Slack ``action_id``, ``callback_id`` and ``block_id`` the bot uses, in one place.
 
-Listeners match on these and renderers emit them; nothing else spells them. Button
-``value`` and modal ``private_metadata`` carry only an approval request's
-``request_id`` (Slack caps a button value at 2,000 characters, so never the args).
+Listeners match on these and renderers emit them; nothing else spells them. A decision
+button's ``value`` carries only ``<request_id>.<version>`` (the call's version the card
+shows, so a click on an outdated card is refused), "View full arguments" only the
+``request_id``, a modal's ``private_metadata`` only its opened view's key (Slack caps a
+button value at 2,000 characters, so never the args).
 """
 
 from __future__ import annotations
@@ -28,6 +30,24 @@ ARG_BLOCK_PREFIX = "arg:"
 ARG_ACTION = "value"
 ARGS_JSON_BLOCK = "args_json"
 """Block of the single JSON input used when a form cannot be typed."""
+
+
+VALUE_SEPARATOR = "."
+"""Between ``request_id`` and version in a decision button's value (neither holds one)."""
+CALLBACK_DECISIONS = {EDIT_CALLBACK: "edit", REJECT_CALLBACK: "reject", RESPOND_CALLBACK: "respond"}
+"""Which decision each modal's submission makes."""
+
+
+def decision_value(request_id: str, version: str) -> str:
+    """Return a decision button's ``value``."""
+    return f"{request_id}{VALUE_SEPARATOR}{version}"
+
+
+def parse_decision_value(value: str) -> tuple[str, str]:
+    """Return ``(request_id, version)`` of a decision button's ``value`` (version ``""``
+    when the card predates versions: the click is then refused as outdated)."""
+    request_id, _, version = value.partition(VALUE_SEPARATOR)
+    return request_id, version
 
 
 def decision_action_id(decision: DecisionType) -> str:

@@ -1,8 +1,11 @@
 """Block Kit modals: edit, reject, respond, and the read-only full arguments.
 
-Pure functions of an ``ApprovalRequest`` returning a view dict for ``views.open``. Each
-carries the request ID in ``private_metadata`` (never the arguments) and its
-``callback_id`` from ``bot.ids``; agent text is escaped and cut by ``bot.mrkdwn``.
+Pure functions of an ``ApprovalRequest`` returning a view dict for ``views.open``. A
+decision modal carries only its opened view's key in ``private_metadata``
+(``agent_bridge.access_records.OpenedView``: the submission is accepted only for that
+user, request and version), never the arguments; the read-only full-arguments modal
+carries the request ID. Each has its ``callback_id`` from ``bot.ids``; agent text is
+escaped and cut by ``bot.mrkdwn``.
 
 Limits (https://api.slack.com/reference/surfaces/views): title, submit and close ≤ 24
 characters; at most 100 blocks; ``private_metadata`` ≤ 3,000 characters.
@@ -28,7 +31,7 @@ QUESTION_BUDGET_CHARS = 6000
 _FENCES = re.compile(r"^```\n|\n```$", re.MULTILINE)
 
 
-def render_edit_modal(request: ApprovalRequest) -> dict[str, Any]:
+def render_edit_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, Any]:
     """Render the modal to edit a call's arguments (``ids.EDIT_CALLBACK``).
 
     Returns:
@@ -36,13 +39,13 @@ def render_edit_modal(request: ApprovalRequest) -> dict[str, Any]:
         ``request.args_schema``, prefilled with ``request.args``).
     """
     intro = f"{wording.edit_intro(_tool(request))}{_description(request)}"
-    blocks = [_section(intro), *render_inputs(request.args_schema, request.args)]
+    blocks = [_section(intro), *render_inputs(request.args_schema, request.current_args)]
     return _modal(
-        ids.EDIT_CALLBACK, wording.EDIT_TITLE, blocks, request, submit=wording.EDIT_SUBMIT
+        ids.EDIT_CALLBACK, wording.EDIT_TITLE, blocks, view_key, submit=wording.EDIT_SUBMIT
     )
 
 
-def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
+def render_reject_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, Any]:
     """Render the modal asking for an optional reason (``ids.REJECT_CALLBACK``).
 
     Returns:
@@ -53,11 +56,11 @@ def render_reject_modal(request: ApprovalRequest) -> dict[str, Any]:
     reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, wording.REASON_LABEL, optional=True)
     blocks = [_section(intro), reason]
     return _modal(
-        ids.REJECT_CALLBACK, wording.REJECT_TITLE, blocks, request, submit=wording.REJECT_SUBMIT
+        ids.REJECT_CALLBACK, wording.REJECT_TITLE, blocks, view_key, submit=wording.REJECT_SUBMIT
     )
 
 
-def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
+def render_respond_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, Any]:
     """Render the modal answering the agent instead of running the call.
 
     Returns:
@@ -67,13 +70,13 @@ def render_respond_modal(request: ApprovalRequest) -> dict[str, Any]:
     """
     heading = wording.respond_intro(_tool(request), asks=request.allowed_decisions == ["respond"])
     blocks = [_section(f"{heading}{_description(request)}")]
-    sections, cut = arg_sections(request.args, QUESTION_BUDGET_CHARS)
+    sections, cut = arg_sections(request.current_args, QUESTION_BUDGET_CHARS)
     blocks.extend(sections)
     if cut:
         blocks.append(_context(wording.RESPOND_SHORTENED))
     blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, wording.ANSWER_LABEL))
     return _modal(
-        ids.RESPOND_CALLBACK, wording.RESPOND_TITLE, blocks, request, submit=wording.RESPOND_SUBMIT
+        ids.RESPOND_CALLBACK, wording.RESPOND_TITLE, blocks, view_key, submit=wording.RESPOND_SUBMIT
     )
 
 
@@ -93,7 +96,7 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
             for piece in split_escaped(escape(request.description.strip()), SECTION_TEXT_MAX_CHARS)
         )
     blocks.extend(full_sections(request.args))
-    decision = request.decision
+    decision = request.decision or request.pending_edit
     if decision is not None and decision.type == "edit":
         blocks.append(_section(wording.NEW_ARGUMENTS_HEADING))
         blocks.extend(full_sections(decision.edited_args or {}))
@@ -101,14 +104,16 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
         left_out = sum(_raw_chars(b["text"]["text"]) for b in blocks[VIEW_MAX_BLOCKS - 1 :])
         blocks = blocks[: VIEW_MAX_BLOCKS - 1]
         blocks.append(_context(wording.left_out_text(left_out)))
-    return _modal(None, wording.FULL_ARGS_TITLE, blocks, request, close=wording.CLOSE_BUTTON)
+    return _modal(
+        None, wording.FULL_ARGS_TITLE, blocks, request.request_id, close=wording.CLOSE_BUTTON
+    )
 
 
 def _modal(
     callback_id: str | None,
     title: str,
     blocks: list[dict[str, Any]],
-    request: ApprovalRequest,
+    private_metadata: str,
     *,
     submit: str | None = None,
     close: str = wording.CANCEL_BUTTON,
@@ -117,7 +122,7 @@ def _modal(
         "type": "modal",
         "title": _plain(title),
         "close": _plain(close),
-        "private_metadata": request.request_id,
+        "private_metadata": private_metadata,
         "blocks": blocks,
     }
     if callback_id:

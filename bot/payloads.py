@@ -35,6 +35,12 @@ class Team(_Payload):
     id: str
 
 
+class Enterprise(_Payload):
+    """The Enterprise Grid org the interaction came from."""
+
+    id: str
+
+
 class Container(_Payload):
     """Where a clicked element lives (a message's channel and ``ts``)."""
 
@@ -58,12 +64,34 @@ class Message(_Payload):
     thread_ts: str | None = None
 
 
-class BlockActions(_Payload):
+class _Interaction(_Payload):
+    """What every interaction payload says about who acted and from where."""
+
+    user: SlackUser
+    team: Team | None = None
+    enterprise: Enterprise | None = None
+
+    @property
+    def team_id(self) -> str | None:
+        """The workspace it came from (``team.id``, else ``user.team_id``)."""
+        return self.team.id if self.team else self.user.team_id
+
+    @property
+    def actor_team_id(self) -> str | None:
+        """The acting user's own workspace (``user.team_id``, else ``team.id``): for a
+        Slack Connect user, their home workspace, not the channel's."""
+        return self.user.team_id or self.team_id
+
+    @property
+    def enterprise_id(self) -> str | None:
+        """The Enterprise Grid org it came from, if any."""
+        return self.enterprise.id if self.enterprise else None
+
+
+class BlockActions(_Interaction):
     """A ``block_actions`` payload (a button click)."""
 
     type: Literal["block_actions"]
-    user: SlackUser
-    team: Team | None = None
     trigger_id: str
     container: Container
     actions: list[Action] = Field(min_length=1)
@@ -74,11 +102,6 @@ class BlockActions(_Payload):
     def action(self) -> Action:
         """The clicked element (Slack sends one per click)."""
         return self.actions[0]
-
-    @property
-    def team_id(self) -> str | None:
-        """The clicker's workspace (``team.id``, else ``user.team_id``)."""
-        return self.team.id if self.team else self.user.team_id
 
 
 class ViewState(_Payload):
@@ -96,18 +119,11 @@ class SubmittedView(_Payload):
     state: ViewState = Field(default_factory=ViewState)
 
 
-class ViewSubmission(_Payload):
+class ViewSubmission(_Interaction):
     """A ``view_submission`` payload (a modal's Submit)."""
 
     type: Literal["view_submission"]
-    user: SlackUser
-    team: Team | None = None
     view: SubmittedView
-
-    @property
-    def team_id(self) -> str | None:
-        """The submitter's workspace (``team.id``, else ``user.team_id``)."""
-        return self.team.id if self.team else self.user.team_id
 
 
 class SlashCommand(_Payload):
@@ -118,18 +134,43 @@ class SlashCommand(_Payload):
     user_id: str
     channel_id: str
     team_id: str | None = None
+    enterprise_id: str | None = None
     response_url: str | None = None
 
 
 class AppMention(_Payload):
-    """An ``app_mention`` event: someone wrote ``@agent ...`` in a channel."""
+    """An ``app_mention`` event: someone wrote ``@agent ...`` in a channel. A bot's
+    message carries ``bot_id`` (and may lack ``user``)."""
 
     type: Literal["app_mention"]
-    user: str
+    user: str | None = None
     text: str = ""
     channel: str
     ts: str
     team: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+
+    @property
+    def from_bot(self) -> bool:
+        """Whether a bot wrote it (ours or another): bots never start runs."""
+        return self.bot_id is not None or self.subtype == "bot_message" or self.user is None
+
+
+class SubteamMembersChanged(_Payload):
+    """A ``subteam_members_changed`` event: a user group's members changed."""
+
+    type: Literal["subteam_members_changed"]
+    subteam_id: str
+    team_id: str | None = None
+
+
+class SubteamCallback(_Payload):
+    """The Events API envelope of a ``subteam_members_changed`` event."""
+
+    type: Literal["event_callback"]
+    team_id: str | None = None
+    event: SubteamMembersChanged
 
 
 class MentionCallback(_Payload):

@@ -22,7 +22,7 @@ from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
-from agent_bridge.policy import load_policy
+from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -137,6 +137,7 @@ def build_worker(
         agent_name=settings.agent_name,
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
+        start_rules=policy.start_rules(),
     )
 
 

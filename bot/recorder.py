@@ -2,6 +2,8 @@
 
 ``record`` is the hot path of a click: one compare-and-set in the database (the first
 valid decision wins, docs/architecture.md invariant 2), then a signal to the workers.
+Approvals and edits are counted towards the tool's ``required_approvals`` (quorum) on the
+version of the call the person saw; a reject or respond decides at once.
 ``refresh`` hands the redraw to the card owner, the same path the worker redraws by.
 """
 
@@ -31,18 +33,48 @@ class DecisionRecorder:
         self.bus = bus
         self.cards = cards
 
-    async def record(self, request_id: str, decision: Decision, *, user_id: str) -> Recording:
-        """Record ``decision`` if the request is still pending; signal the workers if so.
+    async def record(
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        user_id: str,
+        team_id: str | None,
+        version: str,
+    ) -> Recording:
+        """Record ``decision`` if the request is still pending; signal the workers once it
+        is decided.
 
-        The decision must have passed ``agent_bridge.decisions.check_decision``.
+        The decision must have passed ``agent_bridge.decisions.check_decision`` and the
+        person ``bot.guard.Guard``.
+
+        Args:
+            request_id: The request.
+            decision: What the person decided.
+            user_id: Who (Slack user ID).
+            team_id: Their workspace.
+            version: The call's version they saw (``ApprovalRequest.version``, from the
+                card's button or the opened form).
 
         Returns:
-            As ``ApprovalStore.record_decision``.
+            As ``ApprovalStore.approve`` (approve), ``propose_edit`` (edit) or
+            ``record_decision`` (reject, respond).
 
         Raises:
             StoreUnavailableError: If the database is unreachable; nothing was recorded.
         """
-        outcome = await self.store.record_decision(request_id, decision, user_id=user_id)
+        if decision.type == "approve":
+            outcome = await self.store.approve(
+                request_id, user_id=user_id, team_id=team_id, version=version
+            )
+        elif decision.type == "edit":
+            outcome = await self.store.propose_edit(
+                request_id, decision, user_id=user_id, team_id=team_id, version=version
+            )
+        else:
+            outcome = await self.store.record_decision(
+                request_id, decision, user_id=user_id, team_id=team_id
+            )
         if isinstance(outcome, Recorded):
             request = outcome.request
             logger.info(

@@ -79,10 +79,16 @@ class Slack(Protocol):
         """Post a message only ``user_id`` sees."""
         ...
 
-    async def open_view(
-        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
-    ) -> None:
-        """Open a modal with a click's ``trigger_id``."""
+    async def open_view(self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]) -> str:
+        """Open a modal with a click's ``trigger_id``; return Slack's ``view.id``."""
+        ...
+
+    async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
+        """Return the user IDs of a user group's members."""
+        ...
+
+    async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
+        """Return a message's permalink."""
         ...
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
@@ -207,18 +213,47 @@ class SlackGateway:
             ),
         )
 
-    async def open_view(
-        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
-    ) -> None:
-        """``views.open`` with a click's ``trigger_id`` (valid for 3 s after the click).
+    async def open_view(self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]) -> str:
+        """``views.open`` with a click's ``trigger_id`` (valid for 3 s after the click);
+        return the opened view's ``id``.
 
         Raises:
             SlackRefusedError: E.g. ``expired_trigger_id``.
             SlackCallError: Any other kind.
         """
-        await self._call(
+        response = await self._call(
             "views.open", self._client_for(team_id).views_open(trigger_id=trigger_id, view=view)
         )
+        return str(response["view"]["id"])
+
+    async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
+        """``usergroups.users.list``: the members of a user group (``S…``), disabled
+        groups included (a disabled group then has none). Needs ``usergroups:read``.
+
+        Raises:
+            SlackRefusedError: E.g. ``no_such_subteam``.
+            SlackCallError: Any other kind.
+        """
+        response = await self._call(
+            "usergroups.users.list",
+            self._client_for(team_id).usergroups_users_list(
+                usergroup=usergroup_id, include_disabled=True
+            ),
+        )
+        return [str(user) for user in response.get("users") or []]
+
+    async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
+        """``chat.getPermalink`` of the message ``ts`` in ``channel_id``.
+
+        Raises:
+            MessageGoneError: There is no such message.
+            SlackCallError: Any other kind.
+        """
+        response = await self._call(
+            "chat.getPermalink",
+            self._client_for(team_id).chat_getPermalink(channel=channel_id, message_ts=ts),
+        )
+        return str(response["permalink"])
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a slash command privately, later than its ack, through its

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agent_bridge import review_wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
+from agent_bridge.policy import duration_text
 from bot.blocks import (
     Message,
     render_final_answer,
@@ -22,7 +24,9 @@ from bot.blocks import (
     render_tool_result,
 )
 from bot.card_owner import CardOwner
-from bot.errors import SlackCallError
+from bot.errors import ChannelUnreachableError, SlackCallError, SlackUnavailableError
+from bot.mrkdwn import inline_code
+from bot.review_blocks import TOOL_NAME_MAX_CHARS, render_escalation
 from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
@@ -45,8 +49,43 @@ class SlackNotifier:
         return await self._post(run, run.channel_id, render_run_started(run))
 
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
-        """See ``Notifier.approval_requested``."""
-        await self.cards.post(request, run)
+        """See ``Notifier.approval_requested``.
+
+        When the card's channel cannot be reached (a private channel the bot is not in,
+        an archived one), the person who started the run is told privately, once, what
+        to do, and the post is retried by later sweeps instead of failing the run.
+
+        Raises:
+            SlackCallError: Retryable when the channel is unreachable (told once).
+        """
+        try:
+            await self.cards.post(request, run)
+        except ChannelUnreachableError as exc:
+            await self._tell_requester(request, run, exc)
+            raise SlackUnavailableError(
+                f"{exc} (card of request {request.request_id}; the requester was told)",
+                method=exc.method,
+                code=exc.code,
+                retryable=True,
+            ) from exc
+
+    async def _tell_requester(
+        self, request: ApprovalRequest, run: Run, exc: ChannelUnreachableError
+    ) -> None:
+        if not await self.cards.store.claim_notice(run.run_id, f"unreachable:{request.request_id}"):
+            return  # told already
+        channel = f"<#{request.channel_id}>" if request.channel_id else "?"
+        name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
+        try:
+            await self.slack.post_ephemeral(
+                team_id=run.team_id,
+                channel_id=run.channel_id,
+                user_id=run.user_id,
+                text=review_wording.cannot_post_text(name, channel, exc.code or "unknown"),
+                thread_ts=run.thread_ts,
+            )
+        except SlackCallError as failed:
+            logger.warning("run=%s requester not told: %s", run.run_id, failed)
 
     async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.approval_updated``: redrawn from the store's current state."""
@@ -64,6 +103,20 @@ class SlackNotifier:
             run,
             current.channel_id or run.channel_id,
             render_reminder(current),
+            thread_ts=current.thread_ts or current.message_ts,
+        )
+
+    async def escalated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.escalated``: the card is redrawn first (so a deleted one is
+        posted again), then the mention of the backup approvers goes under it."""
+        current = await self.cards.redraw(request.request_id, siblings=False)
+        if current is None or current.state != ApprovalState.PENDING:
+            return
+        waited = duration_text(current.rules.escalate_after_s or 0)
+        await self._post(
+            run,
+            current.channel_id or run.channel_id,
+            render_escalation(current, waited=waited),
             thread_ts=current.thread_ts or current.message_ts,
         )
 

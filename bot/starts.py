@@ -1,8 +1,14 @@
 """Starting runs: the ``/agent <task>`` slash command and ``@agent <task>`` mentions.
 
-Both ack at once, then queue a run: it is recorded in the database (the truth) and the
-workers are signalled; the worker posts the run's first message in the channel, which
-becomes its Slack thread (``thread_ts``).
+Both ack at once, then check who asks, then queue a run: it is recorded in the database
+(the truth) and the workers are signalled; the worker posts the run's first message in
+the channel, which becomes its Slack thread (``thread_ts``).
+
+Who may start runs is the agent's policy (``requesters``, ``max_active_runs_per_user``),
+published to the database by its workers (``OpenedViews.start_rules``). Messages from
+bots, ours or others, never start runs; someone of another workspace cannot; a person
+who is not a requester, or who is at the limit, is told privately and nothing is
+queued. Unknown rules (no worker yet) or unreadable groups refuse: it fails closed.
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import wording
+from agent_bridge import review_wording, wording
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import BridgeError
 from agent_bridge.models import DEFAULT_AGENT, Run
 from agent_bridge.store import ApprovalStore
 from bot.actions import Ack
+from bot.authorization import Installation
+from bot.directory import Directory
 from bot.errors import PayloadError, SlackCallError
+from bot.guard import installation_of
 from bot.mrkdwn import truncate
 from bot.payloads import AppMention, MentionCallback, SlashCommand, parse
 from bot.slack_gateway import Slack
@@ -63,6 +72,7 @@ class StartListeners:
         bus: Where "run requested" goes.
         slack: The Slack gateway (answers to mentions and commands).
         channel_agents: Channel ID -> agent name; other channels get ``DEFAULT_AGENT``.
+        directory: Resolves requester user groups.
     """
 
     def __init__(
@@ -72,18 +82,20 @@ class StartListeners:
         bus: Bus,
         slack: Slack,
         channel_agents: Mapping[str, str],
+        directory: Directory,
     ) -> None:
         self.store = store
         self.bus = bus
         self.slack = slack
         self.channel_agents = dict(channel_agents)
+        self.directory = directory
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
         app.command(COMMAND)(self.on_agent)
         app.event("app_mention")(self.on_mention)
 
-    async def on_agent(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_agent(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """Start a run for the command's text."""
         try:
             command = parse(SlashCommand, body)
@@ -97,8 +109,15 @@ class StartListeners:
             return
         shown, _ = truncate(task, ECHO_MAX_CHARS)
         await ack(wording.starting_run_text(shown))
-        if not await self.start(task, command.channel_id, command.user_id, command.team_id):
-            await self._respond(command, wording.RUN_NOT_STARTED_TEXT)
+        refused = await self.start(
+            task,
+            channel_id=command.channel_id,
+            user_id=command.user_id,
+            team_id=command.team_id,
+            installation=installation_of(context),
+        )
+        if refused:
+            await self._respond(command, refused)
 
     async def _respond(self, command: SlashCommand, text: str) -> None:
         """Answer a command privately after its ack; a failure is logged."""
@@ -112,7 +131,7 @@ class StartListeners:
         except SlackCallError as exc:
             logger.warning("answer to %s's command not sent: %s", command.user_id, exc)
 
-    async def on_mention(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_mention(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """Start a run for the text after ``@agent`` (Events API ``app_mention``)."""
         await ack()
         try:
@@ -120,43 +139,80 @@ class StartListeners:
         except PayloadError as exc:
             logger.warning("%s", exc)
             return
+        if mention.from_bot or mention.user is None:
+            logger.info(
+                "mention %s by bot %s ignored: %s",
+                mention.ts,
+                mention.bot_id,
+                review_wording.BOT_NEVER_STARTS,
+            )
+            return
         task = mention_task(mention.text)
         if not task:
-            await self._reply(mention, wording.MENTION_USAGE_TEXT)
-        elif not await self.start(task, mention.channel, mention.user, mention.team):
-            await self._reply(mention, wording.MENTION_NOT_STARTED_TEXT)
+            await self._reply(mention, mention.user, wording.MENTION_USAGE_TEXT)
+            return
+        refused = await self.start(
+            task,
+            channel_id=mention.channel,
+            user_id=mention.user,
+            team_id=mention.team,
+            installation=installation_of(context),
+        )
+        if refused:
+            await self._reply(mention, mention.user, refused)
 
-    async def _reply(self, mention: AppMention, text: str) -> None:
-        """Answer a mention in its Slack thread; a failure is logged."""
+    async def _reply(self, mention: AppMention, user_id: str, text: str) -> None:
+        """Answer a mention privately, in its Slack thread; a failure is logged."""
         try:
-            await self.slack.post_message(
+            await self.slack.post_ephemeral(
                 team_id=mention.team,
                 channel_id=mention.channel,
+                user_id=user_id,
                 text=text,
-                blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
                 thread_ts=mention.ts,
             )
         except SlackCallError as exc:
-            logger.warning("reply to %s's mention not posted: %s", mention.user, exc)
+            logger.warning("reply to %s's mention not posted: %s", user_id, exc)
 
-    async def start(self, task: str, channel_id: str, user_id: str, team_id: str | None) -> bool:
-        """Record a run of the channel's agent and signal the workers.
+    async def start(
+        self,
+        task: str,
+        *,
+        channel_id: str,
+        user_id: str,
+        team_id: str | None,
+        installation: Installation,
+    ) -> str | None:
+        """Record a run of the channel's agent and signal the workers, if ``user_id`` may.
 
         Returns:
-            ``False`` if the run could not be recorded (the caller tells the user).
+            ``None`` if the run was queued, else what to tell the user privately.
         """
-        run = new_run(
-            task=task,
-            channel_id=channel_id,
-            user_id=user_id,
-            team_id=team_id,
-            agent=self.channel_agents.get(channel_id, DEFAULT_AGENT),
-        )
+        agent = self.channel_agents.get(channel_id, DEFAULT_AGENT)
+        if installation.team_id is None or team_id != installation.team_id:
+            return review_wording.OTHER_WORKSPACE_TEXT
         try:
-            await self.store.create_run(run)
+            rules = await self.store.start_rules(agent)
+            if rules is None:
+                return review_wording.NO_WORKER_TEXT
+            if rules.requesters is not None:
+                members = await self.directory.members(team_id, rules.requesters)
+                if not members.resolved:
+                    return review_wording.requesters_unresolved_text(", ".join(members.unresolved))
+                if user_id not in members.users:
+                    return review_wording.NOT_A_REQUESTER_TEXT
+            run = new_run(
+                task=task, channel_id=channel_id, user_id=user_id, team_id=team_id, agent=agent
+            )
+            stored = await self.store.create_run_within(
+                run, max_active=rules.max_active_runs_per_user
+            )
         except BridgeError as exc:
-            logger.error("run=%s not started: %s", run.run_id, exc)
-            return False
+            logger.error("run for %s not started: %s", user_id, exc)
+            return wording.RUN_NOT_STARTED_TEXT
+        if stored is None:
+            logger.warning("run for %s not started: at max_active_runs_per_user", user_id)
+            return review_wording.too_many_runs_text(rules.max_active_runs_per_user)
         logger.info("run=%s thread_id=%s queued by %s", run.run_id, run.thread_id, run.user_id)
         await self.bus.publish(Signal(kind="run_requested", run_id=run.run_id))
-        return True
+        return None

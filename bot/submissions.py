@@ -3,9 +3,12 @@
 Unlike a click, a submission is checked and recorded *before* the ack, because the ack
 is how Slack shows field errors in the modal (``response_action: "errors"``): a bad
 edit, an empty answer, a decision someone else already made, or a database outage are
-shown on the form and nothing is saved (docs/architecture.md, invariant 4). The decision
-is checked once, by ``agent_bridge.decisions.check_decision``. Redrawing cards comes
-after the ack.
+shown on the form and nothing is saved (docs/architecture.md, invariant 4). First the
+submission must be for a view the product opened for this same user, request and
+decision (its ``private_metadata`` is an ``OpenedView`` key; ``view.id`` must match), and
+the person must still be allowed (``bot.guard.Guard``); the call must still be the
+version the form was drawn from. The decision is checked once, by
+``agent_bridge.decisions.check_decision``. Redrawing cards comes after the ack.
 """
 
 from __future__ import annotations
@@ -16,17 +19,27 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import wording
+from agent_bridge import review_wording, wording
 from agent_bridge.arguments import GENERAL_KEY
 from agent_bridge.decisions import check_decision
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.models import AlreadyDecided, ApprovalRequest, ApprovalState, Decision, Recorded
+from agent_bridge.models import (
+    AlreadyDecided,
+    ApprovalRequest,
+    ApprovalState,
+    CallChanged,
+    Counted,
+    Decision,
+    Recorded,
+)
+from agent_bridge.opened_views import OpenedView, OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.actions import Ack
 from bot.blocks import already_decided_plain
 from bot.edit_form import parse_submission
 from bot.errors import PayloadError
+from bot.guard import Guard, actor_of, installation_of
 from bot.payloads import ViewState, ViewSubmission, parse
 from bot.recorder import DecisionRecorder
 
@@ -66,11 +79,22 @@ class SubmissionListeners:
     Args:
         store: The approval store.
         recorder: Records decisions and redraws cards.
+        guard: Authorizes each submission.
+        views: The modals the product opened.
     """
 
-    def __init__(self, *, store: ApprovalStore, recorder: DecisionRecorder) -> None:
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore,
+        recorder: DecisionRecorder,
+        guard: Guard,
+        views: OpenedViews,
+    ) -> None:
         self.store = store
         self.recorder = recorder
+        self.guard = guard
+        self.views = views
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
@@ -78,21 +102,21 @@ class SubmissionListeners:
         app.view(ids.REJECT_CALLBACK)(self.on_reject)
         app.view(ids.RESPOND_CALLBACK)(self.on_respond)
 
-    async def on_edit(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_edit(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """Edit modal: parse the typed form, check it against the tool's schema, record."""
-        await self._submit(ack, body, self._edit_decision)
+        await self._submit(ack, body, context, self._edit_decision)
 
-    async def on_reject(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_reject(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """Reject modal: an optional reason."""
-        await self._submit(ack, body, self._reject_decision)
+        await self._submit(ack, body, context, self._reject_decision)
 
-    async def on_respond(self, ack: Ack, body: dict[str, Any]) -> None:
+    async def on_respond(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """Respond modal: the answer the model gets as the tool's result."""
-        await self._submit(ack, body, self._respond_decision)
+        await self._submit(ack, body, context, self._respond_decision)
 
     @staticmethod
     def _edit_decision(request: ApprovalRequest, state: ViewState) -> Draft:
-        parsed = parse_submission(request.args_schema, request.args, state.values)
+        parsed = parse_submission(request.args_schema, request.current_args, state.values)
         if parsed.args is None:
             return None, lambda _: parsed.errors
         return Decision(type="edit", edited_args=parsed.args), parsed.placed
@@ -107,7 +131,7 @@ class SubmissionListeners:
         answer = text_value(state, ids.ANSWER_BLOCK, ids.ANSWER_ACTION)
         return Decision(type="respond", message=answer), dict
 
-    async def _submit(self, ack: Ack, body: dict[str, Any], build: Build) -> None:
+    async def _submit(self, ack: Ack, body: dict[str, Any], context: Any, build: Build) -> None:
         try:
             payload = parse(ViewSubmission, body)
         except PayloadError as exc:
@@ -116,7 +140,7 @@ class SubmissionListeners:
             return
         state = payload.view.state
         try:
-            errors, request = await self._check_and_record(payload, build)
+            errors, request = await self._check_and_record(payload, context, build)
         except StoreUnavailableError as exc:
             logger.error(
                 "view %s by %s not recorded: %s", payload.view.callback_id, payload.user.id, exc
@@ -142,21 +166,63 @@ class SubmissionListeners:
                 logger.warning("request=%s card not redrawn: %s", request.request_id, exc)
 
     async def _check_and_record(
-        self, payload: ViewSubmission, build: Build
+        self, payload: ViewSubmission, context: Any, build: Build
     ) -> tuple[dict[str, str], ApprovalRequest | None]:
         """Return ``(errors, recorded request)``; errors keyed by argument or block."""
-        request = await self.store.get_request(payload.view.private_metadata)
+        decision_type = ids.CALLBACK_DECISIONS.get(payload.view.callback_id, "")
+        opened = await self.views.opened_view(payload.view.private_metadata)
+        request = await self.store.get_request(opened.request_id) if opened else None
+        if opened is None or not _same_view(opened, payload, decision_type):
+            if request is not None:
+                await self.store.record_refusal(
+                    request,
+                    user_id=payload.user.id,
+                    team_id=payload.actor_team_id,
+                    action=decision_type,
+                    reason=review_wording.VIEW_NOT_OPENED_PLAIN,
+                )
+            logger.warning(
+                "view %s (%s) by %s refused: not opened for this user and request",
+                payload.view.id,
+                payload.view.callback_id,
+                payload.user.id,
+            )
+            return {GENERAL_KEY: review_wording.VIEW_NOT_OPENED_PLAIN}, None
         if request is None:
             return {GENERAL_KEY: wording.STALE_TEXT}, None
+        why = await self.guard.refusal(
+            actor_of(payload), decision_type, request, installation=installation_of(context)
+        )
+        if why:
+            return {GENERAL_KEY: review_wording.plain(why)}, None
         if request.state != ApprovalState.PENDING:
             return {GENERAL_KEY: already_decided_plain(request)}, None
+        if opened.version != request.version:
+            return {GENERAL_KEY: review_wording.CALL_CHANGED_PLAIN}, None
         decision, place = build(request, payload.view.state)
         errors = place(check_decision(request, decision) if decision else {})
         if errors or decision is None:
             return errors, None
-        outcome = await self.recorder.record(request.request_id, decision, user_id=payload.user.id)
-        if isinstance(outcome, Recorded):
+        outcome = await self.recorder.record(
+            request.request_id,
+            decision,
+            user_id=payload.user.id,
+            team_id=payload.actor_team_id,
+            version=opened.version,
+        )
+        if isinstance(outcome, Recorded | Counted):
             return {}, outcome.request
         if isinstance(outcome, AlreadyDecided):
             return {GENERAL_KEY: already_decided_plain(outcome.request)}, None
+        if isinstance(outcome, CallChanged):
+            return {GENERAL_KEY: review_wording.CALL_CHANGED_PLAIN}, None
         return {GENERAL_KEY: wording.STALE_TEXT}, None
+
+
+def _same_view(opened: OpenedView, payload: ViewSubmission, decision_type: str) -> bool:
+    """Whether the submitted view is the one opened for this user and decision."""
+    return (
+        opened.user_id == payload.user.id
+        and opened.decision_type == decision_type
+        and opened.view_id in (None, payload.view.id)
+    )

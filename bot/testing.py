@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.context.async_context import AsyncBoltContext
+
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.store import ApprovalStore
 from bot.errors import (
@@ -35,6 +38,7 @@ class MemoryGateway:
         triggers: Trigger IDs ``open_view`` accepts (each once).
         outage: Calls left that fail as an outage would (``SlackUnavailableError``).
         responses: ``(response_url, text)`` of each command answer, in order.
+        usergroups: ``usergroup_id -> member user IDs``; others are ``no_such_subteam``.
     """
 
     channels: set[str] = field(default_factory=lambda: {"C1"})
@@ -44,6 +48,7 @@ class MemoryGateway:
     triggers: set[str] = field(default_factory=set)
     outage: int = 0
     responses: list[tuple[str, str]] = field(default_factory=list)
+    usergroups: dict[str, list[str]] = field(default_factory=dict)
     _next_ts: int = 1
 
     async def post_message(
@@ -113,9 +118,7 @@ class MemoryGateway:
         self._reachable("chat.postEphemeral", channel_id)
         self.ephemerals.append((channel_id, user_id, text))
 
-    async def open_view(
-        self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]
-    ) -> None:
+    async def open_view(self, *, team_id: str | None, trigger_id: str, view: dict[str, Any]) -> str:
         """See ``SlackGateway.open_view``."""
         if trigger_id not in self.triggers:
             raise SlackRefusedError(
@@ -126,6 +129,31 @@ class MemoryGateway:
             )
         self.triggers.discard(trigger_id)
         self.views.append(view)
+        return f"V{len(self.views):05d}"
+
+    async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
+        """See ``SlackGateway.usergroup_members``."""
+        self._reachable("usergroups.users.list", next(iter(self.channels)))
+        if usergroup_id not in self.usergroups:
+            raise SlackRefusedError(
+                "usergroups.users.list failed: no_such_subteam",
+                method="usergroups.users.list",
+                code="no_such_subteam",
+                retryable=False,
+            )
+        return list(self.usergroups[usergroup_id])
+
+    async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
+        """See ``SlackGateway.permalink``."""
+        self._reachable("chat.getPermalink", channel_id)
+        if (channel_id, ts) not in self.messages:
+            raise MessageGoneError(
+                "chat.getPermalink failed: message_not_found",
+                method="chat.getPermalink",
+                code="message_not_found",
+                retryable=False,
+            )
+        return f"https://memory.slack/archives/{channel_id}/p{ts.replace('.', '')}"
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """See ``SlackGateway.respond``."""
@@ -152,6 +180,14 @@ class MemoryGateway:
                 code="channel_not_found",
                 retryable=False,
             )
+
+
+def installed_in(team_id: str, enterprise_id: str | None = None) -> AsyncBoltContext:
+    """A Bolt context as ``auth.test`` of a bot token installed in ``team_id`` leaves it,
+    for calling a listener directly."""
+    context = AsyncBoltContext()
+    context.set_authorize_result(AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id))
+    return context
 
 
 class RecordingNotifier:
@@ -184,6 +220,10 @@ class RecordingNotifier:
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.reminder``."""
         self.events.append(("reminder", request.request_id))
+
+    async def escalated(self, request: ApprovalRequest, *, run: Run) -> None:
+        """See ``Notifier.escalated``."""
+        self.events.append(("escalated", request.request_id))
 
     async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
         """See ``Notifier.ran_without_review``."""

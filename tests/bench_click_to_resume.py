@@ -30,7 +30,7 @@ from langgraph.types import Command
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.models import ApprovalState
-from agent_bridge.policy import POLICIES_DIR, load_policy
+from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services

@@ -16,7 +16,7 @@ from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services
-from tests.harness import TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
+from tests.harness import OPEN_POLICY, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +81,7 @@ def settings(tmp_path: Path, pg_url: str) -> WorkerConfig:
         database_url=pg_url,
         redis_url=services.redis_url(),
         workspace_dir=tmp_path / "workspace",
+        policy=OPEN_POLICY,
         poll_interval_s=0.5,
         lease_s=30.0,
     )

@@ -29,7 +29,7 @@ from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
 from agent_bridge.graph import AgentGraph
 from agent_bridge.models import ApprovalRequest, Run
-from agent_bridge.policy import load_policy
+from agent_bridge.policy_file import load_policy
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import WorkerSettings, read_settings
@@ -132,6 +132,7 @@ async def main(crash_at: str | None) -> None:
         failures=RunFailures(store=store, notifier=notifier),
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
+        start_rules=policy.start_rules(),
     )
     try:
         await worker.run(stop_on_signals())

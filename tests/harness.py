@@ -17,7 +17,15 @@ from langchain_core.runnables import RunnableConfig
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, Signal
-from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
+from agent_bridge.models import (
+    ApprovalRequest,
+    ApprovalState,
+    DecisionType,
+    Run,
+    RunState,
+    StartRules,
+)
+from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -32,6 +40,8 @@ from slack_sandbox import Sandbox
 T = TypeVar("T")
 
 CHANNEL = "C0GENERAL"
+OPEN_POLICY = Path(__file__).parent / "fixtures" / "open_policy.yml"
+"""The demo agent's tools, decided by anyone in the workspace (the tests' default)."""
 REQUESTER = "U0ALICE"
 REVIEWER = "U0REVIEWER"
 DBA = "U0DBA"
@@ -81,21 +91,22 @@ class SweepCountingBus:
 
 
 class RunCountingStore(ApprovalStore):
-    """The web process's store, counting the runs it is asked to record.
+    """The web process's store, counting the runs it is asked to start.
 
-    The start listeners ask for their run (``create_run``) first thing after their ack,
-    with nothing to wait for in between, and Bolt starts a listener before the app
-    answers; so once the app has answered a delivery, ``runs_asked`` counts every run
-    the app will record for it. That answer is the event a test waits for to prove a
-    delivery started no run.
+    The start listeners ask for their agent's start rules (``start_rules``) first thing
+    after their ack, with nothing to wait for in between, and Bolt starts a listener
+    before the app answers; so once the app has answered a delivery, ``runs_asked``
+    counts every run the app will try to start for it. That answer is the event a test
+    waits for to prove a delivery started no run.
     """
 
     runs_asked = 0
 
-    async def create_run(self, run: Run) -> Run:
-        """See ``ApprovalStore.create_run``; counted as soon as it is called."""
+    async def start_rules(self, agent: str) -> StartRules | None:
+        """See ``ApprovalStore.start_rules``, the first thing a start listener asks for;
+        counted as soon as it is called."""
         self.runs_asked += 1
-        return await super().create_run(run)
+        return await super().start_rules(agent)
 
 
 class Harness:
@@ -180,6 +191,9 @@ class Harness:
             port=0,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
+        if not self.worker_settings:  # the test runs its own workers: publish as they will
+            rules = load_policy(self.settings.policy).start_rules()
+            await self.store.publish_start_rules(self.settings.agent_name, rules)
         for changes in self.worker_settings:
             bus = SweepCountingBus(RedisBus(self.worker_redis_url, channel=self.channel))
             self._buses.append(bus)
@@ -192,6 +206,7 @@ class Harness:
                 client=client,
             )
             self.workers.append(worker)
+            await worker.publish_start_rules()  # the web refuses runs until it has them
             self._tasks.append(asyncio.create_task(worker.run(self._stop)))
 
     async def stop(self) -> None:
@@ -237,14 +252,14 @@ class Harness:
     async def click(
         self, request: ApprovalRequest, decision: DecisionType, *, user_id: str = REVIEWER
     ) -> tuple[int, str]:
-        """Click the request's ``decision`` button as ``user_id``."""
+        """Click the request's ``decision`` button as ``user_id`` (on its card as it is
+        now: one card per request, whose buttons carry the call's current version)."""
         assert request.channel_id and request.message_ts
         return await self.sandbox.click(
             channel_id=request.channel_id,
             ts=request.message_ts,
             action_id=ids.decision_action_id(decision),
             user_id=user_id,
-            value=request.request_id,
         )
 
     def top_view(self, user_id: str) -> dict[str, Any]:

@@ -74,13 +74,21 @@ def click_payload(
 def card_click(
     sandbox: Sandbox, request: ApprovalRequest, action_id: str, *, user_id: str
 ) -> dict[str, Any]:
-    """``click_payload`` on ``request``'s card as the sandbox shows it now."""
+    """``click_payload`` on ``request``'s card as the sandbox shows it now (the button's
+    value as the card has it: the request and the call's version)."""
     assert request.channel_id and request.message_ts
+    message = sandbox.message(request.channel_id, request.message_ts)
+    values = [
+        element.get("value")
+        for block in message.get("blocks") or []
+        for element in [block.get("accessory"), *(block.get("elements") or [])]
+        if isinstance(element, dict) and element.get("action_id") == action_id
+    ]
     return click_payload(
-        sandbox.message(request.channel_id, request.message_ts),
+        message,
         channel_id=request.channel_id,
         action_id=action_id,
-        value=request.request_id,
+        value=str(values[0]) if values else request.request_id,
         user_id=user_id,
     )
 

@@ -9,13 +9,16 @@ import pytest
 
 from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalState, Run
+from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.actions import ActionListeners
 from bot.card_owner import CardOwner
+from bot.directory import Directory
+from bot.guard import Guard
 from bot.recorder import DecisionRecorder
-from bot.testing import MemoryGateway
-from tests.slack_bodies import click_payload
+from bot.testing import MemoryGateway, installed_in
+from tests.slack_bodies import TEAM_ID, click_payload
 from tests.test_store import make_request
 
 HOSTILE_TOOL = "<!channel> <https://evil|innocent>"
@@ -47,16 +50,22 @@ async def test_a_forged_button_is_refused_with_the_tool_name_escaped(
     recorder = DecisionRecorder(
         store=store, bus=InProcessBus(), cards=CardOwner(store=store, slack=slack)
     )
-    listeners = ActionListeners(store=store, recorder=recorder, slack=slack)
+    listeners = ActionListeners(
+        store=store,
+        recorder=recorder,
+        slack=slack,
+        guard=Guard(store=store, directory=Directory(slack=slack)),
+        views=OpenedViews(store.db),
+    )
     body = click_payload(
         {"ts": "1.000001", "blocks": []},
         channel_id="C1",
         action_id=ids.decision_action_id(decision),  # type: ignore[arg-type]
-        value="r1",
+        value=ids.decision_value("r1", (await store.get_request("r1")).version),  # type: ignore[union-attr]
         user_id="U0REVIEWER",
     )
 
-    await listeners.on_decision(_ack, body)
+    await listeners.on_decision(_ack, body, installed_in(TEAM_ID))
 
     ((_, user, text),) = slack.ephemerals
     assert user == "U0REVIEWER" and "is not allowed" in text

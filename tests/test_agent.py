@@ -12,7 +12,8 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.policy import Policy, load_policy
+from agent_bridge.policy import Policy
+from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
 from tests.harness import agent_config
 

@@ -98,7 +98,7 @@ async def test_edit_changes_the_path_written(harness: Harness) -> None:
 async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: Harness) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
-    users = ["U0REVIEWER", "U0DBA", "U0ALICE", "U0REVIEWER", "U0DBA"]
+    users = ["U0REVIEWER", "U0DBA", "U0BOB", "U0REVIEWER", "U0DBA"]  # not the requester
     answers = await asyncio.gather(*(harness.click(write, "approve", user_id=u) for u in users))
     assert [status for status, _ in answers] == [200] * 5
     await harness.reject(sql, REASON)

@@ -15,7 +15,7 @@ import pytest
 
 from agent_bridge.backend import open_backend
 from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
-from agent_bridge.policy import POLICIES_DIR
+from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore

@@ -49,6 +49,7 @@ async def start_worker(
         "SLACK_API_URL": settings.slack_api_url,
         "SLACK_BOT_TOKEN": settings.slack_bot_token,
         "WORKSPACE_DIR": str(settings.workspace_dir),
+        "POLICY": str(settings.policy or ""),
         "POLL_INTERVAL_S": "0.3",
         "LEASE_S": str(LEASE_S),
     }

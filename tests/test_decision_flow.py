@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_bridge.models import ApprovalState, RunState
-from agent_bridge.policy import POLICIES_DIR
+from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WebConfig, WorkerConfig
 from bot import ids

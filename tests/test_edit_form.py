@@ -165,7 +165,8 @@ def assert_valid_modal(schema: dict[str, Any], args: dict[str, Any]) -> None:
             args=args,
             args_schema=schema,
             allowed_decisions=["edit"],
-        )
+        ),
+        view_key="view-key-1",
     )
     View(**view).validate_json()
     assert len(view["blocks"]) <= 100

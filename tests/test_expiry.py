@@ -11,7 +11,7 @@ import pytest
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalState, RunState
-from agent_bridge.policy import load_policy
+from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.policy import load_policy
+from agent_bridge.policy_file import load_policy
 
 
 def test_demo_policy_gates_write_and_sql_not_read() -> None:

@@ -158,7 +158,6 @@ def assert_valid_view(view: dict[str, Any]) -> None:
     assert len(view["title"]["text"]) <= 24
     for key in ("submit", "close"):
         assert key not in view or len(view[key]["text"]) <= 24
-    assert view["private_metadata"] == "req-1"
 
 
 def buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -197,7 +196,7 @@ def test_approval_card_is_valid_and_safe(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", REQUESTS)
-def test_buttons_are_exactly_the_allowed_decisions_carrying_only_the_request_id(
+def test_buttons_are_exactly_the_allowed_decisions_carrying_only_request_and_version(
     name: str,
 ) -> None:
     request = REQUESTS[name]
@@ -207,7 +206,10 @@ def test_buttons_are_exactly_the_allowed_decisions_carrying_only_the_request_id(
     assert [b["text"]["text"] for b in found] == [d.capitalize() for d in expected]
     assert {b.get("style") for b in found if b["action_id"].endswith("approve")} <= {"primary"}
     assert {b.get("style") for b in found if b["action_id"].endswith("reject")} <= {"danger"}
-    assert all(b["value"] == request.request_id for b in buttons(render_approval(request)))
+    values = {b["value"] for b in found}
+    assert values <= {ids.decision_value(request.request_id, request.version)}
+    others = [b for b in buttons(render_approval(request)) if b not in found]
+    assert all(b["value"] == request.request_id for b in others)  # View full arguments
 
 
 def test_arguments_show_as_pretty_json_not_a_python_repr() -> None:
@@ -289,9 +291,9 @@ def test_already_decided_and_stale_notes() -> None:
 @pytest.mark.parametrize("name", REQUESTS)
 def test_modals_are_valid_and_safe(name: str) -> None:
     request = REQUESTS[name]
-    edit = render_edit_modal(request)
-    reject = render_reject_modal(request)
-    respond = render_respond_modal(request)
+    edit = render_edit_modal(request, view_key="view-key-1")
+    reject = render_reject_modal(request, view_key="view-key-1")
+    respond = render_respond_modal(request, view_key="view-key-1")
     full = render_full_args_modal(request)
     for view in (edit, reject, respond, full):
         assert_valid_view(view)
@@ -301,6 +303,10 @@ def test_modals_are_valid_and_safe(name: str) -> None:
         ids.RESPOND_CALLBACK,
     )
     assert "submit" not in full
+    # a decision form carries only its opened view's key; the read-only one the request ID
+    assert {edit["private_metadata"], reject["private_metadata"]} == {"view-key-1"}
+    assert respond["private_metadata"] == "view-key-1"
+    assert full["private_metadata"] == request.request_id
     for view in (reject, respond, full):
         assert_no_markup(view)
     # the edit form's inputs hold raw values on purpose; everything else is escaped
@@ -308,13 +314,13 @@ def test_modals_are_valid_and_safe(name: str) -> None:
 
 
 def test_reject_and_respond_modals_have_their_inputs() -> None:
-    reject = render_reject_modal(REQUESTS["simple"])["blocks"][-1]
+    reject = render_reject_modal(REQUESTS["simple"], view_key="view-key-1")["blocks"][-1]
     assert (reject["block_id"], reject["element"]["action_id"], reject["optional"]) == (
         ids.REASON_BLOCK,
         ids.REASON_ACTION,
         True,
     )
-    respond = render_respond_modal(REQUESTS["respond only"])
+    respond = render_respond_modal(REQUESTS["respond only"], view_key="view-key-1")
     answer = respond["blocks"][-1]
     assert (answer["block_id"], answer["element"]["action_id"], answer["optional"]) == (
         ids.ANSWER_BLOCK,

@@ -23,7 +23,7 @@ from agent_bridge.models import (
     Run,
     RunState,
 )
-from agent_bridge.policy import POLICIES_DIR, load_policy
+from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel

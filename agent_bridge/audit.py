@@ -1,0 +1,192 @@
+"""The audit trail: every request and decision event, append-only, and its export.
+
+Each event is one ``audit_events`` row, written in the same transaction as the change it
+records (``ApprovalStore``), with immutable IDs: run, ``thread_id``, interrupt, tool call,
+tool, the call's hash, proposed and edited arguments, decision, reason, the acting user
+and workspace, the requester, when the call was requested, and the call's outcome. The
+table refuses ``UPDATE`` and ``DELETE`` (triggers in ``migrations``), so nothing in it
+changes after the fact. ``agent-bridge audit export`` writes it as CSV or JSON Lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import secrets
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TextIO
+
+from pydantic import BaseModel
+
+from agent_bridge.db import Database, Row
+
+OUTCOME_MAX_CHARS = 500
+"""A call's result or error is kept short in the trail (it is in the checkpoint whole)."""
+
+
+class AuditKind(StrEnum):
+    """What happened to an approval request."""
+
+    REQUESTED = "requested"
+    """A gated call became an approval request."""
+    POSTED = "posted"
+    """Its card was posted (``detail``: channel and ``ts``)."""
+    APPROVED = "approved"
+    """One person approved; more approvals are needed (quorum)."""
+    EDITED = "edited"
+    """One person edited the call; more approvals are needed (quorum)."""
+    DECIDED = "decided"
+    """The decision was recorded (by a person, ``user_id``)."""
+    EXPIRED = "expired"
+    """No one decided in time; the policy's default decision was recorded."""
+    ESCALATED = "escalated"
+    """The backup approvers were called in."""
+    REFUSED = "refused"
+    """Someone not allowed to act on it tried; nothing was recorded (``reason``)."""
+    REOPENED = "reopened"
+    """A recorded decision could not be applied and is pending again (``reason``)."""
+    APPLIED = "applied"
+    """The run resumed with the decision."""
+    OUTCOME = "outcome"
+    """The call ran, or was answered instead (``detail``: result or error, short)."""
+    CANCELLED = "cancelled"
+    """Its run failed first; the call will never run."""
+
+
+INSERT_EVENT = """INSERT INTO audit_events (event_id, at, kind, run_id, thread_id, request_id,
+    interrupt_id, tool_call_id, tool_name, call_hash, proposed_args, edited_args, decision,
+    reason, user_id, team_id, requester_id, requested_at, detail)
+    VALUES (:event_id, :at, :kind, :run_id, :thread_id, :request_id, :interrupt_id,
+    :tool_call_id, :tool_name, :call_hash, :proposed_args, :edited_args, :decision, :reason,
+    :user_id, :team_id, :requester_id, :requested_at, :detail)"""
+SELECT_EVENTS = """SELECT * FROM audit_events
+    WHERE at >= :since AND at < :until
+    AND (:tool_name IS NULL OR tool_name = :tool_name)
+    AND (:user_id IS NULL OR user_id = :user_id OR requester_id = :user_id)
+    ORDER BY at, event_id"""
+
+
+class AuditEvent(BaseModel):
+    """One row of the trail, as exported. Times are Unix seconds."""
+
+    event_id: str
+    at: float
+    kind: AuditKind
+    run_id: str
+    thread_id: str
+    request_id: str | None = None
+    interrupt_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    call_hash: str | None = None
+    proposed_args: dict[str, Any] | None = None
+    edited_args: dict[str, Any] | None = None
+    decision: str | None = None
+    """``approve``, ``edit``, ``reject`` or ``respond``."""
+    reason: str | None = None
+    user_id: str | None = None
+    """Who acted (``None``: the policy, at expiry, or the worker)."""
+    team_id: str | None = None
+    """The acting user's workspace."""
+    requester_id: str | None = None
+    requested_at: float | None = None
+    detail: str | None = None
+
+
+def new_event_id() -> str:
+    """Return a fresh, immutable event ID."""
+    return f"ev-{secrets.token_hex(10)}"
+
+
+def event_params(event: AuditEvent) -> dict[str, Any]:
+    """``INSERT_EVENT``'s parameters for ``event`` (JSON columns serialised)."""
+    params = event.model_dump(mode="json")
+    for column in ("proposed_args", "edited_args"):
+        value = params[column]
+        params[column] = json.dumps(value, sort_keys=True) if value is not None else None
+    return params
+
+
+def event_from_row(row: Row) -> AuditEvent:
+    """Build an ``AuditEvent`` from an ``audit_events`` row."""
+    data = dict(row)
+    for column in ("proposed_args", "edited_args"):
+        data[column] = json.loads(data[column]) if data.get(column) else None
+    return AuditEvent.model_validate(data)
+
+
+async def read_events(
+    db: Database,
+    *,
+    since: float = 0.0,
+    until: float = float("inf"),
+    tool_name: str | None = None,
+    user_id: str | None = None,
+) -> list[AuditEvent]:
+    """Return the events with ``since <= at < until`` (Unix seconds), oldest first,
+    only ``tool_name``'s, only those ``user_id`` acted on or requested, if given."""
+    rows = await db.fetch_all(
+        SELECT_EVENTS,
+        {
+            "since": since,
+            "until": until if until != float("inf") else 1e18,
+            "tool_name": tool_name,
+            "user_id": user_id,
+        },
+    )
+    return [event_from_row(r) for r in rows]
+
+
+EXPORT_COLUMNS = tuple(AuditEvent.model_fields)
+
+
+def _iso(seconds: float | None) -> str | None:
+    return datetime.fromtimestamp(seconds, UTC).isoformat() if seconds is not None else None
+
+
+def export_row(event: AuditEvent) -> dict[str, Any]:
+    """``event`` as exported: times in ISO 8601 (UTC), arguments as JSON values."""
+    row = event.model_dump(mode="json")
+    row["at"] = _iso(event.at)
+    row["requested_at"] = _iso(event.requested_at)
+    return row
+
+
+def write_jsonl(events: Iterable[AuditEvent], out: TextIO) -> int:
+    """Write one JSON object per line; return how many."""
+    count = 0
+    for event in events:
+        out.write(json.dumps(export_row(event), ensure_ascii=False, sort_keys=True) + "\n")
+        count += 1
+    return count
+
+
+_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet reads a cell starting with one of these as a formula (OWASP, "CSV
+Injection"); agent text must stay text there too."""
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_LEADS):
+        return "'" + value
+    return value
+
+
+def write_csv(events: Iterable[AuditEvent], out: TextIO) -> int:
+    """Write a header and one row per event (arguments as JSON text); return how many.
+
+    A text cell that a spreadsheet would take for a formula is prefixed with ``'``.
+    """
+    writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
+    writer.writeheader()
+    count = 0
+    for event in events:
+        row = export_row(event)
+        for column in ("proposed_args", "edited_args"):
+            if row[column] is not None:
+                row[column] = json.dumps(row[column], ensure_ascii=False, sort_keys=True)
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+        count += 1
+    return count

@@ -1,0 +1,44 @@
+"""Binding a decision to the exact call it was made on (pure).
+
+A decision is stored with the hash of the call the reviewer saw: tool name, canonical
+arguments, ``thread_id``, interrupt ID and tool call ID (``call_hash``). The worker
+applies it only while the checkpoint's pending call still has that hash; a changed or
+re-issued call needs a new decision. Approvals are counted per ``version_hash``: the
+proposed call, or the call as a pending edit would run it, so an edit starts the count
+again (docs/architecture.md, "Who decides").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+VERSION_CHARS = 16
+"""Hex characters of a version hash carried in a button's value (64 bits)."""
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON: sorted keys, no spaces, non-ASCII kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_hash(
+    *,
+    tool_name: str,
+    args: Mapping[str, Any],
+    thread_id: str,
+    interrupt_id: str,
+    tool_call_id: str | None,
+) -> str:
+    """Return the SHA-256 hex digest identifying one proposed call."""
+    subject = canonical_json([tool_name, dict(args), thread_id, interrupt_id, tool_call_id or ""])
+    return hashlib.sha256(subject.encode()).hexdigest()
+
+
+def version_hash(call: str, edited_args: Mapping[str, Any] | None) -> str:
+    """Return the short hash (``VERSION_CHARS``) of the call as it would run: ``call``
+    (a ``call_hash``) unchanged, or with ``edited_args``."""
+    subject = canonical_json([call, None if edited_args is None else dict(edited_args)])
+    return hashlib.sha256(subject.encode()).hexdigest()[:VERSION_CHARS]

@@ -1,0 +1,110 @@
+"""Loading the approval policy: a YAML file, or a ``Policy`` named ``module:attribute``.
+
+A bad key or value is refused at start with its name and its line in the file
+(``ConfigurationError``), so an admin finds the typo before any card is posted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.imports import import_object
+from agent_bridge.policy import Policy
+
+POLICIES_DIR = Path(__file__).with_name("policies")
+"""Example policies shipped with the package: ``demo.yml``, ``per_call.yml``,
+``conditional.yml``."""
+DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
+
+_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_UNION_BRANCHES = frozenset({"bool", "ToolPolicy"})
+"""Names pydantic puts in an error's location for ``tools``' ``bool | ToolPolicy``
+(with a model validator, ``function-after[...]``)."""
+
+
+def load_policy(source: Path | str | Policy | None) -> Policy:
+    """Return the policy of ``source``.
+
+    Args:
+        source: A YAML file; ``package.module:attribute`` naming a ``Policy`` (the
+            Python API); a ``Policy`` itself; ``None`` for the demo policy.
+
+    Raises:
+        ConfigurationError: If the file is missing or not YAML, the reference does not
+            name a ``Policy``, or the policy is invalid; the message names the file, each
+            bad key and its line.
+    """
+    if isinstance(source, Policy):
+        return source
+    if source is not None and _REFERENCE.fullmatch(str(source)) and not Path(source).exists():
+        found = import_object(str(source))
+        if not isinstance(found, Policy):
+            raise ConfigurationError(
+                f"POLICY={source} names a {type(found).__name__}, not an "
+                "agent_bridge.policy.Policy."
+            )
+        return found
+    path = Path(source) if source is not None else DEMO_POLICY_PATH
+    try:
+        text = path.read_text(encoding="utf-8")
+        root = yaml.compose(text)
+        data = yaml.safe_load(text) or {}
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read policy file {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"Policy file {path} is not valid YAML: {exc}") from exc
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        problems = "\n".join(_describe(error, root) for error in _relevant(exc.errors()))
+        raise ConfigurationError(f"Policy file {path} is invalid:\n{problems}") from exc
+
+
+def _relevant(errors: Sequence[Any]) -> list[Any]:
+    """Drop the ``bool`` branch's complaints about a tool given as a mapping."""
+    kept = [e for e in errors if not (e["type"].startswith("bool_") and "bool" in e["loc"])]
+    return kept or list(errors)
+
+
+def _describe(error: Any, root: yaml.Node | None) -> str:
+    """``line 7, tools.execute_sql.approvers.0: <message>``."""
+    loc = [
+        part
+        for part in error["loc"]
+        if part not in _UNION_BRANCHES and not (isinstance(part, str) and "[" in part)
+    ]
+    name = ".".join(str(part) for part in loc) or "(the whole file)"
+    line = _line_of(root, loc)
+    where = f"line {line}, " if line else ""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"  {where}{name}: {message}"
+
+
+def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
+    """The 1-based line of the YAML node at ``loc``, or of its nearest parent."""
+    if node is None:
+        return None
+    line = int(node.start_mark.line) + 1
+    for part in loc:
+        child: yaml.Node | None = None
+        node_next: yaml.Node = node
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                    child = key  # the key's line: where the admin looks for it
+                    node_next = value
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            child = node.value[part] if part < len(node.value) else None
+        if child is None:
+            return line
+        line = int(child.start_mark.line) + 1
+        node = node_next if isinstance(node, yaml.MappingNode) else child
+    return line

@@ -1,0 +1,80 @@
+"""``agent-bridge audit export``: the audit trail as CSV or JSON Lines.
+
+Reads ``DATABASE_URL`` (the store's schema must be current) and writes the events with
+``since <= at < until``, optionally only one tool's or one user's (as actor or
+requester), to a file or stdout. Times on the command line are ISO 8601
+(``2026-12-01``, ``2026-12-01T14:00:00+00:00``; no zone means UTC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent_bridge.audit import read_events, write_csv, write_jsonl
+from agent_bridge.backend import open_backend
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.migrations import check_version
+from agent_bridge.settings import ReleaseSettings
+
+FORMATS = ("csv", "jsonl")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``audit export`` options."""
+    parser.add_argument("--format", choices=FORMATS, default="jsonl", help="default jsonl")
+    parser.add_argument("--since", help="events at or after this time (ISO 8601)")
+    parser.add_argument("--until", help="events before this time (ISO 8601)")
+    parser.add_argument("--tool", help="only this tool's events")
+    parser.add_argument("--user", help="only events this Slack user ID acted on or requested")
+    parser.add_argument("--output", type=Path, help="write here instead of stdout")
+
+
+def unix_time(text: str | None, *, option: str) -> float | None:
+    """``text`` (ISO 8601, UTC unless it says otherwise) as Unix seconds.
+
+    Raises:
+        ConfigurationError: If it is not a date or time.
+    """
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"{option} {text!r} is not an ISO 8601 time, e.g. 2026-12-01 or 2026-12-01T14:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+async def export(settings: ReleaseSettings, args: argparse.Namespace) -> int:
+    """Write the selected events; return how many.
+
+    Raises:
+        ConfigurationError: A bad option.
+        SchemaOutdatedError: The database needs ``agent-bridge release``.
+        StoreUnavailableError: The database is unreachable.
+    """
+    since = unix_time(args.since, option="--since")
+    until = unix_time(args.until, option="--until")
+    backend = await open_backend(settings.database_url)
+    try:
+        await check_version(backend.db)
+        events = await read_events(
+            backend.db,
+            since=since or 0.0,
+            until=until if until is not None else float("inf"),
+            tool_name=args.tool,
+            user_id=args.user,
+        )
+    finally:
+        await backend.close()
+    write = write_csv if args.format == "csv" else write_jsonl
+    if args.output is None:
+        return write(events, sys.stdout)
+    with args.output.open("w", encoding="utf-8", newline="") as out:
+        return write(events, out)

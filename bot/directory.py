@@ -1,0 +1,112 @@
+"""Who is in a list of Slack users and user groups: the people a policy names.
+
+A policy names users (``U…``/``W…``) and user groups (``S…``). Groups are resolved with
+``usergroups.users.list`` through the gateway and cached per workspace for
+``ttl_s`` (short: a removed DBA stops being one within a minute). Slack's
+``subteam_members_changed`` event forgets a group at once (``forget``); each web
+process keeps its own cache, so another process sees the change within ``ttl_s``.
+
+It fails closed: if any group of a list cannot be read (Slack down, the group unknown,
+the scope missing), ``members`` says so and nobody is authorized by that list.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from bot.errors import SlackCallError
+from bot.slack_gateway import Slack
+
+logger = logging.getLogger(__name__)
+
+GROUP_TTL_S = 60.0
+"""How long a user group's members are trusted without asking Slack again, seconds."""
+
+
+def is_group(principal: str) -> bool:
+    """Whether a policy ID is a user group (``S…``) rather than a user."""
+    return principal.startswith("S")
+
+
+@dataclass(frozen=True)
+class Members:
+    """The people a list names, once resolved.
+
+    Attributes:
+        users: Every user ID, the groups' members included.
+        unresolved: Groups that could not be read, with why; non-empty means
+            nobody may be authorized by this list.
+    """
+
+    users: frozenset[str]
+    unresolved: tuple[str, ...] = ()
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every group of the list was read."""
+        return not self.unresolved
+
+
+class Directory:
+    """Resolves users and user groups, with a short cache.
+
+    Args:
+        slack: The Slack gateway (``usergroups.users.list``).
+        ttl_s: How long a group's members are cached, seconds.
+        clock: Monotonic seconds (tests pass their own to move past the TTL).
+    """
+
+    def __init__(
+        self,
+        *,
+        slack: Slack,
+        ttl_s: float = GROUP_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.slack = slack
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._groups: dict[tuple[str | None, str], tuple[float, frozenset[str]]] = {}
+
+    async def members(self, team_id: str | None, principals: Iterable[str]) -> Members:
+        """Resolve ``principals`` (user and group IDs) in workspace ``team_id``.
+
+        Returns:
+            Their users; ``unresolved`` names the groups Slack would not list (never
+            raised: a failure is an answer here, and the caller refuses).
+        """
+        users: set[str] = set()
+        unresolved: list[str] = []
+        for principal in principals:
+            if not is_group(principal):
+                users.add(principal)
+                continue
+            group = await self._group(team_id, principal)
+            if group is None:
+                unresolved.append(principal)
+            else:
+                users |= group
+        return Members(users=frozenset(users), unresolved=tuple(unresolved))
+
+    def forget(self, team_id: str | None, usergroup_id: str) -> None:
+        """Drop a group from the cache (Slack reported a membership change)."""
+        self._groups.pop((team_id, usergroup_id), None)
+
+    async def _group(self, team_id: str | None, usergroup_id: str) -> frozenset[str] | None:
+        cached = self._groups.get((team_id, usergroup_id))
+        now = self.clock()
+        if cached is not None and now - cached[0] < self.ttl_s:
+            return cached[1]
+        try:
+            found = frozenset(
+                await self.slack.usergroup_members(team_id=team_id, usergroup_id=usergroup_id)
+            )
+        except SlackCallError as exc:
+            logger.warning("user group %s of team %s not read: %s", usergroup_id, team_id, exc)
+            self.forget(team_id, usergroup_id)  # never decide on members Slack disowned
+            return None
+        self._groups[(team_id, usergroup_id)] = (now, found)
+        return found

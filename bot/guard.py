@@ -1,0 +1,107 @@
+"""Authorizing one interaction before anything is recorded (``bot.authorization``'s
+rule, with its I/O: resolving approver groups and keeping refusals in the audit trail).
+
+Used by the click and submission listeners. It fails closed: an installation it cannot
+name, or approver groups Slack will not list, refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agent_bridge import review_wording
+from agent_bridge.models import ApprovalRequest
+from agent_bridge.store import ApprovalStore
+from bot.authorization import (
+    Actor,
+    Clicked,
+    Installation,
+    approver_ids,
+    needs_members,
+    refusal,
+)
+from bot.directory import Directory
+from bot.payloads import BlockActions, ViewSubmission
+
+logger = logging.getLogger(__name__)
+
+
+def installation_of(context: Any) -> Installation:
+    """The installation Bolt authorized this request for (``context.authorize_result``,
+    from ``auth.test`` of the bot token); unknown fields are ``None`` (which refuses)."""
+    result = getattr(context, "authorize_result", None)
+    if result is None:
+        return Installation(team_id=None)
+    return Installation(team_id=result.team_id, enterprise_id=result.enterprise_id)
+
+
+def actor_of(payload: BlockActions | ViewSubmission) -> Actor:
+    """Who acts, from a signed interaction payload."""
+    return Actor(
+        user_id=payload.user.id,
+        team_id=payload.actor_team_id,
+        enterprise_id=payload.enterprise_id,
+    )
+
+
+def clicked_of(payload: BlockActions) -> Clicked:
+    """Where the clicked button is (``container``)."""
+    return Clicked(channel_id=payload.container.channel_id, message_ts=payload.container.message_ts)
+
+
+class Guard:
+    """Says whether an actor may act on a request, and keeps every refusal.
+
+    Args:
+        store: The approval store (refusals go to its audit trail).
+        directory: Resolves approver user groups.
+    """
+
+    def __init__(self, *, store: ApprovalStore, directory: Directory) -> None:
+        self.store = store
+        self.directory = directory
+
+    async def refusal(
+        self,
+        actor: Actor,
+        action: str,
+        request: ApprovalRequest,
+        *,
+        installation: Installation,
+        clicked: Clicked | None = None,
+    ) -> str | None:
+        """Return why ``actor`` may not ``action`` ``request`` (mrkdwn), or ``None``.
+
+        A refusal is logged and appended to the audit trail (``refused``).
+
+        Raises:
+            StoreUnavailableError: The refusal could not be kept (nothing else changed).
+        """
+        members = None
+        ids = approver_ids(request)
+        if ids is not None and needs_members(request, action, actor):
+            members = await self.directory.members(installation.team_id, ids)
+        why = refusal(
+            actor, action, request, installation=installation, members=members, clicked=clicked
+        )
+        if why is None:
+            return None
+        logger.info(
+            "run=%s interrupt=%s request=%s %s by %s (team %s) refused: %s",
+            request.run_id,
+            request.interrupt_id,
+            request.request_id,
+            action,
+            actor.user_id,
+            actor.team_id,
+            why,
+        )
+        await self.store.record_refusal(
+            request,
+            user_id=actor.user_id,
+            team_id=actor.team_id,
+            action=action,
+            reason=review_wording.plain(why),
+        )
+        return why

@@ -1,0 +1,107 @@
+"""Block Kit for who decides: approver mentions, quorum progress, escalation, and the
+pointer a routed card leaves in its run's Slack thread (pure).
+
+The mentions built here, from the policy's user and group IDs (validated when the policy
+is loaded and again here), are the only live mentions the product sends: approvers are
+notified when a card is posted, backup approvers when it is escalated. Nothing here
+takes agent text except the tool name, which is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from agent_bridge import review_wording, wording
+from agent_bridge.models import ApprovalRequest, ApprovalState
+from bot.mrkdwn import inline_code
+
+TOOL_NAME_MAX_CHARS = 200
+_USER = re.compile(r"[UW][A-Z0-9]{2,20}")
+_GROUP = re.compile(r"S[A-Z0-9]{2,20}")
+
+
+def mention(principal: str) -> str:
+    """``<@U…>`` for a user, ``<!subteam^S…>`` for a user group; anything else is
+    shown as inline code, never live."""
+    if _USER.fullmatch(principal):
+        return f"<@{principal}>"
+    if _GROUP.fullmatch(principal):
+        return f"<!subteam^{principal}>"
+    return inline_code(principal, 40)
+
+
+def mentions(principals: Iterable[str]) -> str:
+    """Mentions of ``principals``, comma separated."""
+    return ", ".join(mention(p) for p in principals)
+
+
+def review_lines(request: ApprovalRequest) -> list[str]:
+    """The lines a pending card adds about who decides: approvers (mentioned), the
+    pending edit, quorum progress, escalation."""
+    rules = request.rules
+    lines = []
+    if rules.approvers is not None:
+        lines.append(review_wording.approvers_line(mentions(rules.approvers)))
+    if request.pending_edit is not None and request.approved_by:
+        lines.append(review_wording.edit_pending_line(mention(request.approved_by[0])))
+    if rules.required_approvals > 1:
+        lines.append(
+            review_wording.quorum_line(
+                mentions(request.approved_by), request.approvals_needed, rules.required_approvals
+            )
+        )
+    if request.escalated_at is not None and rules.escalate_to:
+        lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
+    return lines
+
+
+def review_context(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """``review_lines`` as one context block (none when there is nothing to say)."""
+    lines = review_lines(request) if request.state == ApprovalState.PENDING else []
+    if not lines:
+        return []
+    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
+
+
+def approvals_line(request: ApprovalRequest) -> str | None:
+    """On a decided card decided by a quorum: who approved it."""
+    if len(request.approved_by) < 2 or request.decision is None:
+        return None
+    if request.decision.type not in ("approve", "edit"):
+        return None
+    return review_wording.approvals_list(mentions(request.approved_by))
+
+
+def notify_text(request: ApprovalRequest) -> str:
+    """What the first post's notification adds: the approvers, mentioned."""
+    if request.rules.approvers is None:
+        return ""
+    return f" {mentions(request.rules.approvers)}"
+
+
+def render_pointer(
+    request: ApprovalRequest, *, link: str | None
+) -> tuple[str, list[dict[str, Any]]]:
+    """The one line in the run's Slack thread about a card posted in another channel:
+    where it waits, then its outcome (``link``: the card's permalink)."""
+    name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
+    channel = f"<#{request.channel_id}>" if request.channel_id else "?"
+    if request.state == ApprovalState.PENDING and request.escalated_at is not None:
+        text = review_wording.pointer_escalated_text(name, channel, link)
+    elif request.state == ApprovalState.PENDING:
+        text = review_wording.pointer_text(name, channel, link)
+    else:
+        emoji, verb = (
+            wording.OUTCOMES[request.decision.type] if request.decision else wording.CLOSED_OUTCOME
+        )
+        text = review_wording.pointer_outcome_text(f"{emoji} {verb}", name, channel, link)
+    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+
+
+def render_escalation(request: ApprovalRequest, *, waited: str) -> tuple[str, list[dict[str, Any]]]:
+    """Posted under the card when it is escalated, mentioning the backup approvers."""
+    name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
+    text = review_wording.escalation_text(name, mentions(request.rules.escalate_to), waited)
+    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
