@@ -63,9 +63,10 @@ INSERT_EVENT = """INSERT INTO audit_events (event_id, at, kind, run_id, thread_i
     :user_id, :team_id, :requester_id, :requested_at, :detail)"""
 SELECT_EVENTS = """SELECT * FROM audit_events
     WHERE at >= :since AND at < :until
-    AND (:tool_name IS NULL OR tool_name = :tool_name)
-    AND (:user_id IS NULL OR user_id = :user_id OR requester_id = :user_id)
-    ORDER BY at, event_id"""
+    AND (CAST(:tool_name AS TEXT) IS NULL OR tool_name = CAST(:tool_name AS TEXT))
+    AND (CAST(:user_id AS TEXT) IS NULL OR user_id = CAST(:user_id AS TEXT)
+        OR requester_id = CAST(:user_id AS TEXT))
+    ORDER BY seq"""
 
 
 class AuditEvent(BaseModel):
@@ -111,7 +112,7 @@ def event_params(event: AuditEvent) -> dict[str, Any]:
 
 def event_from_row(row: Row) -> AuditEvent:
     """Build an ``AuditEvent`` from an ``audit_events`` row."""
-    data = dict(row)
+    data = {k: v for k, v in row.items() if k != "seq"}
     for column in ("proposed_args", "edited_args"):
         data[column] = json.loads(data[column]) if data.get(column) else None
     return AuditEvent.model_validate(data)
@@ -125,7 +126,8 @@ async def read_events(
     tool_name: str | None = None,
     user_id: str | None = None,
 ) -> list[AuditEvent]:
-    """Return the events with ``since <= at < until`` (Unix seconds), oldest first,
+    """Return the events with ``since <= at < until`` (Unix seconds), in the order they
+    were written,
     only ``tool_name``'s, only those ``user_id`` acted on or requested, if given."""
     rows = await db.fetch_all(
         SELECT_EVENTS,

@@ -124,8 +124,10 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             max_active_runs_per_user INTEGER NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL
         )""",
-        """CREATE TABLE audit_events (
-            event_id TEXT PRIMARY KEY,
+        {  # seq: the order events were written in (times can tie)
+            "postgres": """CREATE TABLE audit_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            event_id TEXT NOT NULL UNIQUE,
             at DOUBLE PRECISION NOT NULL,
             kind TEXT NOT NULL,
             run_id TEXT NOT NULL,
@@ -145,6 +147,29 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             requested_at DOUBLE PRECISION,
             detail TEXT
         )""",
+            "sqlite": """CREATE TABLE audit_events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id TEXT NOT NULL UNIQUE,
+            at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            request_id TEXT,
+            interrupt_id TEXT,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            call_hash TEXT,
+            proposed_args TEXT,
+            edited_args TEXT,
+            decision TEXT,
+            reason TEXT,
+            user_id TEXT,
+            team_id TEXT,
+            requester_id TEXT,
+            requested_at DOUBLE PRECISION,
+            detail TEXT
+        )""",
+        },
         "CREATE INDEX audit_events_at ON audit_events (at)",
         {
             "postgres": """CREATE FUNCTION audit_events_append_only() RETURNS trigger

@@ -161,7 +161,8 @@ def requesters_unresolved_text(groups: str) -> str:
 
 def too_many_runs_text(limit: int) -> str:
     """The person is at the policy's ``max_active_runs_per_user``."""
+    runs = "1 run" if limit == 1 else f"{limit} runs"
     return (
-        f":no_entry: Nothing was queued: you already have {limit} runs queued, running or "
+        f":no_entry: Nothing was queued: you already have {runs} queued, running or "
         "waiting for approval (the most this agent allows). Finish or reject one first."
     )

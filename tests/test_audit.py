@@ -1,0 +1,129 @@
+"""The audit trail of a whole run, exported with ``agent-bridge audit export`` as CSV and
+JSON Lines: exactly what happened, in order, with who, when and the call's outcome."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_bridge.audit import AuditEvent, AuditKind, write_csv
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import WorkerConfig
+from tests.harness import DBA, REQUESTER, REVIEWER, Harness
+from tests.test_who_decides import OUTSIDER, SECOND_DBA, people, told
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
+    return settings.model_copy(update={"policy": FIXTURES / "dba_policy.yml"})
+
+
+def export(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "audit", "export", *args],
+        cwd=REPO,
+        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_the_export_of_a_run_lists_exactly_what_happened(harness: Harness) -> None:
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve", user_id=REVIEWER)
+    await harness.click(sql, "approve", user_id=OUTSIDER)
+    await told(harness, OUTSIDER, "not an approver")
+    await harness.click(sql, "approve", user_id=DBA)
+    await harness.wait_for(lambda: _approvals(harness, sql.request_id, 1))
+    await harness.click(sql, "approve", user_id=SECOND_DBA)
+    await harness.finished(run)
+    url = harness.settings.database_url
+
+    done = export(url, "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "audit events exported" in done.stderr
+    by_request = {
+        request.request_id: [
+            (r["kind"], r["user_id"]) for r in rows if r["request_id"] == request.request_id
+        ]
+        for request in (write, sql)
+    }
+    assert by_request[write.request_id] == [
+        ("requested", None),
+        ("posted", None),
+        ("decided", REVIEWER),
+        ("outcome", None),  # the tool ran while the run resumed; then it is marked applied
+        ("applied", None),
+    ]
+    assert by_request[sql.request_id] == [
+        ("requested", None),
+        ("posted", None),
+        ("refused", OUTSIDER),
+        ("approved", DBA),
+        ("decided", SECOND_DBA),
+        ("outcome", None),
+        ("applied", None),
+    ]
+    assert len(rows) == 12  # nothing else: no event of another run or kind
+    decided = next(r for r in rows if r["kind"] == "decided" and r["request_id"] == sql.request_id)
+    assert decided["decision"] == "approve" and decided["team_id"] == "T0SANDBOX"
+    assert decided["thread_id"] == run.thread_id and decided["interrupt_id"] == sql.interrupt_id
+    assert decided["tool_call_id"] == sql.tool_call_id and decided["requester_id"] == REQUESTER
+    assert decided["proposed_args"] == sql.args and len(decided["call_hash"]) == 64
+    assert datetime.fromisoformat(decided["requested_at"]) <= datetime.fromisoformat(decided["at"])
+    outcome = next(r for r in rows if r["kind"] == "outcome" and r["request_id"] == sql.request_id)
+    assert outcome["detail"] == "ok: 2 rows affected"
+
+    only_sql = export(url, "--tool", "execute_sql", "--format", "csv")
+    table = list(csv.DictReader(io.StringIO(only_sql.stdout)))
+    assert [r["kind"] for r in table] == [k for k, _ in by_request[sql.request_id]]
+    by_outsider = export(url, "--user", OUTSIDER)
+    assert [json.loads(line)["kind"] for line in by_outsider.stdout.splitlines()] == ["refused"]
+    empty = export(url, "--since", "2999-01-01")
+    assert empty.returncode == 0 and empty.stdout == ""
+    everything = export(url, "--since", "2000-01-01", "--until", "2999-01-01T00:00:00+00:00")
+    assert everything.stdout == done.stdout
+
+
+async def test_a_bad_time_is_refused_by_name(pg_url: str) -> None:
+    result = export(pg_url, "--since", "yesterday")
+    assert result.returncode == 2
+    assert "--since 'yesterday' is not an ISO 8601 time" in result.stderr
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_kept_as_text() -> None:
+    event = AuditEvent(
+        event_id="ev-1",
+        at=0.0,
+        kind=AuditKind.REFUSED,
+        run_id="run-1",
+        thread_id="t",
+        reason='=HYPERLINK("https://evil.example","click")',
+        proposed_args={"query": "@SUM(1)"},
+    )
+    out = io.StringIO()
+    assert write_csv([event], out) == 1
+    (row,) = csv.DictReader(io.StringIO(out.getvalue()))
+    assert row["reason"].startswith("'=HYPERLINK")
+    assert row["proposed_args"] == '{"query": "@SUM(1)"}'  # JSON starts with "{": safe
+
+
+async def _approvals(harness: Harness, request_id: str, count: int) -> Any:
+    stored = await harness.store.get_request(request_id)
+    return stored if stored is not None and len(stored.approved_by) >= count else None

@@ -1,0 +1,178 @@
+"""The store's side of who decides, on PostgreSQL and SQLite: quorum counted per version
+of the call, edits that restart it, escalation once, the run-start limit, start rules,
+and an audit trail nothing can change."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_bridge.audit import AuditKind, read_events
+from agent_bridge.backend import open_backend
+from agent_bridge.binding import call_hash, version_hash
+from agent_bridge.errors import StoreRejectedError
+from agent_bridge.models import (
+    AlreadyCounted,
+    AlreadyDecided,
+    ApprovalRequest,
+    CallChanged,
+    Counted,
+    Decision,
+    Recorded,
+    ReviewRules,
+    StartRules,
+)
+from agent_bridge.store import ApprovalStore
+from tests.test_store import make_request, make_run
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ApprovalStore]:
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    backend = await open_backend(url or f"sqlite:///{tmp_path / 'store.db'}")
+    await backend.release()
+    yield ApprovalStore(backend.db, clock=Clock())
+    await backend.close()
+
+
+def quorum_request(required: int = 2, **rules: object) -> ApprovalRequest:
+    request = make_request("q1")
+    digest = call_hash(
+        tool_name=request.tool_name,
+        args=request.args,
+        thread_id=request.thread_id,
+        interrupt_id=request.interrupt_id,
+        tool_call_id=None,
+    )
+    return request.model_copy(
+        update={
+            "requester_id": "U1",
+            "call_hash": digest,
+            "rules": ReviewRules(approvers=("S0DBA",), required_approvals=required, **rules),  # type: ignore[arg-type]
+        }
+    )
+
+
+async def stored_quorum(store: ApprovalStore, **kwargs: object) -> ApprovalRequest:
+    await store.create_run(make_run())
+    (request,) = await store.add_requests([quorum_request(**kwargs)])  # type: ignore[arg-type]
+    return request
+
+
+async def test_two_distinct_approvals_decide_and_repeated_clicks_count_once(
+    store: ApprovalStore,
+) -> None:
+    request = await stored_quorum(store)
+    assert request.version == version_hash(request.call_hash, None)
+    first = await store.approve("q1", user_id="UA", team_id="T1", version=request.version)
+    assert isinstance(first, Counted) and first.request.approved_by == ["UA"]
+    again = await store.approve("q1", user_id="UA", team_id="T1", version=request.version)
+    assert isinstance(again, AlreadyCounted)
+    second = await store.approve("q1", user_id="UB", team_id="T1", version=request.version)
+    assert isinstance(second, Recorded)
+    assert second.request.decision == Decision(type="approve")
+    assert second.request.approved_by == ["UA", "UB"] and second.request.decided_by == "UB"
+    late = await store.approve("q1", user_id="UC", team_id="T1", version=request.version)
+    assert isinstance(late, AlreadyDecided)
+
+
+async def test_concurrent_approvals_of_distinct_people_all_count(store: ApprovalStore) -> None:
+    request = await stored_quorum(store, required=3)
+    users = ["UA", "UB", "UC"]
+    outcomes = await asyncio.gather(
+        *(store.approve("q1", user_id=u, team_id="T1", version=request.version) for u in users)
+    )
+    assert sum(isinstance(o, Recorded) for o in outcomes) == 1
+    stored = await store.get_request("q1")
+    assert stored is not None and sorted(stored.approved_by) == users
+
+
+async def test_an_edit_replaces_the_call_and_restarts_its_approvals(store: ApprovalStore) -> None:
+    request = await stored_quorum(store)
+    await store.approve("q1", user_id="UA", team_id="T1", version=request.version)
+    edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
+    edited = await store.propose_edit(
+        "q1", edit, user_id="UB", team_id="T1", version=request.version
+    )
+    assert isinstance(edited, Counted)
+    assert edited.request.approved_by == ["UB"]  # UA approved another call
+    assert edited.request.pending_edit == edit
+    assert edited.request.current_args == {"path": "b.txt", "content": "y"}
+    assert edited.request.version == version_hash(request.call_hash, edit.edited_args)
+    stale = await store.approve("q1", user_id="UA", team_id="T1", version=request.version)
+    assert isinstance(stale, CallChanged)  # a click on the card drawn before the edit
+    fresh = await store.approve("q1", user_id="UA", team_id="T1", version=edited.request.version)
+    assert isinstance(fresh, Recorded) and fresh.request.decision == edit
+    kinds = [e.kind for e in await read_events(store.db) if e.request_id == "q1"]
+    assert kinds == [AuditKind.REQUESTED, AuditKind.APPROVED, AuditKind.EDITED, AuditKind.DECIDED]
+
+
+async def test_with_one_required_approval_an_edit_is_decided_at_once(
+    store: ApprovalStore,
+) -> None:
+    request = await stored_quorum(store, required=1)
+    edit = Decision(type="edit", edited_args={"path": "c.txt"})
+    outcome = await store.propose_edit(
+        "q1", edit, user_id="UA", team_id="T1", version=request.version
+    )
+    assert isinstance(outcome, Recorded) and outcome.request.decision == edit
+
+
+async def test_escalation_is_due_after_the_first_post_and_happens_once(
+    store: ApprovalStore,
+) -> None:
+    await stored_quorum(store, escalate_to=("S0BACKUP",), escalate_after_s=600.0)
+    assert await store.due_escalations() == []  # never posted: no one saw it yet
+    await store.set_message("q1", channel_id="C1", message_ts="1.1")
+    clock = store.clock
+    assert isinstance(clock, Clock)
+    clock.now += 599
+    assert await store.due_escalations() == []
+    clock.now += 2
+    (due,) = await store.due_escalations()
+    escalated = await store.escalate(due.request_id)
+    assert escalated is not None and escalated.escalated_at == clock.now
+    assert await store.escalate(due.request_id) is None
+    assert await store.due_escalations() == []
+
+
+async def test_the_audit_trail_refuses_updates_and_deletes(store: ApprovalStore) -> None:
+    await stored_quorum(store)
+    (event,) = await read_events(store.db)
+    for statement in (
+        "UPDATE audit_events SET kind = 'decided'",
+        "DELETE FROM audit_events",
+    ):
+        with pytest.raises(StoreRejectedError, match="append-only"):
+            await store.db.execute(statement)
+    assert await read_events(store.db) == [event]
+
+
+async def test_a_user_at_the_run_limit_queues_nothing(store: ApprovalStore) -> None:
+    assert await store.create_run_within(make_run("run-1"), max_active=2) is not None
+    assert await store.create_run_within(make_run("run-2"), max_active=2) is not None
+    assert await store.create_run_within(make_run("run-3"), max_active=2) is None
+    other = make_run("run-4").model_copy(update={"user_id": "U2"})
+    assert await store.create_run_within(other, max_active=2) is not None
+    with pytest.raises(KeyError):
+        await store.get_run("run-3")
+
+
+async def test_start_rules_are_published_by_agent(store: ApprovalStore) -> None:
+    assert await store.start_rules("default") is None
+    rules = StartRules(requesters=("S0REQ", "U9"), max_active_runs_per_user=3)
+    await store.publish_start_rules("default", rules)
+    await store.publish_start_rules("dba", StartRules(max_active_runs_per_user=1))
+    assert await store.start_rules("default") == rules
+    assert await store.start_rules("dba") == StartRules(max_active_runs_per_user=1)

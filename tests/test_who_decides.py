@@ -1,0 +1,371 @@
+"""Only the people the policy names decide, end to end through the sandbox.
+
+For every click and modal submission, someone not allowed (not an approver, the
+requester, a user of another workspace, a click naming another request than its card,
+a submission for a view not opened for that user and request) changes nothing, is told
+why, and the refusal is in the audit trail. Quorum, routing to #approvals with a pointer
+in the run's thread, escalation on a clock the test controls, user-group changes and
+fail-closed group reads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_bridge.audit import AuditKind, read_events
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import WorkerConfig
+from bot import ids
+from slack_sandbox import live_mentions
+from tests.harness import DBA, REQUESTER, REVIEWER, Harness
+
+FIXTURES = Path(__file__).parent / "fixtures"
+APPROVALS = "C0APPROVAL"
+SECOND_DBA = "U0DBA2"
+OUTSIDER = "U0OUTSIDER"
+GUEST = "U0GUEST"
+"""A Slack Connect user of another workspace, in the run's channel."""
+BACKUP = "U0BACKUP"
+TWO_WRITES = {
+    "tool_calls": [
+        {"name": "write_file", "args": {"path": "a.txt", "content": "A"}},
+        {"name": "write_file", "args": {"path": "b.txt", "content": "B"}},
+    ]
+}
+VALUES: dict[str, dict[str, Any]] = {
+    "edit": {},  # the prefilled form, untouched
+    "reject": {ids.REASON_BLOCK: "no"},
+    "respond": {ids.ANSWER_BLOCK: "an answer"},
+}
+
+
+class Clock:
+    """Unix time in seconds that moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
+    return settings.model_copy(update={"policy": FIXTURES / "dba_policy.yml"})
+
+
+async def people(harness: Harness, *, dbas: list[str] | None = None) -> None:
+    """The sandbox's people: two DBAs in ``S0DBA``, a backup group, an outsider, a guest."""
+    sandbox = harness.sandbox
+    for user_id in (SECOND_DBA, OUTSIDER, BACKUP):
+        sandbox.add_user(user_id, user_id.lower())
+    sandbox.add_user(GUEST, "guest", team_id="T0OTHER")
+    await sandbox.set_usergroup("S0DBA", "dba-team", [DBA, SECOND_DBA] if dbas is None else dbas)
+    await sandbox.set_usergroup("S0BACKUP", "dba-backup", [BACKUP])
+
+
+async def told(harness: Harness, user_id: str, text: str) -> dict[str, Any]:
+    """Wait for a private answer to ``user_id`` containing ``text``."""
+
+    async def found() -> dict[str, Any] | None:
+        notes = harness.sandbox.ephemerals(user_id=user_id)
+        return next((n for n in notes if text in n.get("text", "")), None)
+
+    return await harness.wait_for(found)
+
+
+async def current(harness: Harness, request: ApprovalRequest) -> ApprovalRequest:
+    stored = await harness.store.get_request(request.request_id)
+    assert stored is not None
+    return stored
+
+
+async def refusals(harness: Harness, request: ApprovalRequest) -> list[tuple[str | None, str]]:
+    events = await read_events(harness.store.db)
+    return [
+        (e.user_id, e.detail or "")
+        for e in events
+        if e.kind == AuditKind.REFUSED and e.request_id == request.request_id
+    ]
+
+
+def card_of(harness: Harness, request: ApprovalRequest) -> dict[str, Any]:
+    return harness.sandbox.message(request.channel_id or "", request.message_ts or "")
+
+
+def button_value(harness: Harness, request: ApprovalRequest, decision: DecisionType) -> str:
+    for block in card_of(harness, request)["blocks"]:
+        for element in block.get("elements") or []:
+            if element.get("action_id") == ids.decision_action_id(decision):
+                return str(element["value"])
+    raise AssertionError(f"no {decision} button on the card of {request.request_id}")
+
+
+@pytest.mark.parametrize("decision", ["approve", "edit", "reject", "respond"])
+async def test_a_click_by_someone_not_allowed_records_nothing_and_says_why(
+    harness: Harness, decision: DecisionType
+) -> None:
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, _ = await harness.requests(run, count=2)
+    cases = [(OUTSIDER, "not an approver"), (GUEST, "another Slack workspace")]
+    if decision != "reject":  # rejecting one's own run stays allowed
+        cases.append((REQUESTER, "You started this run"))
+    for user_id, why in cases:
+        assert (await harness.click(first, decision, user_id=user_id))[0] == 200
+        note = await told(harness, user_id, why)
+        assert "Nothing was recorded" in note["text"]
+    stored = await current(harness, first)
+    assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+    assert all(harness.sandbox.open_views(u) == [] for u, _ in cases)  # no form was opened
+    assert sorted(await refusals(harness, first)) == sorted((u, decision) for u, _ in cases)
+
+
+@pytest.mark.parametrize("decision", ["approve", "edit", "reject", "respond"])
+async def test_a_click_naming_another_request_than_its_card_is_refused(
+    harness: Harness, decision: DecisionType
+) -> None:
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, second = await harness.requests(run, count=2)
+    assert first.channel_id and first.message_ts
+    await harness.sandbox.click(
+        channel_id=first.channel_id,
+        ts=first.message_ts,
+        action_id=ids.decision_action_id(decision),
+        user_id=DBA,
+        forged_value=button_value(harness, second, decision),
+    )
+    await told(harness, DBA, "does not belong to this request's current card")
+    for request in (first, second):
+        assert (await current(harness, request)).state == ApprovalState.PENDING
+    assert harness.sandbox.open_views(DBA) == []
+    assert await refusals(harness, second) == [(DBA, decision)]
+
+
+@pytest.mark.parametrize("decision", ["edit", "reject", "respond"])
+async def test_a_submission_for_a_view_not_opened_for_that_user_and_request_is_refused(
+    harness: Harness, decision: DecisionType
+) -> None:
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, second = await harness.requests(run, count=2)
+    view = await harness.open_modal(first, decision, user_id=DBA)
+    other = await harness.open_modal(second, decision, user_id=SECOND_DBA)
+    forgeries = [
+        (SECOND_DBA, view),  # another approver submits DBA's form
+        (GUEST, view),  # so does a user of another workspace
+        (REQUESTER, view),  # and the requester
+        (DBA, {**view, "id": "V0FORGED"}),  # DBA's form, another view ID
+        (DBA, {**view, "private_metadata": other["private_metadata"]}),  # another's key
+        (DBA, {**view, "private_metadata": "made-up-key"}),
+    ]
+    for user_id, forged in forgeries:
+        status, body = await harness.sandbox.submit_unopened_view(
+            user_id=user_id, view=forged, values=VALUES[decision]
+        )
+        assert status == 200 and body is not None
+        assert "was not opened for you" in json.dumps(body["errors"]), (user_id, body)
+    for request in (first, second):
+        stored = await current(harness, request)
+        assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+    refused = await refusals(harness, first) + await refusals(harness, second)
+    assert len(refused) == len(forgeries) - 1  # the made-up key names no request
+    # DBA's own form, as opened, still works: the refusals were about the binding.
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=DBA, values=VALUES[decision]
+    )
+    assert status == 200 and not body, body
+    assert (await harness.decided(first)).decided_by == DBA
+
+
+async def test_an_approver_removed_after_opening_a_form_cannot_submit_it(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, _ = await harness.requests(run, count=2)
+    view = await harness.open_modal(first, "reject", user_id=SECOND_DBA)
+    assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=SECOND_DBA, values=VALUES["reject"]
+    )
+    assert status == 200 and body is not None and "not an approver" in json.dumps(body)
+    assert (await current(harness, first)).state == ApprovalState.PENDING
+
+
+async def test_the_requester_may_reject_their_own_run(harness: Harness) -> None:
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, second = await harness.requests(run, count=2)
+    await harness.reject(first, "changed my mind", user_id=REQUESTER)
+    assert (await harness.decided(first)).decided_by == REQUESTER
+    await harness.click(second, "approve", user_id=DBA)
+    assert (await harness.finished(run)).state == RunState.DONE
+    assert not (harness.settings.workspace_dir / "files/a.txt").exists()
+
+
+async def test_two_dbas_must_approve_and_one_persons_clicks_count_once(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    assert (sql.channel_id, sql.thread_ts) == (APPROVALS, None)  # routed, top level
+    card = card_of(harness, sql)
+    # The approvers are notified: the card's only live mention is their group.
+    assert live_mentions(card["text"] + json.dumps(card["blocks"])) == ["<!subteam^S0DBA>"] * 2
+    await harness.click(write, "approve", user_id=REVIEWER)
+    await harness.click(sql, "approve", user_id=DBA)
+    await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+    await harness.click(sql, "approve", user_id=DBA)  # a second click counts once
+    await told(harness, DBA, "You already approved this call")
+    await harness.settled()
+    assert (await current(harness, sql)).state == ApprovalState.PENDING
+    assert (await harness.store.get_run(run.run_id)).state == RunState.WAITING
+    shown = json.dumps(card_of(harness, sql)["blocks"])
+    assert f"Approved by <@{DBA}>" in shown and "1 more approval needed (of 2)" in shown
+    await harness.click(sql, "approve", user_id=SECOND_DBA)
+    decided = await harness.decided(sql)
+    assert decided.approved_by == [DBA, SECOND_DBA] and decided.decided_by == SECOND_DBA
+    done = await harness.finished(run)
+    assert "execute_sql: 2 rows affected" in (done.final_answer or "")
+    redrawn = json.dumps((await harness.decided_card(sql))["blocks"])
+    assert f"Approvals: <@{DBA}>, <@{SECOND_DBA}>" in redrawn
+
+
+async def test_any_approvers_reject_rejects_however_many_approved(harness: Harness) -> None:
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve", user_id=REVIEWER)
+    await harness.click(sql, "approve", user_id=DBA)
+    await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+    await harness.reject(sql, "not today", user_id=SECOND_DBA)
+    done = await harness.finished(run)
+    assert "not today" in (done.final_answer or "")
+    assert "rows affected" not in (done.final_answer or "")
+
+
+async def test_a_routed_card_leaves_a_pointer_in_the_run_thread_then_its_outcome(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    started = await harness.store.get_run(run.run_id)
+
+    async def pointer() -> str | None:
+        texts = harness.slack_thread_texts(started)
+        return next((t for t in texts if "execute_sql" in t and APPROVALS in t), None)
+
+    waiting = await harness.wait_for(pointer)
+    assert "waits for approval in <#C0APPROVAL>" in waiting
+    assert f"/archives/{APPROVALS}/p{(sql.message_ts or '').replace('.', '')}" in waiting
+    await harness.click(write, "approve", user_id=REVIEWER)
+    for dba in (DBA, SECOND_DBA):
+        await harness.click(sql, "approve", user_id=dba)
+    await harness.finished(run)
+
+    async def outcome() -> str | None:
+        found = await pointer()
+        return found if found and "Approved" in found else None
+
+    assert (await harness.wait_for(outcome)).startswith("✅ Approved: `execute_sql`")
+
+
+async def test_a_card_the_bot_cannot_post_is_told_to_the_requester_once(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    harness.sandbox.add_channel(APPROVALS, "approvals", private=True, bot_member=False)
+    run = await harness.start_run(DEMO_TASK)
+    note = await told(harness, REQUESTER, "can't post the approval card for `execute_sql`")
+    assert "/invite" in note["text"] and "channel_not_found" in note["text"]
+    await harness.settled()
+    await harness.settled()  # more sweeps retried the post; the requester was told once
+    notes = harness.sandbox.ephemerals(user_id=REQUESTER)
+    assert [n["text"] for n in notes if "can't post" in n["text"]] == [note["text"]]
+    assert (await harness.store.get_run(run.run_id)).state == RunState.WAITING
+    harness.sandbox.invite_bot(APPROVALS)
+    _, sql = await harness.requests(run, count=2)  # the next sweep posts it
+    assert sql.channel_id == APPROVALS
+
+
+async def test_escalation_calls_in_the_backup_then_the_time_limit_applies(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    clock = Clock()
+    harness.store.clock = clock  # the worker's store decides what is due
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve", user_id=REVIEWER)
+    await harness.click(sql, "approve", user_id=BACKUP)
+    await told(harness, BACKUP, "not an approver")  # not before the escalation
+
+    clock.now += 601  # past escalate_after_s, before the reminder (900) and expiry (1800)
+    escalation = await harness.wait_for(lambda: _replies(harness, sql, "you may decide it now"))
+    assert "<!subteam^S0BACKUP>" in escalation and "10 min" in escalation
+    assert "Escalated to <!subteam^S0BACKUP>" in json.dumps(card_of(harness, sql)["blocks"])
+    await harness.click(sql, "approve", user_id=BACKUP)
+    await harness.wait_for(lambda: _approved_by(harness, sql, [BACKUP]))
+
+    clock.now += 300  # half of review_timeout_s: the reminder, mentioning the approvers
+    reminder = await harness.wait_for(lambda: _replies(harness, sql, "Reminder"))
+    assert "<!subteam^S0DBA>" in reminder
+    clock.now += 900  # past review_timeout_s: the default decision
+    done = await harness.finished(run)
+    expired = await current(harness, sql)
+    assert expired.decision is not None and expired.decision.type == "reject"
+    assert "rows affected" not in (done.final_answer or "")
+    kinds = [e.kind for e in await read_events(harness.store.db) if e.request_id == sql.request_id]
+    assert kinds.index(AuditKind.ESCALATED) < kinds.index(AuditKind.EXPIRED)
+
+
+async def test_a_user_group_change_reported_by_slack_applies_at_once(harness: Harness) -> None:
+    await people(harness, dbas=[DBA])
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    await harness.click(sql, "approve", user_id=SECOND_DBA)
+    await told(harness, SECOND_DBA, "not an approver")  # the group is now cached
+    # Slack reports the change (subteam_members_changed); the app forgets the cache.
+    assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA, SECOND_DBA]) == (200, "")
+    await harness.click(sql, "approve", user_id=SECOND_DBA)
+    await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
+
+
+async def test_approvers_slack_cannot_list_authorize_nobody(harness: Harness) -> None:
+    # No S0DBA group exists: usergroups.users.list answers no_such_subteam.
+    harness.sandbox.add_user(SECOND_DBA, "dba2")
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(sql, "approve", user_id=DBA)
+    await told(harness, DBA, "could not be read")
+    # Slack down (5xx past slack_sdk's retries): the same, and the reviewer too is refused.
+    await people(harness)
+    harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
+    await harness.click(write, "approve", user_id=REVIEWER)
+    await told(harness, REVIEWER, "could not be read")
+    for request in (write, sql):
+        stored = await current(harness, request)
+        assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+
+
+async def _approved_by(
+    harness: Harness, request: ApprovalRequest, who: list[str]
+) -> ApprovalRequest | None:
+    stored = await current(harness, request)
+    return stored if stored.approved_by == who else None
+
+
+async def _replies(harness: Harness, request: ApprovalRequest, text: str) -> str | None:
+    """A reply under the request's card containing ``text``, if any."""
+    replies = harness.sandbox.thread(request.channel_id or "", request.message_ts or "")[1:]
+    return next((m["text"] for m in replies if text in m.get("text", "")), None)
