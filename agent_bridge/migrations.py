@@ -186,7 +186,9 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
                 BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END""",
         },
         {
-            "postgres": "SELECT 1",
+            "postgres": """CREATE TRIGGER audit_events_no_truncate
+                BEFORE TRUNCATE ON audit_events
+                FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only()""",
             "sqlite": """CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
                 BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END""",
         },

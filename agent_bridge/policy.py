@@ -142,10 +142,23 @@ class ToolPolicy(BaseModel):
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
     channel: ChannelId | None = None
     approvers: Principals = None
-    required_approvals: int = Field(default=1, ge=1, le=REQUIRED_APPROVALS_MAX)
+    required_approvals: int = Field(default=1, ge=1, le=REQUIRED_APPROVALS_MAX, strict=True)
     requester_may_approve: bool = False
     escalate_to: Principals = None
     escalate_after_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _quorum_is_reachable(self) -> ToolPolicy:
+        named = self.approvers or []
+        if named and not any(p.startswith("S") for p in named):
+            people = len(set(named))
+            if people < self.required_approvals:
+                raise ValueError(
+                    f"required_approvals is {self.required_approvals} but approvers names "
+                    f"only {people} {'person' if people == 1 else 'people'}: no call could "
+                    "ever be approved"
+                )
+        return self
 
     @model_validator(mode="after")
     def _escalation_is_complete(self) -> ToolPolicy:

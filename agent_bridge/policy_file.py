@@ -7,7 +7,7 @@ A bad key or value is refused at start with its name and its line in the file
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,34 @@ def load_policy(source: Path | str | Policy | None) -> Policy:
         raise ConfigurationError(f"Cannot read policy file {path}: {exc}") from exc
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"Policy file {path} is not valid YAML: {exc}") from exc
+    duplicates = list(_duplicate_keys(root))
+    if duplicates:
+        raise ConfigurationError(f"Policy file {path} is invalid:\n" + "\n".join(duplicates))
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
         problems = "\n".join(_describe(error, root) for error in _relevant(exc.errors()))
         raise ConfigurationError(f"Policy file {path} is invalid:\n{problems}") from exc
+
+
+def _duplicate_keys(node: yaml.Node | None, where: str = "") -> Iterator[str]:
+    """A key given twice in one mapping (YAML keeps the last silently: a second
+    ``execute_sql:`` would drop the first one's approvers)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            name = str(key.value)
+            line = int(key.start_mark.line) + 1
+            if name in seen:
+                yield (
+                    f"  line {line}, {where}{name}: given twice (first on line {seen[name]}); "
+                    "keep one"
+                )
+            seen.setdefault(name, line)
+            yield from _duplicate_keys(value, f"{where}{name}.")
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _duplicate_keys(item, f"{where}{index}.")
 
 
 def _relevant(errors: Sequence[Any]) -> list[Any]:

@@ -51,11 +51,12 @@ def not_approver_text(tool_name: str) -> str:
     )
 
 
-def four_eyes_text(tool_name: str) -> str:
+def four_eyes_text(tool_name: str, *, can_reject: bool) -> str:
     """The person who started the run tried to approve, edit or respond."""
+    still = " You can still reject it." if can_reject else ""
     return (
         f":no_entry: You started this run, so someone else must review its {tool_name} "
-        "call (four eyes). You can still reject it. Nothing was recorded."
+        f"call (four eyes).{still} Nothing was recorded."
     )
 
 
@@ -64,6 +65,15 @@ def cannot_check_text(groups: str) -> str:
     return (
         f":warning: Nothing was recorded: the approver groups ({groups}) could not be read "
         "from Slack just now, so nobody can decide this request. Please try again shortly."
+    )
+
+
+def unknown_groups_text(groups: str) -> str:
+    """The policy names user groups Slack does not know; it fails closed."""
+    return (
+        f":warning: Nothing was recorded: the policy names approver groups Slack does not "
+        f"know ({groups}), so nobody can decide this request. Tell the app's admin to fix "
+        "the policy's `approvers`."
     )
 
 
@@ -149,6 +159,14 @@ NO_WORKER_TEXT = (
     ":warning: Nothing was queued: no worker has started for this agent yet, so I can't "
     "tell who may use it. Try again in a minute, or ask the app's admin."
 )
+
+
+def requesters_unknown_text(groups: str) -> str:
+    """The policy names requester groups Slack does not know; it fails closed."""
+    return (
+        f":warning: Nothing was queued: the policy names groups Slack does not know "
+        f"({groups}) as `requesters`. Tell the app's admin to fix the policy."
+    )
 
 
 def requesters_unresolved_text(groups: str) -> str:

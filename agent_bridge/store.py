@@ -51,6 +51,7 @@ from agent_bridge.store_sql import (
     INSERT_REQUEST,
     INSERT_RUN,
     INSERT_RUN_WITHIN_LIMIT,
+    LOCK_USER_RUNS,
     MARK_APPLIED,
     MARK_REMINDED,
     MOVE_MESSAGE,
@@ -127,14 +128,19 @@ class ApprovalStore:
 
     async def create_run_within(self, run: Run, *, max_active: int) -> Run | None:
         """Insert a new ``queued`` run only while its user has fewer than ``max_active``
-        runs queued, running or waiting (one statement).
+        runs queued, running or waiting: counted and inserted in one transaction that
+        holds the user's lock (PostgreSQL: a transaction-level advisory lock; SQLite's
+        transactions are serial), so concurrent starts cannot all pass the count.
 
         Returns:
             The stored run, or ``None`` if the user is at ``max_active``.
         """
         params = {**self._run_params(run), "max_active": max_active}
-        if not await self.db.execute(INSERT_RUN_WITHIN_LIMIT, params):
-            return None
+        async with self.db.transaction() as tx:
+            if self.db.dialect == "postgres":
+                await tx.execute(LOCK_USER_RUNS, {"user_id": run.user_id})
+            if not await tx.execute(INSERT_RUN_WITHIN_LIMIT, params):
+                return None
         return await self.get_run(run.run_id)
 
     def _run_params(self, run: Run) -> dict[str, Any]:
@@ -476,10 +482,18 @@ class ApprovalStore:
     # -- who decides: quorum, escalation, refusals, outcomes ---------------------------
 
     async def approve(
-        self, request_id: str, *, user_id: str, team_id: str | None, version: str
+        self,
+        request_id: str,
+        *,
+        user_id: str,
+        team_id: str | None,
+        version: str,
+        still_approvers: frozenset[str] | None = None,
     ) -> Recording:
         """Count ``user_id``'s approval of the call's ``version`` (the one on the card they
         clicked); record the decision once ``required_approvals`` distinct people have.
+        Earlier approvals by people not in ``still_approvers`` (if given: they left the
+        approvers since) are dropped first.
 
         A compare-and-set on the request's ``revision``, retried when another approval
         lands first, with its audit event in the same transaction.
@@ -490,7 +504,13 @@ class ApprovalStore:
             approved this version); ``CallChanged`` (the card showed another version);
             ``AlreadyDecided``; ``UnknownRequest``.
         """
-        return await self._count(request_id, user_id=user_id, team_id=team_id, version=version)
+        return await self._count(
+            request_id,
+            user_id=user_id,
+            team_id=team_id,
+            version=version,
+            still_approvers=still_approvers,
+        )
 
     async def propose_edit(
         self,
@@ -520,6 +540,7 @@ class ApprovalStore:
         team_id: str | None,
         version: str,
         edit: Decision | None = None,
+        still_approvers: frozenset[str] | None = None,
     ) -> Recording:
         for _ in range(APPROVAL_ATTEMPTS):
             current = await self.get_request(request_id)
@@ -532,7 +553,10 @@ class ApprovalStore:
             if edit is None and user_id in current.approved_by:
                 return AlreadyCounted(current)
             pending_edit = edit or current.pending_edit
-            approved_by = [user_id] if edit else [*current.approved_by, user_id]
+            earlier = [
+                u for u in current.approved_by if still_approvers is None or u in still_approvers
+            ]
+            approved_by = [user_id] if edit else [*earlier, user_id]
             decide = len(approved_by) >= current.rules.required_approvals
             decision = pending_edit or Decision(type="approve")
             params = {
@@ -643,6 +667,8 @@ class ApprovalStore:
             if kind == AuditKind.EDITED
             else request.decision
             if kind in (AuditKind.DECIDED, AuditKind.EXPIRED, AuditKind.APPLIED)
+            else Decision(type="approve")
+            if kind == AuditKind.APPROVED
             else None
         )
         event = AuditEvent(

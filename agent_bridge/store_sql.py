@@ -132,6 +132,8 @@ INSERT_RUN_WITHIN_LIMIT = """INSERT INTO runs (run_id, thread_id, task, channel_
         :now, :now, :agent
     WHERE (SELECT COUNT(*) FROM runs WHERE user_id = :user_id
         AND state IN ('queued', 'running', 'waiting')) < :max_active"""
+LOCK_USER_RUNS = "SELECT pg_advisory_xact_lock(hashtext('agent_bridge.runs:' || :user_id))"
+"""PostgreSQL only: serialise one user's run starts until the transaction ends."""
 SELECT_REQUEST_BY_TOOL_CALL = """SELECT * FROM approval_requests
     WHERE run_id = :run_id AND tool_call_id = :tool_call_id
     ORDER BY created_at DESC LIMIT 1"""

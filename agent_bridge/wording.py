@@ -63,7 +63,7 @@ def at_time_plain(time_utc: str) -> str:
 def already_decided_plain(verb: str, when: str) -> str:
     """A losing modal submission, e.g. verb ``approved``, when `` at 14:02 UTC``."""
     return (
-        f"Another reviewer already decided this request ({verb}{when}); "
+        f"This request was already decided ({verb}{when}); "
         "nothing was recorded. See the card for who."
     )
 

@@ -37,6 +37,7 @@ from agent_bridge.models import (
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot import ids
+from bot.authorization import Installation
 from bot.blocks import already_decided_text
 from bot.errors import PayloadError, SlackCallError
 from bot.guard import Guard, actor_of, clicked_of, installation_of
@@ -125,7 +126,7 @@ class ActionListeners:
             if why:
                 await self.tell(payload, why)
             elif decision_type == "approve":
-                await self._approve(payload, request, version)
+                await self._approve(payload, request, version, installation_of(context))
             else:
                 await self._open_modal(payload, request, decision_type, version)
         except StoreUnavailableError as exc:
@@ -183,7 +184,13 @@ class ActionListeners:
         except SlackCallError as exc:
             logger.warning("ephemeral to %s not posted: %s", payload.user.id, exc)
 
-    async def _approve(self, payload: BlockActions, request: ApprovalRequest, version: str) -> None:
+    async def _approve(
+        self,
+        payload: BlockActions,
+        request: ApprovalRequest,
+        version: str,
+        installation: Installation,
+    ) -> None:
         decision = Decision(type="approve")
         refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
@@ -195,6 +202,7 @@ class ActionListeners:
             user_id=payload.user.id,
             team_id=payload.actor_team_id,
             version=version,
+            still_approvers=await self.guard.current_approvers(request, installation=installation),
         )
         await self._answer(payload, outcome)
 

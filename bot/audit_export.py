@@ -55,12 +55,15 @@ async def export(settings: ReleaseSettings, args: argparse.Namespace) -> int:
     """Write the selected events; return how many.
 
     Raises:
-        ConfigurationError: A bad option.
+        ConfigurationError: A bad option (a time, ``--since`` not before ``--until``, an
+            ``--output`` that cannot be written).
         SchemaOutdatedError: The database needs ``agent-bridge release``.
         StoreUnavailableError: The database is unreachable.
     """
     since = unix_time(args.since, option="--since")
     until = unix_time(args.until, option="--until")
+    if since is not None and until is not None and since >= until:
+        raise ConfigurationError(f"--since {args.since} is not before --until {args.until}")
     backend = await open_backend(settings.database_url)
     try:
         await check_version(backend.db)
@@ -76,5 +79,8 @@ async def export(settings: ReleaseSettings, args: argparse.Namespace) -> int:
     write = write_csv if args.format == "csv" else write_jsonl
     if args.output is None:
         return write(events, sys.stdout)
-    with args.output.open("w", encoding="utf-8", newline="") as out:
-        return write(events, out)
+    try:
+        with args.output.open("w", encoding="utf-8", newline="") as out:
+            return write(events, out)
+    except OSError as exc:
+        raise ConfigurationError(f"--output {args.output}: {exc.strerror}") from exc

@@ -13,8 +13,10 @@ in this order; the first failure is the answer, in plain words
    ``bot.submissions`` instead);
 3. four eyes: the person who started the run may not approve, edit or respond unless
    ``requester_may_approve`` (rejecting stays allowed to them, and needs nothing more);
-4. the actor is an approver (or, once escalated, a backup approver); if the lists
-   could not be resolved, nobody is: it fails closed.
+4. the actor is an approver (or, once escalated, a backup approver). Each list counts
+   only when all of it was resolved: if the approvers' groups could not be read, nobody
+   is authorized by them (it fails closed); a backup list that could not be read does
+   not lock out approvers who are known.
 """
 
 from __future__ import annotations
@@ -62,22 +64,17 @@ class Clicked:
     message_ts: str | None
 
 
-def approver_ids(request: ApprovalRequest) -> tuple[str, ...] | None:
-    """The IDs that may decide ``request`` now (``None``: anyone in the workspace):
-    its approvers, and its backup approvers once it is escalated."""
-    rules = request.rules
-    if rules.approvers is None:
-        return None
-    backup = rules.escalate_to if request.escalated_at is not None else ()
-    return tuple(dict.fromkeys((*rules.approvers, *backup)))
-
-
 def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
-    """Whether deciding needs the approver list resolved (not for anyone-may lists,
+    """Whether deciding needs the approver lists resolved (not for anyone-may requests,
     nor for the requester rejecting their own run)."""
-    if approver_ids(request) is None:
+    if request.rules.approvers is None:
         return False
     return not (action == "reject" and actor.user_id == request.requester_id)
+
+
+def backup_ids(request: ApprovalRequest) -> tuple[str, ...]:
+    """The backup approvers who may decide ``request`` now (once it is escalated)."""
+    return request.rules.escalate_to if request.escalated_at is not None else ()
 
 
 def refusal(
@@ -87,6 +84,7 @@ def refusal(
     *,
     installation: Installation,
     members: Members | None,
+    backup: Members | None = None,
     clicked: Clicked | None = None,
 ) -> str | None:
     """Return why ``actor`` may not ``action`` (``approve``, ``edit``, ``reject``,
@@ -97,8 +95,9 @@ def refusal(
         action: What they do.
         request: The request, as stored now.
         installation: The app's installation.
-        members: ``approver_ids(request)`` resolved (``None`` when ``needs_members`` is
-            false).
+        members: ``request.rules.approvers`` resolved (``None`` when ``needs_members``
+            is false).
+        backup: ``backup_ids(request)`` resolved, once the request is escalated.
         clicked: For a click or a modal open: where the button was.
 
     Returns:
@@ -124,12 +123,21 @@ def refusal(
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     is_requester = actor.user_id == request.requester_id
     if is_requester and action in DECIDING_ACTIONS and not request.rules.requester_may_approve:
-        return review_wording.four_eyes_text(name)
+        can_reject = "reject" in request.allowed_decisions
+        return review_wording.four_eyes_text(name, can_reject=can_reject)
     if not needs_members(request, action, actor):
         return None
-    if members is None or not members.resolved:
-        groups = ", ".join(members.unresolved) if members else "?"
-        return review_wording.cannot_check_text(groups)
-    if actor.user_id not in members.users:
-        return review_wording.not_approver_text(name)
-    return None
+    lists = [m for m in (members, backup) if m is not None]
+    if any(m.resolved and actor.user_id in m.users for m in lists):
+        return None
+    if members is None:
+        return review_wording.cannot_check_text("?")
+    unresolved = [m for m in lists if not m.resolved]
+    unknown = [g for m in unresolved for g in m.unknown]
+    if unknown:
+        return review_wording.unknown_groups_text(", ".join(unknown))
+    if unresolved:
+        return review_wording.cannot_check_text(
+            ", ".join(g for m in unresolved for g in m.unresolved)
+        )
+    return review_wording.not_approver_text(name)

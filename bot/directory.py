@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 GROUP_TTL_S = 60.0
 """How long a user group's members are trusted without asking Slack again, seconds."""
+UNKNOWN_GROUP_CODES = frozenset({"no_such_subteam"})
+"""``usergroups.users.list`` errors that mean the group does not exist (a policy mistake,
+not an outage)."""
 
 
 def is_group(principal: str) -> bool:
@@ -37,12 +40,14 @@ class Members:
 
     Attributes:
         users: Every user ID, the groups' members included.
-        unresolved: Groups that could not be read, with why; non-empty means
-            nobody may be authorized by this list.
+        unresolved: Groups that could not be read; non-empty means nobody may be
+            authorized by this list.
+        unknown: Those of ``unresolved`` that Slack says do not exist.
     """
 
     users: frozenset[str]
     unresolved: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:
@@ -80,22 +85,26 @@ class Directory:
         """
         users: set[str] = set()
         unresolved: list[str] = []
+        unknown: list[str] = []
         for principal in principals:
             if not is_group(principal):
                 users.add(principal)
                 continue
             group = await self._group(team_id, principal)
-            if group is None:
-                unresolved.append(principal)
-            else:
+            if isinstance(group, frozenset):
                 users |= group
-        return Members(users=frozenset(users), unresolved=tuple(unresolved))
+                continue
+            unresolved.append(principal)
+            if group in UNKNOWN_GROUP_CODES:
+                unknown.append(principal)
+        return Members(users=frozenset(users), unresolved=tuple(unresolved), unknown=tuple(unknown))
 
     def forget(self, team_id: str | None, usergroup_id: str) -> None:
         """Drop a group from the cache (Slack reported a membership change)."""
         self._groups.pop((team_id, usergroup_id), None)
 
-    async def _group(self, team_id: str | None, usergroup_id: str) -> frozenset[str] | None:
+    async def _group(self, team_id: str | None, usergroup_id: str) -> frozenset[str] | str:
+        """The group's members, or the error code Slack answered instead."""
         cached = self._groups.get((team_id, usergroup_id))
         now = self.clock()
         if cached is not None and now - cached[0] < self.ttl_s:
@@ -107,6 +116,6 @@ class Directory:
         except SlackCallError as exc:
             logger.warning("user group %s of team %s not read: %s", usergroup_id, team_id, exc)
             self.forget(team_id, usergroup_id)  # never decide on members Slack disowned
-            return None
+            return exc.code or "unreachable"
         self._groups[(team_id, usergroup_id)] = (now, found)
         return found

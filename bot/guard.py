@@ -17,7 +17,7 @@ from bot.authorization import (
     Actor,
     Clicked,
     Installation,
-    approver_ids,
+    backup_ids,
     needs_members,
     refusal,
 )
@@ -78,12 +78,20 @@ class Guard:
         Raises:
             StoreUnavailableError: The refusal could not be kept (nothing else changed).
         """
-        members = None
-        ids = approver_ids(request)
-        if ids is not None and needs_members(request, action, actor):
-            members = await self.directory.members(installation.team_id, ids)
+        members = backup = None
+        if request.rules.approvers is not None and needs_members(request, action, actor):
+            team_id = installation.team_id
+            members = await self.directory.members(team_id, request.rules.approvers)
+            if backup_ids(request):
+                backup = await self.directory.members(team_id, backup_ids(request))
         why = refusal(
-            actor, action, request, installation=installation, members=members, clicked=clicked
+            actor,
+            action,
+            request,
+            installation=installation,
+            members=members,
+            backup=backup,
+            clicked=clicked,
         )
         if why is None:
             return None
@@ -105,3 +113,17 @@ class Guard:
             reason=review_wording.plain(why),
         )
         return why
+
+    async def current_approvers(
+        self, request: ApprovalRequest, *, installation: Installation
+    ) -> frozenset[str] | None:
+        """Who of ``request.approved_by`` may still approve it (a DBA who left the group
+        since approving no longer counts); ``None``: all of them (anyone may decide)."""
+        if request.rules.approvers is None or not request.approved_by:
+            return None
+        team_id = installation.team_id
+        lists = [await self.directory.members(team_id, request.rules.approvers)]
+        if backup_ids(request):
+            lists.append(await self.directory.members(team_id, backup_ids(request)))
+        known = frozenset().union(*(m.users for m in lists if m.resolved))
+        return frozenset(u for u in request.approved_by if u in known)

@@ -41,6 +41,7 @@ class DecisionRecorder:
         user_id: str,
         team_id: str | None,
         version: str,
+        still_approvers: frozenset[str] | None = None,
     ) -> Recording:
         """Record ``decision`` if the request is still pending; signal the workers once it
         is decided.
@@ -55,6 +56,8 @@ class DecisionRecorder:
             team_id: Their workspace.
             version: The call's version they saw (``ApprovalRequest.version``, from the
                 card's button or the opened form).
+            still_approvers: Of the earlier approvals, the people who may still approve
+                (``bot.guard.Guard.current_approvers``); ``None``: all of them.
 
         Returns:
             As ``ApprovalStore.approve`` (approve), ``propose_edit`` (edit) or
@@ -65,7 +68,11 @@ class DecisionRecorder:
         """
         if decision.type == "approve":
             outcome = await self.store.approve(
-                request_id, user_id=user_id, team_id=team_id, version=version
+                request_id,
+                user_id=user_id,
+                team_id=team_id,
+                version=version,
+                still_approvers=still_approvers,
             )
         elif decision.type == "edit":
             outcome = await self.store.propose_edit(

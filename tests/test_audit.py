@@ -81,6 +81,8 @@ async def test_the_export_of_a_run_lists_exactly_what_happened(harness: Harness)
         ("applied", None),
     ]
     assert len(rows) == 12  # nothing else: no event of another run or kind
+    approved = next(r for r in rows if r["kind"] == "approved")
+    assert approved["decision"] == "approve" and approved["user_id"] == DBA
     decided = next(r for r in rows if r["kind"] == "decided" and r["request_id"] == sql.request_id)
     assert decided["decision"] == "approve" and decided["team_id"] == "T0SANDBOX"
     assert decided["thread_id"] == run.thread_id and decided["interrupt_id"] == sql.interrupt_id
@@ -101,10 +103,21 @@ async def test_the_export_of_a_run_lists_exactly_what_happened(harness: Harness)
     assert everything.stdout == done.stdout
 
 
-async def test_a_bad_time_is_refused_by_name(pg_url: str) -> None:
-    result = export(pg_url, "--since", "yesterday")
-    assert result.returncode == 2
-    assert "--since 'yesterday' is not an ISO 8601 time" in result.stderr
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--since", "yesterday"], "--since 'yesterday' is not an ISO 8601 time"),
+        (["--since", "2026-12-02", "--until", "2026-12-01"], "is not before --until"),
+        (
+            ["--output", "/nonexistent/dir/audit.csv"],
+            "--output /nonexistent/dir/audit.csv: No such",
+        ),
+    ],
+)
+async def test_bad_options_are_refused_by_name(pg_url: str, args: list[str], said: str) -> None:
+    result = export(pg_url, *args)
+    assert result.returncode == 2 and said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_csv_cells_a_spreadsheet_would_run_are_kept_as_text() -> None:

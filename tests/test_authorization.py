@@ -88,6 +88,12 @@ def test_four_eyes_the_requester_may_not_decide_their_own_call(action: str) -> N
     assert why(Actor("UREQ", "T1"), action, allowed, members=Members(frozenset({"UREQ"}))) is None
 
 
+def test_four_eyes_offers_reject_only_where_the_card_has_it() -> None:
+    asks = request(allowed_decisions=["respond"])
+    text = why(Actor("UREQ", "T1"), "respond", asks) or ""
+    assert "You started this run" in text and "reject" not in text
+
+
 def test_the_requester_may_reject_their_own_call_without_being_an_approver() -> None:
     assert why(Actor("UREQ", "T1"), "reject", request(), members=None) is None
 
@@ -98,6 +104,28 @@ def test_unresolved_approvers_authorize_nobody() -> None:
         assert "could not be read" in (
             why(Actor(actor, "T1"), "approve", request(), members=failed) or ""
         )
+
+
+def test_groups_slack_does_not_know_are_named_as_a_policy_mistake() -> None:
+    ghost = Members(users=frozenset(), unresolved=("S0GHOST",), unknown=("S0GHOST",))
+    text = why(Actor("UDBA", "T1"), "approve", request(), members=ghost) or ""
+    assert "Slack does not know (S0GHOST)" in text and "admin" in text
+
+
+def test_an_unreadable_backup_group_does_not_lock_out_known_approvers() -> None:
+    rules = ReviewRules(approvers=("S0DBA",), escalate_to=("S0BACK",), escalate_after_s=60)
+    escalated = request(rules=rules, escalated_at=5.0)
+    down = Members(users=frozenset(), unresolved=("S0BACK",))
+    assert (
+        refusal(
+            Actor("UDBA", "T1"), "approve", escalated, installation=HOME, members=DBAS, backup=down
+        )
+        is None
+    )
+    text = refusal(
+        Actor("UBACK", "T1"), "approve", escalated, installation=HOME, members=DBAS, backup=down
+    )
+    assert "could not be read" in (text or "")
 
 
 def test_without_approvers_anyone_in_the_workspace_but_the_requester_may_decide() -> None:

@@ -99,6 +99,22 @@ def test_who_decides_keys_are_read_into_each_requests_rules(tmp_path: Path) -> N
             "max_active_runs_per_user: Input should be greater",
         ),
         ("requesters: [alice]\n", 1, "requesters.0: 'alice' is not a Slack user ID"),
+        (
+            "tools:\n  execute_sql:\n    approvers: [S0DBA]\n  execute_sql:\n    approvers: []\n",
+            4,
+            "execute_sql: given twice (first on line 2)",
+        ),
+        (
+            "tools:\n  x:\n    approvers: [U1A]\n    approvers: [U2B]\n",
+            4,
+            "x.approvers: given twice",
+        ),
+        (
+            "tools:\n  x:\n    approvers: [U0DBA, U0DBA]\n    required_approvals: 2\n",
+            2,
+            "approvers names only 1 person: no call could ever be approved",
+        ),
+        ("tools:\n  x:\n    required_approvals: true\n", 3, "required_approvals: Input should be"),
     ],
 )
 def test_a_bad_key_or_value_is_refused_with_its_name_and_line(

@@ -87,6 +87,17 @@ async def test_two_distinct_approvals_decide_and_repeated_clicks_count_once(
     assert isinstance(late, AlreadyDecided)
 
 
+async def test_an_earlier_approver_who_left_the_approvers_no_longer_counts(
+    store: ApprovalStore,
+) -> None:
+    request = await stored_quorum(store)
+    await store.approve("q1", user_id="UA", team_id="T1", version=request.version)
+    outcome = await store.approve(
+        "q1", user_id="UB", team_id="T1", version=request.version, still_approvers=frozenset()
+    )
+    assert isinstance(outcome, Counted) and outcome.request.approved_by == ["UB"]
+
+
 async def test_concurrent_approvals_of_distinct_people_all_count(store: ApprovalStore) -> None:
     request = await stored_quorum(store, required=3)
     users = ["UA", "UB", "UC"]
@@ -114,8 +125,14 @@ async def test_an_edit_replaces_the_call_and_restarts_its_approvals(store: Appro
     assert isinstance(stale, CallChanged)  # a click on the card drawn before the edit
     fresh = await store.approve("q1", user_id="UA", team_id="T1", version=edited.request.version)
     assert isinstance(fresh, Recorded) and fresh.request.decision == edit
-    kinds = [e.kind for e in await read_events(store.db) if e.request_id == "q1"]
-    assert kinds == [AuditKind.REQUESTED, AuditKind.APPROVED, AuditKind.EDITED, AuditKind.DECIDED]
+    events = [e for e in await read_events(store.db) if e.request_id == "q1"]
+    assert [(e.kind, e.user_id, e.decision) for e in events] == [
+        (AuditKind.REQUESTED, None, None),
+        (AuditKind.APPROVED, "UA", "approve"),
+        (AuditKind.EDITED, "UB", "edit"),
+        (AuditKind.DECIDED, "UA", "edit"),
+    ]
+    assert events[2].edited_args == {"path": "b.txt", "content": "y"}
 
 
 async def test_with_one_required_approval_an_edit_is_decided_at_once(
@@ -157,6 +174,21 @@ async def test_the_audit_trail_refuses_updates_and_deletes(store: ApprovalStore)
         with pytest.raises(StoreRejectedError, match="append-only"):
             await store.db.execute(statement)
     assert await read_events(store.db) == [event]
+
+
+async def test_the_audit_trail_cannot_be_truncated(pg_url: str) -> None:
+    backend = await open_backend(pg_url)
+    try:
+        with pytest.raises(StoreRejectedError, match="append-only"):
+            await backend.db.execute("TRUNCATE audit_events")
+    finally:
+        await backend.close()
+
+
+async def test_concurrent_starts_by_one_user_never_pass_the_limit(store: ApprovalStore) -> None:
+    runs = [make_run(f"run-{i}") for i in range(30)]
+    started = await asyncio.gather(*(store.create_run_within(r, max_active=3) for r in runs))
+    assert sum(r is not None for r in started) == 3
 
 
 async def test_a_user_at_the_run_limit_queues_nothing(store: ApprovalStore) -> None:

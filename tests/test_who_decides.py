@@ -341,13 +341,27 @@ async def test_a_user_group_change_reported_by_slack_applies_at_once(harness: Ha
     await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
 
 
+async def test_an_approval_by_someone_who_left_the_group_no_longer_counts(
+    harness: Harness,
+) -> None:
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    await harness.click(sql, "approve", user_id=DBA)
+    await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+    await harness.sandbox.set_usergroup("S0DBA", "dba-team", [SECOND_DBA, BACKUP])
+    await harness.click(sql, "approve", user_id=SECOND_DBA)
+    stored = await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
+    assert stored.state == ApprovalState.PENDING  # still one more: DBA's no longer counts
+
+
 async def test_approvers_slack_cannot_list_authorize_nobody(harness: Harness) -> None:
     # No S0DBA group exists: usergroups.users.list answers no_such_subteam.
     harness.sandbox.add_user(SECOND_DBA, "dba2")
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
     await harness.click(sql, "approve", user_id=DBA)
-    await told(harness, DBA, "could not be read")
+    await told(harness, DBA, "the policy names approver groups Slack does not know (S0DBA)")
     # Slack down (5xx past slack_sdk's retries): the same, and the reviewer too is refused.
     await people(harness)
     harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)

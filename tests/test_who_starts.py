@@ -87,10 +87,10 @@ async def test_a_bots_mention_never_starts_a_run(harness: Harness) -> None:
     await harness.wait_for(lambda: _runs_at_least(harness, 1))
 
 
-async def test_requester_groups_slack_cannot_list_let_no_one_start(harness: Harness) -> None:
+async def test_requester_groups_slack_does_not_know_let_no_one_start(harness: Harness) -> None:
     harness.sandbox.add_user(OUTSIDER, "outsider")  # S0REQ was never created
     await command(harness, REQUESTER)
-    await told(harness, REQUESTER, "could not be read")
+    await told(harness, REQUESTER, "names groups Slack does not know (S0REQ) as `requesters`")
     assert await run_count(harness) == 0
 
 

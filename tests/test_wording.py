@@ -53,7 +53,7 @@ def test_private_answers_and_field_errors_keep_their_markup_apart() -> None:
         assert "*" not in plain and ":warning:" not in plain  # a field error shows no mrkdwn
     assert wording.STORE_DOWN_TEXT.startswith(":warning:") and "*not*" in wording.STORE_DOWN_TEXT
     assert wording.already_decided_plain("approved", " at 14:02 UTC") == (
-        "Another reviewer already decided this request (approved at 14:02 UTC); "
+        "This request was already decided (approved at 14:02 UTC); "
         "nothing was recorded. See the card for who."
     )
     assert wording.MENTION_USAGE_TEXT.startswith("Usage: `@agent <task>`")
