@@ -197,6 +197,8 @@ class StartListeners:
                 return review_wording.NO_WORKER_TEXT
             if rules.requesters is not None:
                 members = await self.directory.members(team_id, rules.requesters)
+                if members.unknown:
+                    return review_wording.requesters_unknown_text(", ".join(members.unknown))
                 if not members.resolved:
                     return review_wording.requesters_unresolved_text(", ".join(members.unresolved))
                 if user_id not in members.users:
