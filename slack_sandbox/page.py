@@ -48,6 +48,7 @@ def page_state(core: Core, request_url: str | None) -> dict[str, Any]:
         "request_url": request_url,
         "users": [{"id": u, "name": n} for u, n in ws.users.items()],
         "channels": [{"id": c, "name": n} for c, n in ws.channels.items()],
+        "usergroups": [{"id": g.id, "handle": g.handle} for g in core.usergroups.groups.values()],
         "messages": messages,
         "ephemerals": copy.deepcopy(ws.ephemerals),
         "views": copy.deepcopy(core.modals.stacks),

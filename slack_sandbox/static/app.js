@@ -50,7 +50,11 @@
     const s = ui.state;
     const users = Object.fromEntries(s.users.map((u) => [u.id, u.name]));
     users[s.bot_user_id] = "Agent Bridge";
-    return { users, channels: Object.fromEntries(s.channels.map((c) => [c.id, c.name])) };
+    return {
+      users,
+      channels: Object.fromEntries(s.channels.map((c) => [c.id, c.name])),
+      groups: Object.fromEntries((s.usergroups || []).map((g) => [g.id, g.handle])),
+    };
   }
 
   function clock(ts) {

@@ -54,6 +54,11 @@ const Mrkdwn = (() => {
       // Slack shows a localised date; the sandbox shows the fallback text.
       return el("span", "date", [unescape(label || target.slice(6).split("^")[0])]);
     }
+    if (target.startsWith("!subteam^")) {
+      // A user-group mention: Slack shows the group's @handle.
+      const id = target.slice("!subteam^".length);
+      return el("span", "mention", ["@" + (label || (names.groups || {})[id] || id)]);
+    }
     if (target.startsWith("!")) {
       const word = target.slice(1).split("^")[0];
       return el("span", "mention broadcast", ["@" + (label || word)]);
