@@ -18,6 +18,28 @@ CREATE_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS bridge_schema_version (versio
 SELECT_VERSION = "SELECT MAX(version) AS version FROM bridge_schema_version"
 INSERT_VERSION = "INSERT INTO bridge_schema_version (version) VALUES (:version)"
 
+AUDIT_COLUMNS = """event_id TEXT NOT NULL UNIQUE,
+            at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            thread_id TEXT NOT NULL,
+            request_id TEXT,
+            interrupt_id TEXT,
+            tool_call_id TEXT,
+            tool_name TEXT,
+            call_hash TEXT,
+            proposed_args TEXT,
+            edited_args TEXT,
+            decision TEXT,
+            reason TEXT,
+            user_id TEXT,
+            team_id TEXT,
+            requester_id TEXT,
+            requested_at DOUBLE PRECISION,
+            detail TEXT
+        )"""
+"""``audit_events``' columns after ``seq``, whose type differs by dialect."""
+
 Statement = str | Mapping[Dialect, str]
 """One DDL statement: portable text, or one text per dialect (triggers)."""
 
@@ -125,50 +147,10 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             updated_at DOUBLE PRECISION NOT NULL
         )""",
         {  # seq: the order events were written in (times can tie)
-            "postgres": """CREATE TABLE audit_events (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            event_id TEXT NOT NULL UNIQUE,
-            at DOUBLE PRECISION NOT NULL,
-            kind TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            thread_id TEXT NOT NULL,
-            request_id TEXT,
-            interrupt_id TEXT,
-            tool_call_id TEXT,
-            tool_name TEXT,
-            call_hash TEXT,
-            proposed_args TEXT,
-            edited_args TEXT,
-            decision TEXT,
-            reason TEXT,
-            user_id TEXT,
-            team_id TEXT,
-            requester_id TEXT,
-            requested_at DOUBLE PRECISION,
-            detail TEXT
-        )""",
-            "sqlite": """CREATE TABLE audit_events (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            event_id TEXT NOT NULL UNIQUE,
-            at DOUBLE PRECISION NOT NULL,
-            kind TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            thread_id TEXT NOT NULL,
-            request_id TEXT,
-            interrupt_id TEXT,
-            tool_call_id TEXT,
-            tool_name TEXT,
-            call_hash TEXT,
-            proposed_args TEXT,
-            edited_args TEXT,
-            decision TEXT,
-            reason TEXT,
-            user_id TEXT,
-            team_id TEXT,
-            requester_id TEXT,
-            requested_at DOUBLE PRECISION,
-            detail TEXT
-        )""",
+            "postgres": "CREATE TABLE audit_events (seq BIGINT GENERATED ALWAYS AS IDENTITY "
+            f"PRIMARY KEY, {AUDIT_COLUMNS}",
+            "sqlite": f"CREATE TABLE audit_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+            f"{AUDIT_COLUMNS}",
         },
         "CREATE INDEX audit_events_at ON audit_events (at)",
         {

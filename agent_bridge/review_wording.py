@@ -98,6 +98,12 @@ def quorum_line(approved: str, needed: int, required: int) -> str:
     return f"Approved by {approved} · {more} needed (of {required})."
 
 
+def time_limit_line(when: str, outcome: str, *, reminded: bool) -> str:
+    """The card's review time limit: ``when`` a Slack date, ``outcome`` e.g. "rejected"."""
+    lead = ":alarm_clock: Reminder sent. " if reminded else ":stopwatch: "
+    return f"{lead}If no one decides by {when}, it will be {outcome} automatically."
+
+
 def escalated_line(mentions: str) -> str:
     """The card after escalation: the backup approvers may decide too."""
     return f":arrow_double_up: Escalated to {mentions}: they may decide too."

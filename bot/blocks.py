@@ -23,7 +23,7 @@ from agent_bridge import wording
 from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run, RunState
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
-from bot.mrkdwn import code_block, escape, inline_code, split_escaped, truncate
+from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
 from bot.review_blocks import approvals_line, notify_text, review_context
 
 FALLBACK_TEXT_MAX_CHARS = 3000
@@ -300,16 +300,6 @@ def _edited_cut(request: ApprovalRequest) -> bool:
         bool(decision and decision.type == "edit")
         and code_block(_edited_json(request), OUTCOME_MAX_CHARS)[1]
     )
-
-
-def slack_date(unix_s: float) -> str:
-    """Slack's localised date, e.g. ``<!date^1700000000^{date_short_pretty} {time}|…>``.
-
-    The fallback (shown where Slack cannot localise) is the UTC time, ``2023-11-14 22:13
-    UTC``. https://api.slack.com/reference/surfaces/formatting#date-formatting
-    """
-    fallback = datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(unix_s)}^{{date_short_pretty}} {{time}}|{fallback}>"
 
 
 def _note(text: str) -> dict[str, Any]:

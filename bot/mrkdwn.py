@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 ENTITIES: dict[str, str] = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 """The only three characters Slack asks apps to escape in mrkdwn."""
@@ -211,3 +212,13 @@ def _joins_previous(char: str) -> bool:
         or char in _JOINERS
         or "\U0001f3fb" <= char <= "\U0001f3ff"
     )
+
+
+def slack_date(unix_s: float) -> str:
+    """Slack's localised date, e.g. ``<!date^1700000000^{date_short_pretty} {time}|…>``.
+
+    The fallback (shown where Slack cannot localise) is the UTC time, ``2023-11-14 22:13
+    UTC``. https://api.slack.com/reference/surfaces/formatting#date-formatting
+    """
+    fallback = datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(unix_s)}^{{date_short_pretty}} {{time}}|{fallback}>"

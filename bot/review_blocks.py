@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
-from bot.mrkdwn import inline_code
+from bot.mrkdwn import inline_code, slack_date
 
 TOOL_NAME_MAX_CHARS = 200
 _USER = re.compile(r"[UW][A-Z0-9]{2,20}")
@@ -38,8 +38,9 @@ def mentions(principals: Iterable[str]) -> str:
 
 
 def review_lines(request: ApprovalRequest) -> list[str]:
-    """The lines a pending card adds about who decides: approvers (mentioned), the
-    pending edit, quorum progress, escalation."""
+    """The lines a pending card adds about who decides and by when: approvers
+    (mentioned), the pending edit, quorum progress, escalation, the time limit (and that
+    a reminder went out)."""
     rules = request.rules
     lines = []
     if rules.approvers is not None:
@@ -54,6 +55,12 @@ def review_lines(request: ApprovalRequest) -> list[str]:
         )
     if request.escalated_at is not None and rules.escalate_to:
         lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
+    if request.expires_at is not None and request.timeout_decision is not None:
+        outcome = wording.OUTCOMES[request.timeout_decision.type][1].lower()
+        when = slack_date(request.expires_at)
+        lines.append(
+            review_wording.time_limit_line(when, outcome, reminded=request.reminded_at is not None)
+        )
     return lines
 
 

@@ -320,6 +320,8 @@ async def test_escalation_calls_in_the_backup_then_the_time_limit_applies(
     clock.now += 300  # half of review_timeout_s: the reminder, mentioning the approvers
     reminder = await harness.wait_for(lambda: _replies(harness, sql, "Reminder"))
     assert "<!subteam^S0DBA>" in reminder
+    shown = json.dumps(card_of(harness, sql)["blocks"])
+    assert "Reminder sent. If no one decides by <!date^" in shown and "rejected" in shown
     clock.now += 900  # past review_timeout_s: the default decision
     done = await harness.finished(run)
     expired = await current(harness, sql)
