@@ -118,7 +118,14 @@ class RunDriver:
 
     def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:
         """What to stream: the resume, the task (a new ``thread_id``), ``None`` (continue a step
-        a dead worker left), or ``_FINISHED``."""
+        a dead worker left), or ``_FINISHED``.
+
+        The graph has ended only when it has neither ``next`` nodes nor pending
+        ``tasks``: LangGraph leaves a task whose writes were saved out of ``next``
+        (a worker killed after a turn's tools ran, before the step's checkpoint), and
+        continuing with ``None`` applies those saved writes without running the tools
+        again, then runs the agent's real next turn (docs/architecture.md, step 8).
+        """
         if snapshot.interrupts:
             logger.info(
                 "run=%s thread_id=%s resuming interrupts=%s",
@@ -129,7 +136,14 @@ class RunDriver:
             return Command(resume=plan.resume)
         if not snapshot.values:
             return {"messages": [{"role": "user", "content": run.task}]}
-        if snapshot.next:
+        if snapshot.next or snapshot.tasks:
+            logger.info(
+                "run=%s thread_id=%s continuing a step left by a dead worker next=%s tasks=%d",
+                run.run_id,
+                run.thread_id,
+                list(snapshot.next),
+                len(snapshot.tasks),
+            )
             return None
         return _FINISHED
 

@@ -8,7 +8,9 @@ process kills itself, without any cleanup, at POINT:
 - ``before_resume``: decisions are recorded, the resume not yet started;
 - ``in_tool``: inside ``write_file``, after it wrote the file, before it returned;
 - ``in_sql``: inside ``execute_sql``, after its statement committed, before it returned;
-- ``before_mark_applied``: the resume finished, the requests not yet marked applied.
+- ``before_mark_applied``: the resume finished, the requests not yet marked applied;
+- ``after_tools``: a turn's ``append_line`` result is saved as a pending write of its
+  step, the step's checkpoint not yet written (the ledger agent's flow).
 
 Without ``--crash-at`` it is a plain worker (the restart).
 """
@@ -22,6 +24,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NoReturn
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -45,6 +48,8 @@ from tests.graph_wrappers import ResumeInterceptor
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 """The points of the demo task's flow; ``in_sql`` has a test of its own."""
 TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
+OTHER_POINTS = ("in_sql", "after_tools")
+"""Points with a test of their own."""
 
 
 def die() -> NoReturn:
@@ -57,6 +62,41 @@ class CrashingNotifier(SlackNotifier):
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
         die()
         raise AssertionError("unreachable")
+
+
+def has_tool_result(value: Any, tool_name: str) -> bool:
+    """Whether a checkpoint write's value holds a ``ToolMessage`` of ``tool_name``."""
+    values = value if isinstance(value, list | tuple) else [value]
+    return any(isinstance(v, ToolMessage) and v.name == tool_name for v in values)
+
+
+def die_after_tool_writes(checkpointer: Any, tool_name: str) -> None:
+    """Make ``checkpointer`` die once it has saved a task's write of a ``tool_name``
+    result and is asked for the step's checkpoint: the tool ran and its result is
+    saved (a pending write), the step is not.
+
+    LangGraph saves writes and checkpoints in the background (``durability="async"``),
+    so the checkpoint waits for the saved write before the process dies.
+    """
+    original_writes = checkpointer.aput_writes
+    original_put = checkpointer.aput
+    saved: list[asyncio.Event] = []
+
+    async def aput_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        done = asyncio.Event()
+        if any(has_tool_result(value, tool_name) for _, value in writes):
+            saved.append(done)
+        await original_writes(config, writes, task_id, task_path)
+        done.set()
+
+    async def aput(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if saved:
+            await saved[0].wait()
+            die()
+        return await original_put(config, checkpoint, metadata, new_versions)
+
+    checkpointer.aput_writes = aput_writes
+    checkpointer.aput = aput
 
 
 class CrashingStore(ApprovalStore):
@@ -106,6 +146,8 @@ async def main(crash_at: str | None) -> None:
     tools = load_tools(settings)
     if crash_at in TOOL_POINTS:
         tools = crashing_tools(tools, TOOL_POINTS[crash_at])
+    if crash_at == "after_tools":
+        die_after_tool_writes(backend.checkpointer, "append_line")
     graph: AgentGraph = build_agent(
         tools=tools,
         model=load_model(settings.model),
@@ -142,5 +184,5 @@ async def main(crash_at: str | None) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--crash-at", choices=[*POINTS, "in_sql"])
+    parser.add_argument("--crash-at", choices=[*POINTS, *OTHER_POINTS])
     asyncio.run(main(parser.parse_args().crash_at))

@@ -24,11 +24,22 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from tests.crash_worker import POINTS
 from tests.harness import Harness
+from tests.ledger_agent import ledger_lines
 
 REPO = Path(__file__).resolve().parent.parent
 REASON = "Archive the rows before deleting them."
 LEASE_S = 1.5
 EXIT_TIMEOUT_S = 30.0
+LEDGER_AGENT = {
+    "AGENT": "tests.ledger_agent:make_tools",
+    "POLICY": "tests/fixtures/ledger_policy.yml",
+}
+"""The agent whose ``append_line`` leaves a line per real execution."""
+TWO_TURNS = {
+    "tool_calls": [{"name": "append_line", "args": {"line": "first"}}],
+    "then": [[{"name": "append_line", "args": {"line": "second"}}]],
+}
+"""A task whose next turn, once the first call's result is back, calls the tool again."""
 
 
 @pytest.fixture
@@ -38,9 +49,10 @@ def harness_options() -> dict[str, Any]:
 
 
 async def start_worker(
-    harness: Harness, log: Path, crash_at: str | None = None
+    harness: Harness, log: Path, crash_at: str | None = None, agent: dict[str, str] | None = None
 ) -> asyncio.subprocess.Process:
-    """Start ``tests.crash_worker`` as a real process with the harness's configuration."""
+    """Start ``tests.crash_worker`` as a real process with the harness's configuration
+    (``agent``: ``AGENT`` and ``POLICY`` of another agent than the demo's)."""
     settings = harness.settings
     env = {
         **os.environ,
@@ -51,6 +63,7 @@ async def start_worker(
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLL_INTERVAL_S": "0.3",
         "LEASE_S": str(LEASE_S),
+        **(agent or {}),
     }
     args = ["--crash-at", crash_at] if crash_at else []
     with log.open("ab") as out:
@@ -73,11 +86,14 @@ async def killed(process: asyncio.subprocess.Process) -> None:
 
 
 async def restarted(
-    process: asyncio.subprocess.Process, harness: Harness, log: Path
+    process: asyncio.subprocess.Process,
+    harness: Harness,
+    log: Path,
+    agent: dict[str, str] | None = None,
 ) -> asyncio.subprocess.Process:
     """Wait for the crashing worker's SIGKILL, then start a plain one in its place."""
     await killed(process)
-    return await start_worker(harness, log)
+    return await start_worker(harness, log, agent=agent)
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
@@ -159,3 +175,28 @@ async def test_a_statement_committed_before_a_kill_is_not_run_again(
         assert conn.execute("SELECT total FROM orders WHERE id = 1").fetchone()[0] == 220.0
     (result,) = await harness.tool_messages(run)
     assert result.content == "1 rows affected"
+
+
+async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The kill leaves the turn's result saved as a pending write and no ``next`` node:
+    the restarted worker replays that result (the tool is not run again) and the agent's
+    next turn, which calls the tool again, runs; the run is not taken as finished."""
+    log = tmp_path / "worker.log"
+    worker = await start_worker(harness, log, "after_tools", agent=LEDGER_AGENT)
+    try:
+        run = await harness.start_run(TWO_TURNS)
+        (first,) = await harness.requests(run, count=1)
+        await harness.click(first, "approve")
+        worker = await restarted(worker, harness, log, agent=LEDGER_AGENT)
+        _, second = await harness.requests(run, count=2)
+        await harness.click(second, "approve")
+        done = await harness.finished(run)
+    finally:
+        await stop(worker)
+    assert done.state == RunState.DONE, log.read_text()
+    lines = [line.split(" ", 1)[1] for line in ledger_lines(harness.settings.workspace_dir)]
+    assert lines == ["first", "second"]
+    assert done.final_answer and "appended first" in done.final_answer
+    assert "appended second" in done.final_answer
