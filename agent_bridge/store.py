@@ -44,6 +44,7 @@ from agent_bridge.store_sql import (
     SELECT_DUE_REMINDERS,
     SELECT_INTERRUPT_REQUESTS,
     SELECT_LATEST_RUN,
+    SELECT_NEXT_LEASE_END,
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
@@ -192,6 +193,13 @@ class ApprovalStore:
         expired, oldest first."""
         rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock(), "agent": agent})
         return [r["run_id"] for r in rows]
+
+    async def next_lease_end(self, agent: str = DEFAULT_AGENT, *, other_than: str) -> float | None:
+        """Return when the soonest lease on one of ``agent``'s running runs ends (Unix
+        time, seconds), leases of ``other_than`` left out; ``None`` if none is held."""
+        row = await self.db.fetch_one(SELECT_NEXT_LEASE_END, {"agent": agent, "owner": other_than})
+        value = row["lease_until"] if row else None
+        return float(value) if value is not None else None
 
     async def runs_needing_work(self, agent: str = DEFAULT_AGENT) -> list[str]:
         """Return IDs of ``agent``'s waiting runs with something for a worker to do.

@@ -21,6 +21,8 @@ RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
     updated_at = :now
     WHERE run_id = :run_id AND lease_owner = :owner"""
+SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
+    WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""
 SET_RUN_THREAD_TS = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
     WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))

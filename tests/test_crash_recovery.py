@@ -49,10 +49,17 @@ def harness_options() -> dict[str, Any]:
 
 
 async def start_worker(
-    harness: Harness, log: Path, crash_at: str | None = None, agent: dict[str, str] | None = None
+    harness: Harness,
+    log: Path,
+    crash_at: str | None = None,
+    agent: dict[str, str] | None = None,
+    *,
+    options: tuple[str, ...] = (),
+    env_changes: dict[str, str | None] | None = None,
 ) -> asyncio.subprocess.Process:
     """Start ``tests.crash_worker`` as a real process with the harness's configuration
-    (``agent``: ``AGENT`` and ``POLICY`` of another agent than the demo's)."""
+    (``agent``: ``AGENT`` and ``POLICY`` of another agent than the demo's; ``options``:
+    more arguments; ``env_changes``: variables changed, or removed when ``None``)."""
     settings = harness.settings
     env = {
         **os.environ,
@@ -65,7 +72,16 @@ async def start_worker(
         "LEASE_S": str(LEASE_S),
         **(agent or {}),
     }
-    args = ["--crash-at", crash_at] if crash_at else []
+    for name, value in (env_changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    args = [
+        *(["--crash-at", crash_at] if crash_at else []),
+        *("--bus-channel", harness.channel),
+        *options,
+    ]
     with log.open("ab") as out:
         return await asyncio.create_subprocess_exec(
             sys.executable,
@@ -200,3 +216,69 @@ async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
     assert lines == ["first", "second"]
     assert done.final_answer and "appended first" in done.final_answer
     assert "appended second" in done.final_answer
+
+
+async def test_a_dead_workers_run_is_continued_within_5_s(harness: Harness, tmp_path: Path) -> None:
+    """With the default ``LEASE_S`` and a poll interval far longer than that, a second
+    worker takes up the run of a worker killed in the middle of a slow tool within 5 s
+    of the kill: it wakes when the dead worker's lease ends, not at its next poll."""
+    log = tmp_path / "worker.log"
+    defaults: dict[str, str | None] = {"LEASE_S": None, "POLL_INTERVAL_S": "60"}
+    first = await start_worker(
+        harness,
+        log,
+        "hang_in_tool",
+        LEDGER_AGENT,
+        options=("--owner", "worker-a"),
+        env_changes=defaults,
+    )
+    ready = tmp_path / "second.ready"
+    second: asyncio.subprocess.Process | None = None
+    workspace = harness.settings.workspace_dir
+    try:
+        run = await harness.start_run(
+            {"tool_calls": [{"name": "append_line", "args": {"line": "slow"}}]}
+        )
+        (request,) = await harness.requests(run, count=1)
+        await harness.click(request, "approve")
+
+        async def slow_tool_running() -> bool:
+            return bool(ledger_lines(workspace))
+
+        await harness.wait_for(slow_tool_running)
+        second = await start_worker(
+            harness,
+            log,
+            None,
+            LEDGER_AGENT,
+            options=("--owner", "worker-b", "--ready-file", str(ready)),
+            env_changes=defaults,
+        )
+
+        async def second_ready() -> bool:
+            return ready.exists()
+
+        await harness.wait_for(second_ready)
+        first.kill()
+        killed_at = asyncio.get_running_loop().time()
+        await killed(first)
+
+        async def taken_over() -> bool:
+            row = await harness.store.db.fetch_one(
+                "SELECT lease_owner FROM runs WHERE run_id = :run_id", {"run_id": run.run_id}
+            )
+            return bool(row and row["lease_owner"] == "worker-b")
+
+        await harness.wait_for(taken_over)
+        waited_s = asyncio.get_running_loop().time() - killed_at
+        done = await harness.finished(run)
+    finally:
+        await stop(first)
+        if second is not None:
+            await stop(second)
+    assert waited_s < 5.0, f"the run waited {waited_s:.1f} s after the kill"
+    assert done.state == RunState.DONE, log.read_text()
+    # killed inside the tool: its body ran again (at least once), its result once
+    assert [line.split(" ", 1)[1] for line in ledger_lines(workspace)] == ["slow", "slow"]
+    (result,) = await harness.tool_messages(run)
+    assert result.content == "appended slow"
