@@ -83,6 +83,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE approval_requests ADD COLUMN review_timeout_s DOUBLE PRECISION",
         "CREATE INDEX runs_agent_state ON runs (agent, state)",
     ),
+    (
+        # issue 9: every message an intention with its Slack ts; cards drawn in order
+        "ALTER TABLE run_notices ADD COLUMN message_ts TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE approval_requests ADD COLUMN drawn_version INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE approval_requests ADD COLUMN changed_at DOUBLE PRECISION",
+        """CREATE INDEX approval_requests_undrawn ON approval_requests (changed_at)
+            WHERE drawn_version < version""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -161,6 +161,11 @@ class ApprovalRequest(BaseModel):
     timeout_decision: Decision | None = None
     reminded_at: float | None = None
     created_at: float = 0.0
+    version: int = 1
+    """Bumped by every change its card shows (decided, reopened, expired, cancelled)."""
+    drawn_version: int = 1
+    """The highest ``version`` its card is known to have been drawn at; a card whose
+    ``drawn_version`` lags missed a redraw, and the worker's sweep redraws it."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent_bridge.db import Database, Row
@@ -34,6 +35,7 @@ from agent_bridge.store_sql import (
     INSERT_REQUEST,
     INSERT_RUN,
     MARK_APPLIED,
+    MARK_DRAWN,
     MARK_REMINDED,
     MOVE_MESSAGE,
     RECORD_DECISION,
@@ -45,6 +47,7 @@ from agent_bridge.store_sql import (
     SELECT_INTERRUPT_REQUESTS,
     SELECT_LATEST_RUN,
     SELECT_NEXT_LEASE_END,
+    SELECT_NOTICE,
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
@@ -52,10 +55,30 @@ from agent_bridge.store_sql import (
     SELECT_RUN_REQUESTS,
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
+    SELECT_UNDRAWN_CARDS,
     SET_MESSAGE,
+    SET_NOTICE_TS,
     SET_RUN_THREAD_TS,
     UNMARK_REMINDED,
 )
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The intention to post one of a run's messages (``run_notices``).
+
+    Attributes:
+        key: The message's key within its run (``header``, ``tool:<tool_call_id>``...).
+        fresh: Whether the call that returned it recorded it (so no one posted it yet).
+        message_ts: Where it is in Slack, once posted or found; ``None`` before.
+        created_at: When the intention was recorded (Unix time, seconds).
+    """
+
+    key: str
+    fresh: bool
+    message_ts: str | None
+    created_at: float
+
 
 Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
@@ -322,6 +345,7 @@ class ApprovalStore:
                 "request_id": request_id,
                 "note": note,
                 "args_schema": json.dumps(args_schema) if args_schema is not None else None,
+                "now": self.clock(),
             },
         )
         return request_from_row(row) if row else None
@@ -372,12 +396,49 @@ class ApprovalStore:
 
     async def cancel_open_requests(self, run_id: str, *, note: str) -> list[ApprovalRequest]:
         """Close the run's pending and unapplied requests (the run failed); return them."""
-        rows = await self.db.fetch_all(CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note})
+        rows = await self.db.fetch_all(
+            CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
+        )
         return [request_from_row(r) for r in rows]
 
     async def release_notice(self, run_id: str, key: str) -> None:
         """Forget a claimed notice whose post failed, so a later attempt can post it."""
         await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
+
+    async def intend_notice(self, run_id: str, key: str) -> Notice:
+        """Record the intention to post the run's message ``key`` (once; idempotent).
+
+        Returns:
+            The intention: ``fresh`` if this call recorded it (no one can have posted
+            it yet), and the message's ``ts`` once posted.
+        """
+        fresh = await self.claim_notice(run_id, key)
+        row = await self.db.fetch_one(SELECT_NOTICE, {"run_id": run_id, "notice_key": key})
+        assert row is not None  # just inserted or already there
+        return Notice(
+            key=key,
+            fresh=fresh,
+            message_ts=row.get("message_ts"),
+            created_at=float(row["created_at"]),
+        )
+
+    async def set_notice_ts(self, run_id: str, key: str, message_ts: str) -> None:
+        """Remember that the run's message ``key`` is in Slack at ``message_ts``."""
+        await self.db.execute(
+            SET_NOTICE_TS, {"run_id": run_id, "notice_key": key, "message_ts": message_ts}
+        )
+
+    async def mark_drawn(self, request_id: str, version: int) -> None:
+        """Remember that the request's card shows its state at ``version`` (or later)."""
+        await self.db.execute(MARK_DRAWN, {"request_id": request_id, "version": version})
+
+    async def undrawn_cards(self, *, changed_before: float, limit: int) -> list[ApprovalRequest]:
+        """Return posted requests whose card may not show their latest change, changed
+        before ``changed_before`` (Unix time, seconds), oldest change first."""
+        rows = await self.db.fetch_all(
+            SELECT_UNDRAWN_CARDS, {"before": changed_before, "limit": limit}
+        )
+        return [request_from_row(r) for r in rows]
 
     def _request_params(self, request: ApprovalRequest) -> dict[str, Any]:
         return {

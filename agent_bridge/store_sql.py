@@ -60,14 +60,15 @@ MOVE_MESSAGE = """UPDATE approval_requests SET message_ts = :message_ts
     WHERE request_id = :request_id AND message_ts = :old_ts"""
 RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
-        note = NULL
+        note = NULL, version = version + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending'
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
     WHERE request_id = :request_id AND state = 'decided'"""
 REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
-        args_schema = COALESCE(:args_schema, args_schema)
+        args_schema = COALESCE(:args_schema, args_schema), version = version + 1,
+        changed_at = :now
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
@@ -82,10 +83,19 @@ SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
 EXPIRE_REQUEST = """UPDATE approval_requests
     SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
-        note = :note
+        note = :note, version = version + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
     RETURNING *"""
-CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note
+CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note,
+        version = version + 1, changed_at = :now
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
+SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
+SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
+    WHERE run_id = :run_id AND notice_key = :notice_key"""
+MARK_DRAWN = """UPDATE approval_requests SET drawn_version = :version
+    WHERE request_id = :request_id AND drawn_version < :version"""
+SELECT_UNDRAWN_CARDS = """SELECT * FROM approval_requests
+    WHERE drawn_version < version AND message_ts IS NOT NULL AND changed_at <= :before
+    ORDER BY changed_at LIMIT :limit"""

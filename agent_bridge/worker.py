@@ -30,6 +30,10 @@ STORE_BACKOFF_MAX_S = 30.0
 LEASE_WAKE_S = 0.05
 """How long after another worker's lease ends the sweep that can take its run begins,
 seconds (and the shortest wait between sweeps)."""
+CARD_REDRAW_GRACE_S = 2.0
+"""How old a change must be before the sweep redraws a card that does not show it, s."""
+CARD_REDRAW_MAX = 20
+"""Most lagging cards redrawn per sweep (``chat.update`` is rate limited, Tier 3)."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
@@ -95,13 +99,33 @@ class Worker:
 
     async def sweep(self) -> None:
         """Remind and expire due requests; start every queued run and advance every
-        waiting run that has work."""
+        waiting run that has work; redraw cards that missed a redraw."""
         if self.expiry is not None:
             await self.expiry.sweep()
         for run_id in await self.store.startable_runs(self.agent_name):
             self._spawn(run_id, RunState.QUEUED)
         for run_id in await self.store.runs_needing_work(self.agent_name):
             self._spawn(run_id, RunState.WAITING)
+        await self._redraw_lagging_cards()
+
+    async def _redraw_lagging_cards(self) -> None:
+        """Redraw cards whose last change they may not show (the process that made the
+        change died before its redraw, or Slack failed it): ``drawn_version`` lags
+        ``version``. Changes younger than ``CARD_REDRAW_GRACE_S`` are left to the
+        process that made them."""
+        lagging = await self.store.undrawn_cards(
+            changed_before=self.store.clock() - CARD_REDRAW_GRACE_S, limit=CARD_REDRAW_MAX
+        )
+        for request in lagging:
+            logger.info(
+                "run=%s request=%s card behind its state (v%d drawn, v%d now), redrawing",
+                request.run_id,
+                request.request_id,
+                request.drawn_version,
+                request.version,
+            )
+            run = await self.store.get_run(request.run_id)
+            await self.driver.notifier.approval_updated(request, run=run)
 
     async def _until_next_sweep(self) -> float:
         """Seconds to wait for a signal before sweeping again: the poll interval, or

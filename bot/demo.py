@@ -55,6 +55,7 @@ async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
     """The scripted reviewer's click for one request: approve files, reject SQL."""
     assert request.channel_id and request.message_ts
     if request.tool_name == "execute_sql":
+        before = {view["id"] for view in sandbox.open_views(DBA)}
         await sandbox.click(
             channel_id=request.channel_id,
             ts=request.message_ts,
@@ -62,6 +63,8 @@ async def review(sandbox: Sandbox, request: ApprovalRequest) -> None:
             user_id=DBA,
             value=request.request_id,
         )
+        while not sandbox.open_views(DBA) or sandbox.open_views(DBA)[-1]["id"] in before:
+            await asyncio.sleep(REVIEW_POLL_S / 10)  # the app opens it just after its ack
         view = sandbox.open_views(DBA)[-1]
         await sandbox.submit_view(
             view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REJECT_REASON}
