@@ -175,6 +175,15 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
                 BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END""",
         },
     ),
+    (
+        # issue 9: every message an intention with its Slack ts; cards drawn in order
+        # (a card shows its request at ``revision``; ``drawn_revision`` is what it shows)
+        "ALTER TABLE run_notices ADD COLUMN message_ts TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN drawn_revision INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE approval_requests ADD COLUMN changed_at DOUBLE PRECISION",
+        """CREATE INDEX approval_requests_undrawn ON approval_requests (changed_at)
+            WHERE drawn_revision < revision""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -208,7 +208,12 @@ class ApprovalRequest(BaseModel):
     approved_by: list[str] = Field(default_factory=list)
     """Users who approved the current ``version``, in order."""
     revision: int = 0
-    """Bumped by every change of the review state (compare-and-set of approvals)."""
+    """Bumped by every change of the review state its card shows (an approval counted, an
+    edit, decided, reopened, expired, escalated, cancelled): the compare-and-set of
+    approvals, and the order of redraws."""
+    drawn_revision: int = 0
+    """The highest ``revision`` its card is known to have been drawn at; a card whose
+    ``drawn_revision`` lags missed a redraw, and the worker's sweep redraws it."""
     escalates_at: float | None = None
     """When the request is escalated to ``rules.escalate_to``, Unix time in seconds."""
     escalated_at: float | None = None

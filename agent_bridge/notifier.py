@@ -2,7 +2,8 @@
 
 ``agent_bridge`` never imports ``bot``; the worker is handed an object with these
 methods at the composition root (``bot.processes``). Methods raise ``NotifyError`` when the
-message could not be posted.
+message could not be posted. Each message is posted once: a method called again after a
+crash finds the message its dead predecessor posted (``bot.outbox``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ class Notifier(Protocol):
     """Posts a run's progress and its approval requests."""
 
     async def run_started(self, run: Run) -> str:
-        """Post the run's first message in its channel; return its ``ts`` (the run's
-        ``thread_ts``)."""
+        """Post the run's first message in its channel, once; return its ``ts`` (the
+        run's ``thread_ts``)."""
         ...
 
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
@@ -53,17 +54,21 @@ class Notifier(Protocol):
         it now, and redraw the card (it says it was escalated)."""
         ...
 
-    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+    async def ran_without_review(
+        self, run: Run, *, key: str, tool_name: str, args: dict[str, Any]
+    ) -> None:
         """Note in the run's Slack thread that a gated tool's call ran without review
-        (its ``when`` predicate let it through)."""
+        (its ``when`` predicate let it through); once per ``key``."""
         ...
 
-    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
-        """Post a tool's result (or the reviewer's rejection) in the run's Slack thread."""
+    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
+        """Post a tool's result (or the reviewer's rejection) in the run's Slack thread;
+        once per ``key``, even across crashes."""
         ...
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
-        """Post the agent's final answer in the run's Slack thread."""
+        """Post the agent's final answer in the run's Slack thread (once) and mark the
+        run's first message done (every time: a crash may have come in between)."""
         ...
 
     async def run_failed(self, run: Run, *, error: str) -> None:

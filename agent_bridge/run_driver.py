@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
@@ -82,6 +82,8 @@ class RunDriver:
         config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
         requests = await self.store.requests_for_run(run.run_id)
+        calls = ToolCalls.of(requests, snapshot)
+        await self._catch_up(run, snapshot, requests, calls)
         plan = await self._plan(run, snapshot, requests)
         if snapshot.interrupts and not plan.resume:
             await self._post_approvals(run, snapshot)
@@ -89,9 +91,21 @@ class RunDriver:
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
             return await self._finish(run, snapshot)
-        if not await self._resume(run, graph_input, config, plan, ToolCalls.of(requests, snapshot)):
+        if not await self._resume(run, graph_input, config, plan, calls):
             return RunState.WAITING, None
-        return await self._settle(run, config, plan)
+        return await self._settle(run, config, plan, calls)
+
+    async def _catch_up(
+        self, run: Run, snapshot: Any, requests: Sequence[ApprovalRequest], calls: ToolCalls
+    ) -> None:
+        """Post what a dead worker may have left unposted before going on: the results
+        in the checkpoint (in call order; each once, found in Slack if it was posted),
+        and the cards of requests decided before their card's ``ts`` was recorded (a
+        reviewer clicked a card whose post was interrupted: it is adopted and redrawn)."""
+        await self.messages.results(run, snapshot.values.get("messages", []), calls)
+        for request in requests:
+            if request.message_ts is None and request.state != ApprovalState.PENDING:
+                await self._post_card(run, request)
 
     async def _ensure_slack_thread(self, run: Run) -> Run:
         """Post the run's first message (its Slack thread) if it has none yet."""
@@ -134,7 +148,14 @@ class RunDriver:
 
     def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:
         """What to stream: the resume, the task (a new ``thread_id``), ``None`` (continue a step
-        a dead worker left), or ``_FINISHED``."""
+        a dead worker left), or ``_FINISHED``.
+
+        The graph has ended only when it has neither ``next`` nodes nor pending
+        ``tasks``: LangGraph leaves a task whose writes were saved out of ``next``
+        (a worker killed after a turn's tools ran, before the step's checkpoint), and
+        continuing with ``None`` applies those saved writes without running the tools
+        again, then runs the agent's real next turn (docs/architecture.md, step 8).
+        """
         if snapshot.interrupts:
             logger.info(
                 "run=%s thread_id=%s resuming interrupts=%s",
@@ -145,7 +166,14 @@ class RunDriver:
             return Command(resume=plan.resume)
         if not snapshot.values:
             return {"messages": [{"role": "user", "content": run.task}]}
-        if snapshot.next:
+        if snapshot.next or snapshot.tasks:
+            logger.info(
+                "run=%s thread_id=%s continuing a step left by a dead worker next=%s tasks=%d",
+                run.run_id,
+                run.thread_id,
+                list(snapshot.next),
+                len(snapshot.tasks),
+            )
             return None
         return _FINISHED
 
@@ -166,11 +194,12 @@ class RunDriver:
         return True
 
     async def _settle(
-        self, run: Run, config: dict[str, Any], plan: ResumePlan
+        self, run: Run, config: dict[str, Any], plan: ResumePlan, calls: ToolCalls
     ) -> tuple[RunState, str | None]:
-        """After a stream: mark the answers applied, then wait on the next interrupts or
-        finish."""
+        """After a stream: post any result the stream did not carry, mark the answers
+        applied, then wait on the next interrupts or finish."""
         snapshot = await self.graph.aget_state(config)
+        await self.messages.results(run, snapshot.values.get("messages", []), calls)
         unconsumed = set(plan.resume) & {i.id for i in snapshot.interrupts}
         if unconsumed:
             logger.error(
@@ -189,23 +218,21 @@ class RunDriver:
     async def _stream(
         self, run: Run, graph_input: Any, config: dict[str, Any], calls: ToolCalls
     ) -> None:
-        """Run the graph, posting each tool result (and rejection) as it comes.
+        """Run the graph, posting the tool results (and rejections) of each step once
+        it is done, in call order (``stream_mode="values"``: the state after each step).
+        Each step is saved before the next begins (``durability="sync"``), so a worker
+        killed while posting a step's results never runs that step's tools again.
 
-        A resumed graph replays results of calls that finished before the pause; the
-        store's notices make sure each is posted once.
+        A resumed graph replays results of calls that finished before the pause; each is
+        posted once (``RunMessages``).
         """
         async for chunk in self.graph.astream(
-            graph_input, config, stream_mode="updates", version="v2"
+            graph_input, config, stream_mode="values", version="v2", durability="sync"
         ):
-            for update in (chunk.get("data") or {}).values():
-                messages = update.get("messages") if isinstance(update, dict) else None
-                for message in messages or []:
-                    if isinstance(message, AIMessage):
-                        calls.args.update(
-                            {c["id"]: c["args"] for c in message.tool_calls if c["id"]}
-                        )
-                    elif isinstance(message, ToolMessage):
-                        await self.messages.tool_result(run, message, calls)
+            values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
+            messages = values.get("messages") if isinstance(values, dict) else None
+            if messages:
+                await self.messages.results(run, messages, calls)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -265,7 +292,7 @@ class RunDriver:
             r for r in stored if r.message_ts is not None and r.state == ApprovalState.PENDING
         ]
         for request in stored:
-            if request.message_ts is None and request.state == ApprovalState.PENDING:
+            if request.message_ts is None and request.state != ApprovalState.CANCELLED:
                 await self._post_card(run, request)
         if redraw_posted and len(posted) <= PENDING_REDRAW_MAX:
             for request in posted:

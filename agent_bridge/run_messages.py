@@ -1,24 +1,29 @@
-"""A run's messages in its Slack thread, each posted once: tool results and the answer.
+"""A run's messages in its Slack thread, each posted once and in order: tool results and
+the answer.
 
-A resumed graph replays the results of calls that finished before the pause, and a
-worker may die after posting; each message is a *notice* claimed in the store by key
-before it is posted (released again if Slack fails), so each is posted once.
+Results are posted from the graph's state after each step (``stream_mode="values"``)
+and, at the start of every drive, from the checkpoint: a result saved before a crash
+is posted even though no stream will carry it again. Within a turn they are posted in
+the order of the model's tool calls, whatever order the tools finished in. Each
+message has a key (``tool:<tool_call_id>``, ``unreviewed:<tool_call_id>``); the
+notifier posts it once per key (``bot.outbox``: an intention recorded first, the
+message found by its metadata if a dead worker posted it), so a replay never posts
+twice.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agent_bridge import wording
 from agent_bridge.interrupts import pending_tool_calls
 from agent_bridge.models import ApprovalRequest, Run
-from agent_bridge.notifier import Notifier, NotifyError
+from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
 from agent_bridge.store import ApprovalStore
 
@@ -30,18 +35,20 @@ EDIT_NOTICE_END = "\n\nTool response:\n"
 
 @dataclass
 class ToolCalls:
-    """What ``_stream`` knows about the tool calls whose results it posts.
+    """What the driver knows about the tool calls whose results it posts.
 
     Attributes:
         reviewed: Tool call IDs that had an approval request.
         edited: Tool call IDs a reviewer replaced (their results carry the middleware's
             edit notice, meant for the model, which the Slack thread does not repeat).
         args: Tool call ID -> arguments the model proposed.
+        posted: Keys of results posted (or found posted) during this drive.
     """
 
     reviewed: set[str | None]
     edited: set[str | None] = field(default_factory=set)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    posted: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, requests: Sequence[ApprovalRequest], snapshot: Any) -> ToolCalls:
@@ -53,6 +60,21 @@ class ToolCalls:
                 c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
             },
         )
+
+
+def in_call_order(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
+    """The tool results in ``messages``, turn by turn in the order the model called the
+    tools (a batch's tools may finish in any order); a result whose call is not found
+    comes where it is."""
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    by_call = {m.tool_call_id: m for m in results}
+    ordered: list[ToolMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            ordered += [by_call[c["id"]] for c in message.tool_calls if c["id"] in by_call]
+    placed = {id(m) for m in ordered}
+    unplaced = [m for m in results if id(m) not in placed]
+    return ordered + unplaced if unplaced else ordered
 
 
 def message_text(message: BaseMessage) -> str:
@@ -81,57 +103,64 @@ class RunMessages:
         self.notifier = notifier
         self.policy = policy
 
-    async def tool_result(self, run: Run, message: ToolMessage, calls: ToolCalls) -> None:
-        """Post one tool result (with the unreviewed note, or as edited) unless it was
-        posted before; a Slack failure is logged and the notice released. A reviewed
-        call's outcome goes to the audit trail, once."""
-        call_id = message.tool_call_id or str(message.id)
-        name = message.name or wording.UNNAMED_TOOL
+    async def results(self, run: Run, messages: Sequence[BaseMessage], calls: ToolCalls) -> None:
+        """Post each tool result in ``messages`` (the graph's state) not posted yet, in
+        call order, with the unreviewed note or as edited; a reviewed call's outcome goes
+        to the audit trail, once.
+
+        Raises:
+            NotifyError: Slack failed; the intention stays, and the next drive posts the
+                result (and the ones after it) from the checkpoint, in order.
+        """
+        for message in messages:
+            if isinstance(message, AIMessage):
+                calls.args.update({c["id"]: c["args"] for c in message.tool_calls if c["id"]})
+        for message in in_call_order(messages):
+            call_id = message.tool_call_id or str(message.id)
+            key = f"tool:{call_id}"
+            if key in calls.posted:
+                continue
+            await self._audit_outcome(run, message, call_id, calls)
+            await self._post_result(
+                run, message, message.name or wording.UNNAMED_TOOL, call_id, calls
+            )
+            calls.posted.add(key)
+
+    async def _audit_outcome(
+        self, run: Run, message: ToolMessage, call_id: str, calls: ToolCalls
+    ) -> None:
+        """A reviewed call's outcome (result or error) goes to the audit trail, once."""
         if call_id in calls.reviewed and await self.store.claim_notice(
             run.run_id, f"outcome:{call_id}"
         ):
             await self.store.record_outcome(
                 run.run_id, call_id, ok=message.status != "error", content=message_text(message)
             )
-        try:
-            async with self._notice(run, f"tool:{call_id}") as first:
-                if first:
-                    await self._post_result(run, message, name, call_id, calls)
-        except NotifyError as exc:
-            logger.warning("run=%s tool=%s result not posted: %s", run.run_id, name, exc)
 
     async def final_answer(self, run: Run, answer: str) -> None:
-        """Post the final answer unless it was posted before.
+        """Post the final answer unless it was posted before, and mark the run's first
+        message done (again, if a dead worker posted the answer but not that).
 
         Raises:
-            NotifyError: Slack failed; the notice is released, so a retry posts it.
+            NotifyError: Slack failed; a retry posts what is missing.
         """
-        async with self._notice(run, "final_answer") as first:
-            if first:
-                await self.notifier.run_finished(run, answer=answer)
-
-    @contextlib.asynccontextmanager
-    async def _notice(self, run: Run, key: str) -> AsyncIterator[bool]:
-        """Claim a notice of the run; yield whether this is its first post. If posting
-        fails (``NotifyError``), the claim is released so a later attempt posts it."""
-        first = await self.store.claim_notice(run.run_id, key)
-        try:
-            yield first
-        except NotifyError:
-            await self.store.release_notice(run.run_id, key)
-            raise
+        await self.notifier.run_finished(run, answer=answer)
 
     async def _post_result(
         self, run: Run, message: ToolMessage, name: str, call_id: str, calls: ToolCalls
     ) -> None:
         if self.policy.gated(name) and call_id not in calls.reviewed:
             await self.notifier.ran_without_review(
-                run, tool_name=name, args=calls.args.get(call_id, {})
+                run, key=f"unreviewed:{call_id}", tool_name=name, args=calls.args.get(call_id, {})
             )
         content = message_text(message)
         if call_id in calls.edited:
             name = wording.as_edited_tool_name(name)
             content = content.partition(EDIT_NOTICE_END)[2] or content
         await self.notifier.tool_ran(
-            run, tool_name=name, content=content, ok=message.status != "error"
+            run,
+            key=f"tool:{call_id}",
+            tool_name=name,
+            content=content,
+            ok=message.status != "error",
         )

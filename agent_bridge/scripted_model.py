@@ -5,7 +5,8 @@ It plays the part of an LLM well enough to drive the human-in-the-loop flow for 
 - The task ``Archive old orders, then delete them`` proposes ``write_file``,
   ``execute_sql`` and ``read_data`` in one turn (the HITL documentation's scenario).
 - A task that is a JSON object ``{"tool_calls": [{"name": ..., "args": {...}}, ...]}``
-  proposes exactly those calls.
+  proposes exactly those calls; with ``"then": [[call, ...], ...]`` each later turn
+  proposes the next list of calls (an agent whose next turn calls another tool).
 - Any other task is answered in text without tools.
 - Once tool results are back it answers with a summary quoting each tool's result.
 
@@ -80,20 +81,23 @@ class ScriptedChatModel(BaseChatModel):
         """
         task = next((m for m in messages if isinstance(m, HumanMessage)), None)
         results = [m for m in messages if isinstance(m, ToolMessage)]
-        if results:
-            return AIMessage(content=summarise(results))
         text = str(task.content) if task else ""
-        calls = planned_calls(text)
+        turn = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        later = later_turns(text)
+        if results and not 0 < turn <= len(later):
+            return AIMessage(content=summarise(results))
+        calls = later[turn - 1] if results else planned_calls(text)
         if not calls:
             return AIMessage(content=no_calls_answer(text))
-        digest = hashlib.sha256(str(task.content if task else "").encode()).hexdigest()[:10]
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        suffix = f"t{turn}_" if turn else ""
         return AIMessage(
             content="",
             tool_calls=[
                 {
                     "name": c["name"],
                     "args": c["args"],
-                    "id": f"call_{digest}_{i}",
+                    "id": f"call_{digest}_{suffix}{i}",
                     "type": "tool_call",
                 }
                 for i, c in enumerate(calls)
@@ -123,6 +127,33 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
         {"name": str(c["name"]), "args": dict(c.get("args") or {})}
         for c in calls
         if isinstance(c, dict) and "name" in c
+    ]
+
+
+def later_turns(task: str) -> list[list[dict[str, Any]]]:
+    """Return the calls of each turn after the first that a JSON task's ``then`` names.
+
+    Args:
+        task: The user's task text.
+
+    Returns:
+        One list of ``{"name": str, "args": dict}`` per later turn (``[]`` for none).
+    """
+    try:
+        parsed = json.loads(task)
+    except ValueError:
+        return []
+    turns = parsed.get("then") if isinstance(parsed, dict) else None
+    if not isinstance(turns, list):
+        return []
+    return [
+        [
+            {"name": str(c["name"]), "args": dict(c.get("args") or {})}
+            for c in turn
+            if isinstance(c, dict) and "name" in c
+        ]
+        for turn in turns
+        if isinstance(turn, list)
     ]
 
 

@@ -110,8 +110,10 @@ class WorkerConfig(ProcessConfig):
     """Where the demo tools write files and keep their SQLite database."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker sweeps the database when no signal arrives, seconds."""
-    lease_s: float = Field(default=60.0, gt=0)
-    """How long a worker's claim on a run lasts without a heartbeat, seconds."""
+    lease_s: float = Field(default=3.0, gt=0)
+    """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
+    third of it. A dead worker's run is continued about this long after its last
+    renewal; a worker that cannot renew stops driving the run before it ends."""
 
 
 def refuse_public(value: str) -> str:

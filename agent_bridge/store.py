@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent_bridge.audit import (
@@ -53,6 +54,7 @@ from agent_bridge.store_sql import (
     INSERT_RUN_WITHIN_LIMIT,
     LOCK_USER_RUNS,
     MARK_APPLIED,
+    MARK_DRAWN,
     MARK_REMINDED,
     MOVE_MESSAGE,
     RECORD_DECISION,
@@ -65,6 +67,8 @@ from agent_bridge.store_sql import (
     SELECT_DUE_REMINDERS,
     SELECT_INTERRUPT_REQUESTS,
     SELECT_LATEST_RUN,
+    SELECT_NEXT_LEASE_END,
+    SELECT_NOTICE,
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
@@ -73,12 +77,32 @@ from agent_bridge.store_sql import (
     SELECT_RUN_REQUESTS,
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
+    SELECT_UNDRAWN_CARDS,
     SET_MESSAGE,
+    SET_NOTICE_TS,
     SET_POINTER,
     SET_RUN_THREAD_TS,
     UNMARK_REMINDED,
     UPSERT_AGENT_POLICY,
 )
+
+
+@dataclass(frozen=True)
+class Notice:
+    """The intention to post one of a run's messages (``run_notices``).
+
+    Attributes:
+        key: The message's key within its run (``header``, ``tool:<tool_call_id>``...).
+        fresh: Whether the call that returned it recorded it (so no one posted it yet).
+        message_ts: Where it is in Slack, once posted or found; ``None`` before.
+        created_at: When the intention was recorded (Unix time, seconds).
+    """
+
+    key: str
+    fresh: bool
+    message_ts: str | None
+    created_at: float
+
 
 Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
@@ -253,6 +277,13 @@ class ApprovalStore:
         rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock(), "agent": agent})
         return [r["run_id"] for r in rows]
 
+    async def next_lease_end(self, agent: str = DEFAULT_AGENT, *, other_than: str) -> float | None:
+        """Return when the soonest lease on one of ``agent``'s running runs ends (Unix
+        time, seconds), leases of ``other_than`` left out; ``None`` if none is held."""
+        row = await self.db.fetch_one(SELECT_NEXT_LEASE_END, {"agent": agent, "owner": other_than})
+        value = row["lease_until"] if row else None
+        return float(value) if value is not None else None
+
     async def runs_needing_work(self, agent: str = DEFAULT_AGENT) -> list[str]:
         """Return IDs of ``agent``'s waiting runs with something for a worker to do.
 
@@ -408,6 +439,7 @@ class ApprovalStore:
             "args": json.dumps(reissued.args) if reissued else None,
             "call_hash": reissued.call_hash if reissued else None,
             "tool_call_id": reissued.tool_call_id if reissued else None,
+            "now": self.clock(),
         }
         async with self.db.transaction() as tx:
             row = await tx.fetch_one(REOPEN_REQUEST, params)
@@ -469,7 +501,9 @@ class ApprovalStore:
     async def cancel_open_requests(self, run_id: str, *, note: str) -> list[ApprovalRequest]:
         """Close the run's pending and unapplied requests (the run failed); return them."""
         async with self.db.transaction() as tx:
-            rows = await tx.fetch_all(CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note})
+            rows = await tx.fetch_all(
+                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
+            )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
                 await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
@@ -693,6 +727,41 @@ class ApprovalStore:
             detail=detail,
         )
         await tx.execute(INSERT_EVENT, event_params(event))
+
+    async def intend_notice(self, run_id: str, key: str) -> Notice:
+        """Record the intention to post the run's message ``key`` (once; idempotent).
+
+        Returns:
+            The intention: ``fresh`` if this call recorded it (no one can have posted
+            it yet), and the message's ``ts`` once posted.
+        """
+        fresh = await self.claim_notice(run_id, key)
+        row = await self.db.fetch_one(SELECT_NOTICE, {"run_id": run_id, "notice_key": key})
+        assert row is not None  # just inserted or already there
+        return Notice(
+            key=key,
+            fresh=fresh,
+            message_ts=row.get("message_ts"),
+            created_at=float(row["created_at"]),
+        )
+
+    async def set_notice_ts(self, run_id: str, key: str, message_ts: str) -> None:
+        """Remember that the run's message ``key`` is in Slack at ``message_ts``."""
+        await self.db.execute(
+            SET_NOTICE_TS, {"run_id": run_id, "notice_key": key, "message_ts": message_ts}
+        )
+
+    async def mark_drawn(self, request_id: str, revision: int) -> None:
+        """Remember that the request's card shows its state at ``revision`` (or later)."""
+        await self.db.execute(MARK_DRAWN, {"request_id": request_id, "revision": revision})
+
+    async def undrawn_cards(self, *, changed_before: float, limit: int) -> list[ApprovalRequest]:
+        """Return posted requests whose card may not show their latest change, changed
+        before ``changed_before`` (Unix time, seconds), oldest change first."""
+        rows = await self.db.fetch_all(
+            SELECT_UNDRAWN_CARDS, {"before": changed_before, "limit": limit}
+        )
+        return [request_from_row(r) for r in rows]
 
     def _request_params(self, request: ApprovalRequest) -> dict[str, Any]:
         return {

@@ -21,6 +21,8 @@ RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
     updated_at = :now
     WHERE run_id = :run_id AND lease_owner = :owner"""
+SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
+    WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""
 SET_RUN_THREAD_TS = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
     WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))
@@ -62,7 +64,7 @@ MOVE_MESSAGE = """UPDATE approval_requests SET message_ts = :message_ts
     WHERE request_id = :request_id AND message_ts = :old_ts"""
 RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
-        note = NULL, revision = revision + 1
+        note = NULL, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending'
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
@@ -71,7 +73,7 @@ MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :
 REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
-        pending_edit = NULL, version = :version, revision = revision + 1,
+        pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id)
     WHERE request_id = :request_id AND state = 'decided'
@@ -88,19 +90,27 @@ SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
 EXPIRE_REQUEST = """UPDATE approval_requests
     SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
-        note = :note, revision = revision + 1
+        note = :note, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending' AND timeout_decision IS NOT NULL
     RETURNING *"""
 CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note,
-    revision = revision + 1
+    revision = revision + 1, changed_at = :now
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
 DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
+SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
+SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
+    WHERE run_id = :run_id AND notice_key = :notice_key"""
+MARK_DRAWN = """UPDATE approval_requests SET drawn_revision = :revision
+    WHERE request_id = :request_id AND drawn_revision < :revision"""
+SELECT_UNDRAWN_CARDS = """SELECT * FROM approval_requests
+    WHERE drawn_revision < revision AND message_ts IS NOT NULL AND changed_at <= :before
+    ORDER BY changed_at LIMIT :limit"""
 
 # -- who decides: quorum, opened views, escalation, who may start runs ----------------
 
 APPROVE_REQUEST = """UPDATE approval_requests
-    SET approved_by = :approved_by, revision = revision + 1,
+    SET approved_by = :approved_by, revision = revision + 1, changed_at = :now,
         pending_edit = :pending_edit, version = :new_version,
         state = CASE WHEN :decide = 1 THEN 'decided' ELSE state END,
         decision = CASE WHEN :decide = 1 THEN :decision ELSE decision END,
@@ -117,7 +127,8 @@ SELECT_OPENED_VIEW = "SELECT * FROM opened_views WHERE view_key = :view_key"
 SELECT_DUE_ESCALATIONS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND escalated_at IS NULL AND escalates_at IS NOT NULL
     AND escalates_at <= :now"""
-ESCALATE_REQUEST = """UPDATE approval_requests SET escalated_at = :now, revision = revision + 1
+ESCALATE_REQUEST = """UPDATE approval_requests
+    SET escalated_at = :now, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending' AND escalated_at IS NULL
     RETURNING *"""
 UPSERT_AGENT_POLICY = """INSERT INTO agent_policies (agent, requesters, max_active_runs_per_user,

@@ -16,6 +16,7 @@ import secrets
 from agent_bridge.bus import Bus
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
+from agent_bridge.lease import LeaseLost, hold
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
 from agent_bridge.run_driver import RunDriver
@@ -26,6 +27,13 @@ logger = logging.getLogger(__name__)
 
 STORE_BACKOFF_MAX_S = 30.0
 """Longest pause between sweeps while the database is unreachable, seconds."""
+LEASE_WAKE_S = 0.05
+"""How long after another worker's lease ends the sweep that can take its run begins,
+seconds (and the shortest wait between sweeps)."""
+CARD_REDRAW_GRACE_S = 2.0
+"""How old a change must be before the sweep redraws a card that does not show it, s."""
+CARD_REDRAW_MAX = 20
+"""Most lagging cards redrawn per sweep (``chat.update`` is rate limited, Tier 3)."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
@@ -41,7 +49,9 @@ class Worker:
         expiry: Reminds and expires requests with a review time limit.
         agent_name: The agent ``driver`` runs; only its runs are picked up.
         poll_interval_s: Sweep period when no signal arrives, seconds.
-        lease_s: Lease on a run while advancing it, renewed every third of it, seconds.
+        lease_s: Lease on a run while advancing it, renewed every third of it, seconds
+            (``agent_bridge.lease``); a dead worker's run is taken up about this long
+            after its last renewal.
         owner: This worker's name in leases (random by default).
         start_rules: Who may start runs of this agent (its policy's ``requesters`` and
             ``max_active_runs_per_user``); published for the web process on the first sweep.
@@ -57,7 +67,7 @@ class Worker:
         expiry: ExpiryKeeper | None = None,
         agent_name: str = DEFAULT_AGENT,
         poll_interval_s: float = 5.0,
-        lease_s: float = 60.0,
+        lease_s: float = 3.0,
         owner: str | None = None,
         start_rules: StartRules | None = None,
     ) -> None:
@@ -97,7 +107,7 @@ class Worker:
                 logger.warning(
                     "sweep failed, database unavailable (%s); retry in %.1f s", exc, backoff_s
                 )
-            await self._wait(stop, backoff_s or self.poll_interval_s)
+            await self._wait(stop, backoff_s or await self._until_next_sweep())
         if self._active:
             await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
         for task in list(self._active.values()):
@@ -105,7 +115,7 @@ class Worker:
 
     async def sweep(self) -> None:
         """Remind and expire due requests; start every queued run and advance every
-        waiting run that has work."""
+        waiting run that has work; redraw cards that missed a redraw."""
         if not self._published:
             await self.publish_start_rules()
         if self.expiry is not None:
@@ -114,6 +124,40 @@ class Worker:
             self._spawn(run_id, RunState.QUEUED)
         for run_id in await self.store.runs_needing_work(self.agent_name):
             self._spawn(run_id, RunState.WAITING)
+        await self._redraw_lagging_cards()
+
+    async def _redraw_lagging_cards(self) -> None:
+        """Redraw cards whose last change they may not show (the process that made the
+        change died before its redraw, or Slack failed it): ``drawn_revision`` lags
+        ``revision``. Changes younger than ``CARD_REDRAW_GRACE_S`` are left to the
+        process that made them."""
+        lagging = await self.store.undrawn_cards(
+            changed_before=self.store.clock() - CARD_REDRAW_GRACE_S, limit=CARD_REDRAW_MAX
+        )
+        for request in lagging:
+            logger.info(
+                "run=%s request=%s card behind its state (r%d drawn, r%d now), redrawing",
+                request.run_id,
+                request.request_id,
+                request.drawn_revision,
+                request.revision,
+            )
+            run = await self.store.get_run(request.run_id)
+            await self.driver.notifier.approval_updated(request, run=run)
+
+    async def _until_next_sweep(self) -> float:
+        """Seconds to wait for a signal before sweeping again: the poll interval, or
+        less when another worker's lease ends sooner (its worker may have died, and the
+        run should be taken up at once, not a poll interval later)."""
+        try:
+            ends = await self.store.next_lease_end(self.agent_name, other_than=self.owner)
+        except StoreUnavailableError:
+            return self.poll_interval_s
+        if ends is None:
+            return self.poll_interval_s
+        return max(
+            LEASE_WAKE_S, min(self.poll_interval_s, ends - self.store.clock() + LEASE_WAKE_S)
+        )
 
     async def idle(self) -> None:
         """Wait until no run is being advanced by this worker (for tests and the demo)."""
@@ -141,7 +185,9 @@ class Worker:
 
         If Slack fails, the run goes back to the queue and the next sweep drives it
         again from its checkpoint (the driver only ever continues from there). If the
-        database fails, the lease is left to expire and a later sweep retries. A failure
+        database fails, the lease is left to expire and a later sweep retries. If the
+        lease cannot be renewed, the driving stops before the lease can end
+        (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
         run = await self.store.claim_run(
@@ -149,10 +195,17 @@ class Worker:
         )
         if run is None:
             return
-        heartbeat = asyncio.create_task(self._heartbeat(run_id))
         try:
-            state, answer = await self.driver.drive(run)
+            state, answer = await hold(
+                self.store,
+                run_id,
+                owner=self.owner,
+                lease_s=self.lease_s,
+                work=self.driver.drive(run),
+            )
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
+        except LeaseLost as exc:
+            logger.error("run=%s thread_id=%s %s", run.run_id, run.thread_id, exc)
         except NotifyError as exc:
             await self._slack_failed(run, exc)
         except StoreUnavailableError as exc:
@@ -165,8 +218,6 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self.failures.fail(run, owner=self.owner, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            heartbeat.cancel()
 
     async def _slack_failed(self, run: Run, exc: NotifyError) -> None:
         """Requeue the run after a passing Slack failure; fail it after a refusal."""
@@ -186,13 +237,3 @@ class Worker:
             exc,
         )
         await self.failures.fail(run, owner=self.owner, error=str(exc))
-
-    async def _heartbeat(self, run_id: str) -> None:
-        while True:
-            await asyncio.sleep(self.lease_s / 3)
-            try:
-                if not await self.store.renew_lease(run_id, owner=self.owner, lease_s=self.lease_s):
-                    logger.error("run=%s lease lost to another worker", run_id)
-                    return
-            except StoreUnavailableError as exc:
-                logger.warning("run=%s lease not renewed: %s", run_id, exc)

@@ -21,15 +21,28 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from agent_bridge.store import ApprovalStore
 from bot.cards import draw_card
 from bot.errors import MessageGoneError, SlackCallError
+from bot.outbox import Outbox, metadata_key
 from bot.review_blocks import render_pointer
 from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
+REDRAW_ROUNDS_MAX = 3
+"""Most times ``redraw`` draws a card again because its batch changed while it drew."""
 SIBLING_REDRAW_MAX = 10
 """Largest batch whose pending cards are all redrawn after a change to one of them:
 redrawing every sibling on every click costs m² ``chat.update`` calls, and the method is
 rate limited (Tier 3, about 50 a minute)."""
+
+
+def card_key(request_id: str) -> str:
+    """The outbox key of a request's card within its run."""
+    return f"card:{request_id}"
+
+
+def pointer_key(request_id: str) -> str:
+    """The outbox key of the pointer to a request's card in its run's Slack thread."""
+    return f"pointer:{request_id}"
 
 
 class CardOwner:
@@ -43,9 +56,15 @@ class CardOwner:
     def __init__(self, *, store: ApprovalStore, slack: Slack) -> None:
         self.store = store
         self.slack = slack
+        self.outbox = Outbox(store=store, slack=slack)
 
     async def post(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
-        """Post ``request``'s card and record where it is.
+        """Post ``request``'s card once and record where it is.
+
+        Through the outbox: a card a dead worker posted without recording its ``ts`` is
+        found by its metadata and adopted, never posted twice. If the request changed
+        while the card was being posted (a reviewer clicked an adopted card before it
+        was recorded), the card is redrawn at once.
 
         Args:
             request: A stored request without a message yet.
@@ -58,24 +77,31 @@ class CardOwner:
             SlackCallError: Slack did not take the card; nothing was recorded.
         """
         siblings = await self.store.requests_for_interrupt(request.interrupt_id)
-        channel_id = request.channel_id or run.channel_id
-        text, blocks = draw_card(request, siblings, run)
-        ts = await self.slack.post_message(
-            team_id=run.team_id,
+        current = next((r for r in siblings if r.request_id == request.request_id), request)
+        channel_id = current.channel_id or run.channel_id
+        text, blocks = draw_card(current, siblings, run)
+        ts = await self.outbox.post_once(
+            run,
+            card_key(current.request_id),
             channel_id=channel_id,
             text=text,
             blocks=blocks,
-            thread_ts=request.thread_ts,
+            thread_ts=current.thread_ts,
         )
-        await self.store.set_message(request.request_id, channel_id=channel_id, message_ts=ts)
-        posted = request.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+        await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
+        await self.store.mark_drawn(current.request_id, current.revision)
+        posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
+        after = await self.store.get_request(current.request_id)
+        if after is not None and after.revision != current.revision:
+            return await self.redraw(current.request_id, siblings=False) or after
         return posted
 
     async def _point(self, request: ApprovalRequest, run: Run) -> None:
-        """Post the pointer to a card posted elsewhere in the run's Slack thread; a
-        failure is logged (the card itself is posted and mentions its approvers)."""
+        """Post, once (through the outbox), the pointer to a card posted elsewhere in the
+        run's Slack thread; a failure is logged (the card itself is posted and mentions
+        its approvers)."""
         assert request.channel_id is not None and request.message_ts is not None
         try:
             link = await self.slack.permalink(
@@ -88,8 +114,9 @@ class CardOwner:
             link = None
         text, blocks = render_pointer(request, link=link)
         try:
-            ts = await self.slack.post_message(
-                team_id=run.team_id,
+            ts = await self.outbox.post_once(
+                run,
+                pointer_key(request.request_id),
                 channel_id=run.channel_id,
                 text=text,
                 blocks=blocks,
@@ -100,34 +127,46 @@ class CardOwner:
                 "run=%s request=%s pointer not posted: %s", run.run_id, request.request_id, exc
             )
             return
-        if not await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link):
-            await self._take_back(run, run.channel_id, ts)  # another process pointed first
+        await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link)
 
     async def redraw(self, request_id: str, *, siblings: bool = True) -> ApprovalRequest | None:
         """Redraw the request's card from the store's current state and, with
         ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
         up to ``SIBLING_REDRAW_MAX``.
 
-        Slack failures are logged, not raised: what changed is already recorded.
+        Ordered: after drawing, the batch is read again, and drawn again if it changed
+        meanwhile (up to ``REDRAW_ROUNDS_MAX`` times), so a redraw from older state that
+        lands after a newer one is always followed by a newer one. What still lags (a
+        process died between a change and its redraw) the worker's sweep redraws
+        (``drawn_revision`` < ``revision``). Slack failures are logged, not raised: what
+        changed is already recorded.
 
         Returns:
             The request as it is now on Slack (``message_ts`` changes when its deleted
             card was posted again), or ``None`` if there is no such request.
         """
-        request = await self.store.get_request(request_id)
-        if request is None:
-            return None
-        run = await self.store.get_run(request.run_id)
-        batch = await self.store.requests_for_interrupt(request.interrupt_id)
-        others = [
-            r for r in batch if r.request_id != request_id and r.state == ApprovalState.PENDING
-        ]
-        if not siblings or len(batch) > SIBLING_REDRAW_MAX:
-            others = []
-        drawn = await self._redraw_one(request, batch, run)
-        for sibling in others:
-            await self._redraw_one(sibling, batch, run)
-        await self._redraw_pointer(drawn, run)
+        drawn: ApprovalRequest | None = None
+        seen: list[tuple[str, int]] | None = None
+        for _ in range(REDRAW_ROUNDS_MAX):
+            request = await self.store.get_request(request_id)
+            if request is None:
+                return None
+            batch = await self.store.requests_for_interrupt(request.interrupt_id)
+            revisions = [(r.request_id, r.revision) for r in batch]
+            if revisions == seen:
+                break
+            seen = revisions
+            run = await self.store.get_run(request.run_id)
+            others = [
+                r for r in batch if r.request_id != request_id and r.state == ApprovalState.PENDING
+            ]
+            if not siblings or len(batch) > SIBLING_REDRAW_MAX:
+                others = []
+            drawn = await self._redraw_one(request, batch, run)
+            for sibling in others:
+                await self._redraw_one(sibling, batch, run)
+        if drawn is not None:
+            await self._redraw_pointer(drawn, await self.store.get_run(drawn.run_id))
         return drawn
 
     async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:
@@ -167,6 +206,8 @@ class CardOwner:
         except MessageGoneError:
             if request.state == ApprovalState.PENDING:
                 return await self._repost(request, run)
+            await self.store.mark_drawn(request.request_id, request.revision)  # nothing to draw
+            return request
         except SlackCallError as exc:
             logger.warning(
                 "run=%s interrupt=%s request=%s card not redrawn: %s",
@@ -175,6 +216,10 @@ class CardOwner:
                 request.request_id,
                 exc,
             )
+            if not exc.retryable:  # Slack will never take it: do not retry every sweep
+                await self.store.mark_drawn(request.request_id, request.revision)
+            return request
+        await self.store.mark_drawn(request.request_id, request.revision)
         return request
 
     async def _repost(self, gone: ApprovalRequest, run: Run) -> ApprovalRequest:
@@ -200,6 +245,7 @@ class CardOwner:
                 text=text,
                 blocks=blocks,
                 thread_ts=current.thread_ts,
+                key=metadata_key(run.run_id, card_key(current.request_id)),
             )
         except SlackCallError as exc:
             logger.warning(

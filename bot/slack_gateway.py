@@ -53,8 +53,21 @@ class Slack(Protocol):
         text: str,
         blocks: list[dict[str, Any]],
         thread_ts: str | None = None,
+        key: str | None = None,
     ) -> str:
-        """Post; return the new message's ``ts``."""
+        """Post; return the new message's ``ts``. ``key`` goes in its metadata."""
+        ...
+
+    async def find_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        key: str,
+        thread_ts: str | None = None,
+        oldest: float | None = None,
+    ) -> str | None:
+        """Return the ``ts`` of the bot's message whose metadata names ``key``, if any."""
         ...
 
     async def update_message(
@@ -94,6 +107,29 @@ class Slack(Protocol):
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a command privately through its ``response_url``."""
         ...
+
+
+METADATA_EVENT_TYPE = "agent_bridge_message"
+"""The ``event_type`` of the metadata on every message the product posts."""
+FIND_PAGE_SIZE = 200
+FIND_PAGES_MAX = 5
+"""How far ``find_message`` reads back (``conversations.*`` pages of up to 200; Tier 3)."""
+
+
+def message_metadata(key: str) -> dict[str, Any]:
+    """Slack message metadata naming ``key`` (``{event_type, event_payload}``,
+    https://docs.slack.dev/messaging/message-metadata)."""
+    return {"event_type": METADATA_EVENT_TYPE, "event_payload": {"key": key}}
+
+
+def message_key(message: dict[str, Any]) -> str | None:
+    """The key a message's metadata names, if the product posted it."""
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != METADATA_EVENT_TYPE:
+        return None
+    payload = metadata.get("event_payload")
+    key = payload.get("key") if isinstance(payload, dict) else None
+    return key if isinstance(key, str) else None
 
 
 ClientFor = Callable[[str | None], AsyncWebClient]
@@ -151,8 +187,13 @@ class SlackGateway:
         text: str,
         blocks: list[dict[str, Any]],
         thread_ts: str | None = None,
+        key: str | None = None,
     ) -> str:
         """``chat.postMessage``; return the new message's ``ts``.
+
+        Args:
+            key: Named in the message's metadata (``message_metadata``), so that
+                ``find_message`` can find it if the caller never heard back.
 
         Raises:
             SlackCallError: One of its kinds (see ``translate``).
@@ -160,10 +201,65 @@ class SlackGateway:
         response = await self._call(
             "chat.postMessage",
             self._client_for(team_id).chat_postMessage(
-                channel=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
+                channel=channel_id,
+                text=text,
+                blocks=blocks,
+                thread_ts=thread_ts,
+                metadata=message_metadata(key) if key else None,
             ),
         )
         return str(response["ts"])
+
+    async def find_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        key: str,
+        thread_ts: str | None = None,
+        oldest: float | None = None,
+    ) -> str | None:
+        """Find the bot's message whose metadata names ``key``: in the Slack thread
+        ``thread_ts`` (``conversations.replies``) or, without one, among the channel's
+        top-level messages after ``oldest`` (``conversations.history``), both with
+        ``include_all_metadata`` (Slack returns no metadata without it). Reads up to
+        ``FIND_PAGES_MAX`` pages of ``FIND_PAGE_SIZE``.
+
+        Returns:
+            The message's ``ts``, or ``None`` if it is not there.
+
+        Raises:
+            SlackCallError: One of its kinds; ``MessageGoneError`` if the thread is gone.
+        """
+        client = self._client_for(team_id)
+        cursor: str | None = None
+        for _ in range(FIND_PAGES_MAX):
+            if thread_ts is not None:
+                method = "conversations.replies"
+                call = client.conversations_replies(
+                    channel=channel_id,
+                    ts=thread_ts,
+                    include_all_metadata=True,
+                    limit=FIND_PAGE_SIZE,
+                    cursor=cursor,
+                )
+            else:
+                method = "conversations.history"
+                call = client.conversations_history(
+                    channel=channel_id,
+                    oldest=f"{oldest:.6f}" if oldest is not None else None,
+                    include_all_metadata=True,
+                    limit=FIND_PAGE_SIZE,
+                    cursor=cursor,
+                )
+            response = await self._call(method, call)
+            for message in response.get("messages") or []:
+                if message_key(message) == key:
+                    return str(message["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
+            if cursor is None:
+                return None
+        return None
 
     async def update_message(
         self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]

@@ -1,9 +1,10 @@
 """The Slack notifier: the worker's ``Notifier`` port, posting rendered Block Kit.
 
 Each method renders with a pure function from ``bot.blocks`` and makes its Web API call
-through ``bot.slack_gateway`` (for the run's workspace); cards are the card owner's. A
-failure is a ``SlackCallError``, which is a ``NotifyError``: the worker never sees
-slack_sdk types.
+through ``bot.slack_gateway`` (for the run's workspace); cards are the card owner's.
+Every post goes through ``bot.outbox``, so each message is posted once per key, even
+across crashes. A failure is a ``SlackCallError``, which is a ``NotifyError``: the worker
+never sees slack_sdk types.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
 
+HEADER_KEY = "header"
+ANSWER_KEY = "final_answer"
+FAILED_KEY = "failed"
+"""Keys of a run's messages (``bot.outbox``); a tool result's is ``tool:<tool_call_id>``."""
+
 
 class SlackNotifier:
     """Posts runs' progress and approval cards.
@@ -43,10 +49,12 @@ class SlackNotifier:
     def __init__(self, *, slack: Slack, cards: CardOwner) -> None:
         self.slack = slack
         self.cards = cards
+        self.outbox = cards.outbox
 
     async def run_started(self, run: Run) -> str:
-        """See ``Notifier.run_started``."""
-        return await self._post(run, run.channel_id, render_run_started(run))
+        """See ``Notifier.run_started``: a top-level message, found by its metadata in the
+        channel's history if a dead worker posted it."""
+        return await self._post(run, HEADER_KEY, run.channel_id, render_run_started(run))
 
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.approval_requested``.
@@ -101,6 +109,7 @@ class SlackNotifier:
             return  # decided (or gone) meanwhile: nothing to remind of
         await self._post(
             run,
+            f"reminder:{current.request_id}",
             current.channel_id or run.channel_id,
             render_reminder(current),
             thread_ts=current.thread_ts or current.message_ts,
@@ -108,40 +117,48 @@ class SlackNotifier:
 
     async def escalated(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.escalated``: the card is redrawn first (so a deleted one is
-        posted again), then the mention of the backup approvers goes under it."""
+        posted again), then the mention of the backup approvers goes under it, once."""
         current = await self.cards.redraw(request.request_id, siblings=False)
         if current is None or current.state != ApprovalState.PENDING:
             return
         waited = duration_text(current.rules.escalate_after_s or 0)
         await self._post(
             run,
+            f"escalation:{current.request_id}",
             current.channel_id or run.channel_id,
             render_escalation(current, waited=waited),
             thread_ts=current.thread_ts or current.message_ts,
         )
 
-    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
+    async def ran_without_review(
+        self, run: Run, *, key: str, tool_name: str, args: dict[str, Any]
+    ) -> None:
         """See ``Notifier.ran_without_review``."""
         message = render_ran_without_review(tool_name, args)
-        await self._post(run, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
-    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
+    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
         """See ``Notifier.tool_ran``."""
         message = render_tool_result(tool_name, content, ok=ok)
-        await self._post(run, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
-        """See ``Notifier.run_finished``; also marks the run's first message done."""
-        await self._post(run, run.channel_id, render_final_answer(answer), thread_ts=run.thread_ts)
-        await self._redraw_header(run.model_copy(update={"state": RunState.DONE}))
+        """See ``Notifier.run_finished``: the answer once, then the first message redrawn
+        as done; a passing Slack failure of that redraw is raised, so the run is driven
+        again and the header does not stay on "Working on"."""
+        message = render_final_answer(answer)
+        await self._post(run, ANSWER_KEY, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._redraw_header(run.model_copy(update={"state": RunState.DONE}), strict=True)
 
     async def run_failed(self, run: Run, *, error: str) -> None:
         """See ``Notifier.run_failed``; also marks the run's first message failed."""
-        await self._post(run, run.channel_id, render_run_failed(error), thread_ts=run.thread_ts)
+        message = render_run_failed(error)
+        await self._post(run, FAILED_KEY, run.channel_id, message, thread_ts=run.thread_ts)
         await self._redraw_header(run.model_copy(update={"state": RunState.FAILED}))
 
-    async def _redraw_header(self, run: Run) -> None:
-        """Redraw the run's first message; a failure is logged (the answer is posted)."""
+    async def _redraw_header(self, run: Run, *, strict: bool = False) -> None:
+        """Redraw the run's first message; a failure is logged (the answer is posted),
+        or with ``strict`` a passing one is raised."""
         if run.thread_ts is None:
             return
         text, blocks = render_run_started(run)
@@ -154,16 +171,20 @@ class SlackNotifier:
                 blocks=blocks,
             )
         except SlackCallError as exc:
+            if strict and exc.retryable:
+                raise
             logger.warning("run=%s first message not redrawn: %s", run.run_id, exc)
 
     async def _post(
-        self, run: Run, channel_id: str, message: Message, *, thread_ts: str | None = None
+        self,
+        run: Run,
+        key: str,
+        channel_id: str,
+        message: Message,
+        *,
+        thread_ts: str | None = None,
     ) -> str:
         text, blocks = message
-        return await self.slack.post_message(
-            team_id=run.team_id,
-            channel_id=channel_id,
-            text=text,
-            blocks=blocks,
-            thread_ts=thread_ts,
+        return await self.outbox.post_once(
+            run, key, channel_id=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
         )

@@ -32,7 +32,7 @@ class MemoryGateway:
     Attributes:
         channels: Channel IDs that exist; posting elsewhere raises
             ``ChannelUnreachableError``.
-        messages: ``(channel_id, ts) -> {"text", "blocks", "thread_ts", "team_id"}``.
+        messages: ``(channel_id, ts) -> {"text", "blocks", "thread_ts", "team_id", "key"}``.
         ephemerals: ``(channel_id, user_id, text)`` in order.
         views: Views opened, in order.
         triggers: Trigger IDs ``open_view`` accepts (each once).
@@ -59,6 +59,7 @@ class MemoryGateway:
         text: str,
         blocks: list[dict[str, Any]],
         thread_ts: str | None = None,
+        key: str | None = None,
     ) -> str:
         """See ``SlackGateway.post_message``."""
         self._reachable("chat.postMessage", channel_id)
@@ -76,8 +77,35 @@ class MemoryGateway:
             "blocks": blocks,
             "thread_ts": thread_ts,
             "team_id": team_id,
+            "key": key,
         }
         return ts
+
+    async def find_message(
+        self,
+        *,
+        team_id: str | None,
+        channel_id: str,
+        key: str,
+        thread_ts: str | None = None,
+        oldest: float | None = None,
+    ) -> str | None:
+        """See ``SlackGateway.find_message``."""
+        self._reachable("conversations.history", channel_id)
+        if thread_ts is not None and (channel_id, thread_ts) not in self.messages:
+            raise MessageGoneError(
+                "conversations.replies failed: thread_not_found",
+                method="conversations.replies",
+                code="thread_not_found",
+                retryable=False,
+            )
+        for (channel, ts), message in self.messages.items():
+            in_thread = ts == thread_ts or message["thread_ts"] == thread_ts
+            top_level = message["thread_ts"] is None and float(ts) > (oldest or 0.0)
+            if channel == channel_id and message["key"] == key:
+                if in_thread if thread_ts is not None else top_level:
+                    return ts
+        return None
 
     async def update_message(
         self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
@@ -201,6 +229,7 @@ class RecordingNotifier:
     def __init__(self, store: ApprovalStore) -> None:
         self.store = store
         self.events: list[tuple[str, Any]] = []
+        self.keys: set[tuple[str, str]] = set()
 
     async def run_started(self, run: Run) -> str:
         """See ``Notifier.run_started``."""
@@ -225,17 +254,29 @@ class RecordingNotifier:
         """See ``Notifier.escalated``."""
         self.events.append(("escalated", request.request_id))
 
-    async def ran_without_review(self, run: Run, *, tool_name: str, args: dict[str, Any]) -> None:
-        """See ``Notifier.ran_without_review``."""
-        self.events.append(("unreviewed", tool_name))
+    async def ran_without_review(
+        self, run: Run, *, key: str, tool_name: str, args: dict[str, Any]
+    ) -> None:
+        """See ``Notifier.ran_without_review``: once per ``key``."""
+        if self._first(run, key):
+            self.events.append(("unreviewed", tool_name))
 
-    async def tool_ran(self, run: Run, *, tool_name: str, content: str, ok: bool) -> None:
-        """See ``Notifier.tool_ran``."""
-        self.events.append(("result", (tool_name, content)))
+    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
+        """See ``Notifier.tool_ran``: once per ``key``."""
+        if self._first(run, key):
+            self.events.append(("result", (tool_name, content)))
+
+    def _first(self, run: Run, key: str) -> bool:
+        """Whether ``key`` of ``run`` is posted for the first time (and remember it)."""
+        if (run.run_id, key) in self.keys:
+            return False
+        self.keys.add((run.run_id, key))
+        return True
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
-        """See ``Notifier.run_finished``."""
-        self.events.append(("answer", answer))
+        """See ``Notifier.run_finished``: the answer once."""
+        if self._first(run, "final_answer"):
+            self.events.append(("answer", answer))
 
     async def run_failed(self, run: Run, *, error: str) -> None:
         """See ``Notifier.run_failed``."""

@@ -57,7 +57,12 @@ def post_message(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         if parent is None:
             return {"ok": False, "error": "thread_not_found"}
         thread_ts = parent.get("thread_ts", parent["ts"])
+    metadata = json_arg(args, "metadata", error="invalid_metadata_format")
+    if metadata is not None and not valid_metadata(metadata):
+        return refusal(core, where, "invalid_metadata_format")
     message = ws.post(channel_id, text=text or "", blocks=blocks, thread_ts=thread_ts)
+    if metadata is not None:
+        message["metadata"] = metadata
     if thread_ts is not None and flag(args, "reply_broadcast"):
         message["subtype"] = "thread_broadcast"
     return {
@@ -66,6 +71,16 @@ def post_message(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         "ts": message["ts"],
         "message": copy.deepcopy(message),
     }
+
+
+def valid_metadata(metadata: Any) -> bool:
+    """Whether ``metadata`` has Slack's shape: ``event_type`` (a string) and
+    ``event_payload`` (an object), https://docs.slack.dev/messaging/message-metadata."""
+    return (
+        isinstance(metadata, dict)
+        and isinstance(metadata.get("event_type"), str)
+        and isinstance(metadata.get("event_payload"), dict)
+    )
 
 
 def update(core: Core, args: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +98,12 @@ def update(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     text, blocks, refused = _content(core, f"chat.update of {channel_id}/{args['ts']}", args)
     if refused:
         return refused
+    metadata = json_arg(args, "metadata", error="invalid_metadata_format")
+    if metadata is not None and not valid_metadata(metadata):
+        return refusal(core, f"chat.update of {channel_id}/{args['ts']}", "invalid_metadata_format")
     core.workspace.edit(message, text=text, blocks=blocks)
+    if metadata is not None:
+        message["metadata"] = metadata
     return {
         "ok": True,
         "channel": channel_id,

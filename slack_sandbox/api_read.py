@@ -12,7 +12,7 @@ from typing import Any
 from slack_sandbox.core import Core
 from slack_sandbox.people import user_object
 from slack_sandbox.state import BOT_ID, BOT_USER_ID
-from slack_sandbox.web_api import Handler
+from slack_sandbox.web_api import Handler, flag
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -39,6 +39,25 @@ def _limit(args: dict[str, Any]) -> int:
         return DEFAULT_HISTORY_LIMIT
 
 
+def _shown(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Copies of ``messages`` as a read method returns them: without their ``metadata``
+    unless ``include_all_metadata`` was asked for (Slack's default is false)."""
+    shown = copy.deepcopy(messages)
+    if not flag(args, "include_all_metadata"):
+        for message in shown:
+            message.pop("metadata", None)
+    return shown
+
+
+def _since(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """``messages`` after ``oldest`` (a ``ts``), if given."""
+    try:
+        oldest = float(args.get("oldest") or 0)
+    except (TypeError, ValueError):
+        oldest = 0.0
+    return [m for m in messages if float(m["ts"]) > oldest]
+
+
 def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
     """Return Slack's refusal to read ``channel_id``'s messages, or None if the bot may."""
     if channel_id not in core.workspace.channels:
@@ -48,7 +67,8 @@ def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
 
 
 def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``conversations.history``: top-level messages (and broadcasts), newest first."""
+    """``conversations.history``: top-level messages (and broadcasts) after ``oldest``,
+    newest first; ``metadata`` only with ``include_all_metadata``."""
     channel_id = str(args.get("channel"))
     refused = _unreadable(core, channel_id)
     if refused:
@@ -58,11 +78,11 @@ def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         for m in core.workspace.messages[channel_id]
         if m.get("thread_ts", m["ts"]) == m["ts"] or m.get("subtype") == "thread_broadcast"
     ]
-    newest_first = list(reversed(top))
+    newest_first = list(reversed(_since(top, args)))
     limit = _limit(args)
     return {
         "ok": True,
-        "messages": copy.deepcopy(newest_first[:limit]),
+        "messages": _shown(newest_first[:limit], args),
         "has_more": len(newest_first) > limit,
         "pin_count": 0,
         "response_metadata": {"next_cursor": ""},
@@ -70,7 +90,8 @@ def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``conversations.replies``: a thread, parent first, then replies oldest first."""
+    """``conversations.replies``: a thread, parent first, then replies oldest first;
+    ``metadata`` only with ``include_all_metadata``."""
     channel_id = str(args.get("channel"))
     refused = _unreadable(core, channel_id)
     if refused:
@@ -87,7 +108,7 @@ def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     limit = _limit(args)
     return {
         "ok": True,
-        "messages": copy.deepcopy(thread[:limit]),
+        "messages": _shown(thread[:limit], args),
         "has_more": len(thread) > limit,
         "response_metadata": {"next_cursor": ""},
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 from slack_sandbox.block_rules import Problem
 from slack_sandbox.modals import Modals
+from slack_sandbox.stalls import Slowness, Stall
 from slack_sandbox.state import Workspace
 from slack_sandbox.usergroups import Usergroups
 
@@ -61,6 +62,9 @@ class Core:
         self.violations: list[str] = []
         self.failures: dict[str, Failure] = {}
         self.responses: dict[str, ResponseTarget] = {}
+        self.slowness = Slowness()
+        self.held: list[Stall] = []
+        """Stalls holding a call now (released when the sandbox stops)."""
 
     def violate(self, where: str, problems: Iterable[Problem | str]) -> None:
         """Record each of ``problems`` as a violation committed in ``where``."""

@@ -25,6 +25,7 @@ from slack_sandbox.errors import SandboxError
 from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.server import Server, build_app
+from slack_sandbox.stalls import Stall
 from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
 
 
@@ -113,7 +114,11 @@ class Sandbox(Acting):
         return self.base_url
 
     async def stop(self) -> None:
-        """Stop serving and close the client session used for deliveries."""
+        """Release held calls, stop serving and close the client session used for
+        deliveries."""
+        self._core.slowness.release_all()
+        for stall in list(self._core.held):
+            stall.released.set()
         await self._server.stop()
         await self._delivery.close()
 
@@ -184,6 +189,42 @@ class Sandbox(Acting):
         self._core.failures[method] = Failure(
             status=status, retry_after_s=retry_after_s, remaining=times
         )
+
+    def set_latency(self, low_s: float, high_s: float, *, seed: int | None = None) -> None:
+        """Make every Web API call wait a uniform random time in ``[low_s, high_s]``
+        seconds before it is answered, as real Slack's 50-250 ms do (``seed``: a
+        reproducible sequence)."""
+        self._core.slowness.latency_s = (low_s, high_s)
+        if seed is not None:
+            self._core.slowness.rng.seed(seed)
+
+    def stall_next(
+        self,
+        method: str,
+        *,
+        key_contains: str | None = None,
+        ts: str | None = None,
+        applied: bool = True,
+    ) -> Stall:
+        """Hold the next call of ``method`` that matches until the returned stall is
+        released or the sandbox stops.
+
+        Args:
+            method: The Web API method, e.g. ``chat.postMessage``.
+            key_contains: Match only calls whose ``metadata.event_payload.key``
+                contains it.
+            ts: Match only calls on the message ``ts`` (``chat.update``).
+            applied: ``True``: the call takes effect (the message is posted), then waits
+                before answering; ``False``: it is lost: it never takes effect, and once
+                released it answers HTTP 500.
+
+        Returns:
+            The stall: ``await stall.reached.wait()`` to know the call is held;
+            ``stall.released.set()`` to let it go on.
+        """
+        stall = Stall(method=method, key_contains=key_contains, ts=ts, applied=applied)
+        self._core.slowness.stalls.append(stall)
+        return stall
 
     # -- people, channels, user groups ----------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The Web API endpoint ``/api/{method}``: arguments, auth, injected failures, records.
+"""The Web API endpoint ``/api/{method}``: arguments, auth, injected failures, latency and
+stalls, records.
 
 Arguments arrive as a JSON body, a form body or a query string (``slack_sdk`` uses all
 three depending on the method); form fields such as ``blocks`` and ``view`` are JSON
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from slack_sandbox.block_rules import Problem
 from slack_sandbox.core import Core
+from slack_sandbox.stalls import Stall
 
 Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
 """A Web API method: ``(core, args) -> Slack's JSON answer``."""
@@ -93,13 +95,29 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
         handler = methods.get(method)
         if handler is None:
             return _answer(core, method, args, {"ok": False, "error": "unknown_method"})
+        await core.slowness.delay()
+        stall = core.slowness.take_stall(method, args)
+        if stall is not None and not stall.applied:
+            await _held(core, stall)  # lost on the way: never applied
+            return _injected(core, method, args, 500, 0)
         try:
             result = handler(core, args)
         except BadArgument as e:
             result = refusal(core, method, str(e))
+        if stall is not None and stall.applied:
+            await _held(core, stall)
         return _answer(core, method, args, result)
 
     return [web.post("/api/{method}", handle), web.get("/api/{method}", handle)]
+
+
+async def _held(core: Core, stall: Stall) -> None:
+    """Hold a call on ``stall`` until it is released."""
+    core.held.append(stall)
+    try:
+        await stall.hold()
+    finally:
+        core.held.remove(stall)
 
 
 def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any]) -> web.Response:

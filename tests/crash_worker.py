@@ -8,7 +8,15 @@ process kills itself, without any cleanup, at POINT:
 - ``before_resume``: decisions are recorded, the resume not yet started;
 - ``in_tool``: inside ``write_file``, after it wrote the file, before it returned;
 - ``in_sql``: inside ``execute_sql``, after its statement committed, before it returned;
-- ``before_mark_applied``: the resume finished, the requests not yet marked applied.
+- ``before_mark_applied``: the resume finished, the requests not yet marked applied;
+- ``after_tools``: a turn's ``append_line`` result is saved as a pending write of its
+  step, the step's checkpoint not yet written (the ledger agent's flow);
+- ``hang_in_tool``: not a kill but a slow tool: ``append_line`` writes its line, then
+  never returns, so the test can kill the worker from outside while it holds the run.
+
+``--owner`` names the worker in leases; ``--bus-channel`` is the test's Redis channel;
+``--ready-file`` is created once its first sweep is done (the event a test waits for
+before it relies on this worker).
 
 Without ``--crash-at`` it is a plain worker (the restart).
 """
@@ -17,11 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -30,6 +41,7 @@ from agent_bridge.backend import open_backend
 from agent_bridge.graph import AgentGraph
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy_file import load_policy
+from agent_bridge.redis_bus import RedisBus
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import WorkerSettings, read_settings
@@ -45,6 +57,8 @@ from tests.graph_wrappers import ResumeInterceptor
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 """The points of the demo task's flow; ``in_sql`` has a test of its own."""
 TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
+OTHER_POINTS = ("in_sql", "after_tools", "hang_in_tool")
+"""Points with a test of their own."""
 
 
 def die() -> NoReturn:
@@ -57,6 +71,41 @@ class CrashingNotifier(SlackNotifier):
     async def approval_requested(self, request: ApprovalRequest, *, run: Run) -> None:
         die()
         raise AssertionError("unreachable")
+
+
+def has_tool_result(value: Any, tool_name: str) -> bool:
+    """Whether a checkpoint write's value holds a ``ToolMessage`` of ``tool_name``."""
+    values = value if isinstance(value, list | tuple) else [value]
+    return any(isinstance(v, ToolMessage) and v.name == tool_name for v in values)
+
+
+def die_after_tool_writes(checkpointer: Any, tool_name: str) -> None:
+    """Make ``checkpointer`` die once it has saved a task's write of a ``tool_name``
+    result and is asked for the step's checkpoint: the tool ran and its result is
+    saved (a pending write), the step is not.
+
+    LangGraph saves writes and checkpoints in the background (``durability="async"``),
+    so the checkpoint waits for the saved write before the process dies.
+    """
+    original_writes = checkpointer.aput_writes
+    original_put = checkpointer.aput
+    saved: list[asyncio.Event] = []
+
+    async def aput_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        done = asyncio.Event()
+        if any(has_tool_result(value, tool_name) for _, value in writes):
+            saved.append(done)
+        await original_writes(config, writes, task_id, task_path)
+        done.set()
+
+    async def aput(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if saved:
+            await saved[0].wait()
+            die()
+        return await original_put(config, checkpoint, metadata, new_versions)
+
+    checkpointer.aput_writes = aput_writes
+    checkpointer.aput = aput
 
 
 class CrashingStore(ApprovalStore):
@@ -96,16 +145,52 @@ def crashing_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
     return [crashing if t.name == name else t for t in tools]
 
 
-async def main(crash_at: str | None) -> None:
+def hanging_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
+    """``tools`` with ``name`` doing its real work, then never returning (a slow tool)."""
+    original = next(t for t in tools if t.name == name)
+
+    async def append_line(line: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Append one line to the ledger."""
+        call = {"name": name, "args": {"line": line}, "id": tool_call_id, "type": "tool_call"}
+        await original.ainvoke(call)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable: the event is never set")
+
+    hanging = StructuredTool.from_function(coroutine=append_line)
+    return [hanging if t.name == name else t for t in tools]
+
+
+class ReadyWorker(Worker):
+    """A worker that creates ``ready_file`` once its first sweep is done."""
+
+    ready_file: Path | None = None
+
+    async def sweep(self) -> None:
+        await super().sweep()
+        if self.ready_file is not None and not self.ready_file.exists():
+            self.ready_file.touch()
+
+
+async def main(
+    crash_at: str | None, owner: str | None, ready_file: Path | None, channel: str | None
+) -> None:
     settings = read_settings(WorkerSettings)
     backend = await open_backend(settings.database_url)
-    bus = open_bus(settings)
+    bus = (
+        RedisBus(settings.redis_url, channel=channel)
+        if channel and settings.redis_url
+        else open_bus(settings)
+    )
     store_type = CrashingStore if crash_at == "before_mark_applied" else ApprovalStore
     store = store_type(backend.db)
     policy = load_policy(settings.policy)
     tools = load_tools(settings)
     if crash_at in TOOL_POINTS:
         tools = crashing_tools(tools, TOOL_POINTS[crash_at])
+    if crash_at == "hang_in_tool":
+        tools = hanging_tools(tools, "append_line")
+    if crash_at == "after_tools":
+        die_after_tool_writes(backend.checkpointer, "append_line")
     graph: AgentGraph = build_agent(
         tools=tools,
         model=load_model(settings.model),
@@ -125,7 +210,7 @@ async def main(crash_at: str | None) -> None:
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
     )
-    worker = Worker(
+    worker = ReadyWorker(
         store=store,
         bus=bus,
         driver=driver,
@@ -133,7 +218,9 @@ async def main(crash_at: str | None) -> None:
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
         start_rules=policy.start_rules(),
+        owner=owner,
     )
+    worker.ready_file = ready_file
     try:
         await worker.run(stop_on_signals())
     finally:
@@ -143,5 +230,10 @@ async def main(crash_at: str | None) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--crash-at", choices=[*POINTS, "in_sql"])
-    asyncio.run(main(parser.parse_args().crash_at))
+    parser.add_argument("--crash-at", choices=[*POINTS, *OTHER_POINTS])
+    parser.add_argument("--owner")
+    parser.add_argument("--ready-file", type=Path)
+    parser.add_argument("--bus-channel", help="the Redis pub/sub channel of the test")
+    options = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(name)s %(message)s")
+    asyncio.run(main(options.crash_at, options.owner, options.ready_file, options.bus_channel))

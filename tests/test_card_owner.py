@@ -9,17 +9,23 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from agent_bridge.backend import open_backend
+from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
 from agent_bridge.policy_file import POLICIES_DIR
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
 from bot.card_owner import CardOwner
+from bot.slack_notifier import SlackNotifier
 from bot.testing import MemoryGateway
 from tests.harness import DBA, Harness
 from tests.test_expiry import Clock
@@ -164,3 +170,77 @@ async def test_a_card_decided_while_it_is_posted_again_shows_no_buttons(
     assert stored is not None and stored.message_ts is not None
     blocks = json.dumps(slack.messages[("C1", stored.message_ts)]["blocks"])
     assert "Approved" in blocks and '"actions"' not in blocks
+
+
+@pytest.fixture
+async def pending_card(tmp_path: Path) -> AsyncIterator[PostedCard]:
+    """One pending card posted on the gateway's twin, with a SQLite store."""
+    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
+    await backend.release()
+    store = ApprovalStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    (request,) = await store.add_requests([make_request("r1")])
+    slack = MemoryGateway()
+    card = await CardOwner(store=store, slack=slack).post(request, run)
+    yield PostedCard(store, slack, card)
+    await backend.close()
+
+
+def card_blocks(posted: PostedCard) -> str:
+    assert posted.card.channel_id and posted.card.message_ts
+    return json.dumps(posted.slack.messages[(posted.card.channel_id, posted.card.message_ts)])
+
+
+async def test_a_redraw_from_older_state_that_lands_last_is_drawn_again(
+    pending_card: PostedCard,
+) -> None:
+    """The web process draws the pending card; before its ``chat.update`` lands, a
+    reviewer decides and another process redraws the card as decided; then the stale
+    update lands. The first redraw reads the card's state again and draws it again."""
+    store, slack = pending_card.store, pending_card.slack
+    real_update = slack.update_message
+    overtaken: list[bool] = []
+
+    async def overtaken_update(**kwargs: Any) -> None:
+        if not overtaken:  # the first draw, of the pending card, is slow to land
+            overtaken.append(True)
+            await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+            await CardOwner(store=store, slack=slack).redraw("r1")
+        await real_update(**kwargs)
+
+    slack.update_message = overtaken_update  # type: ignore[method-assign]
+    await CardOwner(store=store, slack=slack).redraw("r1")
+
+    blocks = card_blocks(pending_card)
+    assert "Approved" in blocks and '"actions"' not in blocks
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
+
+
+async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
+    pending_card: PostedCard,
+) -> None:
+    """A decision recorded by a process that died before its redraw: the worker's sweep
+    redraws the card once the change is older than ``CARD_REDRAW_GRACE_S``."""
+    store, slack = pending_card.store, pending_card.slack
+    clock = Clock()
+    store.clock = clock
+    claimed = await store.claim_run("run-1", owner="w", lease_s=60, from_state=RunState.QUEUED)
+    assert claimed is not None
+    await store.release_run("run-1", owner="w", state=RunState.WAITING)
+    await store.record_decision("r1", Decision(type="reject"), user_id="U2")  # no redraw
+    cards = CardOwner(store=store, slack=slack)
+    notifier = SlackNotifier(slack=slack, cards=cards)
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
+        failures=RunFailures(store=store, notifier=notifier),
+    )
+    await worker.sweep()
+    assert '"actions"' in card_blocks(pending_card)  # too recent: left to its process
+    clock.now += CARD_REDRAW_GRACE_S + 1
+    await worker.sweep()
+    assert "Rejected" in card_blocks(pending_card) and '"actions"' not in card_blocks(pending_card)

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,67 +21,16 @@ from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from tests.crash_worker import POINTS
 from tests.harness import Harness
+from tests.ledger_agent import ledger_lines
+from tests.worker_processes import LEDGER_AGENT, TWO_TURNS, killed, restarted, start_worker, stop
 
-REPO = Path(__file__).resolve().parent.parent
 REASON = "Archive the rows before deleting them."
-LEASE_S = 1.5
-EXIT_TIMEOUT_S = 30.0
 
 
 @pytest.fixture
 def harness_options() -> dict[str, Any]:
     """Sandbox and web app in this process; the worker is a child process (see below)."""
     return {"workers": 0}
-
-
-async def start_worker(
-    harness: Harness, log: Path, crash_at: str | None = None
-) -> asyncio.subprocess.Process:
-    """Start ``tests.crash_worker`` as a real process with the harness's configuration."""
-    settings = harness.settings
-    env = {
-        **os.environ,
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url or "",
-        "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token,
-        "WORKSPACE_DIR": str(settings.workspace_dir),
-        "POLICY": str(settings.policy or ""),
-        "POLL_INTERVAL_S": "0.3",
-        "LEASE_S": str(LEASE_S),
-    }
-    args = ["--crash-at", crash_at] if crash_at else []
-    with log.open("ab") as out:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.crash_worker",
-            *args,
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=out,
-        )
-
-
-async def killed(process: asyncio.subprocess.Process) -> None:
-    """Wait until the crashing worker has SIGKILLed itself."""
-    code = await asyncio.wait_for(process.wait(), EXIT_TIMEOUT_S)
-    assert code == -signal.SIGKILL, f"worker exited {code}, not by SIGKILL"
-
-
-async def restarted(
-    process: asyncio.subprocess.Process, harness: Harness, log: Path
-) -> asyncio.subprocess.Process:
-    """Wait for the crashing worker's SIGKILL, then start a plain one in its place."""
-    await killed(process)
-    return await start_worker(harness, log)
-
-
-async def stop(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.wait(), EXIT_TIMEOUT_S)
 
 
 def approval_cards(harness: Harness) -> int:
@@ -160,3 +106,99 @@ async def test_a_statement_committed_before_a_kill_is_not_run_again(
         assert conn.execute("SELECT total FROM orders WHERE id = 1").fetchone()[0] == 220.0
     (result,) = await harness.tool_messages(run)
     assert result.content == "1 rows affected"
+
+
+async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The kill leaves the turn's result saved as a pending write and no ``next`` node:
+    the restarted worker replays that result (the tool is not run again) and the agent's
+    next turn, which calls the tool again, runs; the run is not taken as finished."""
+    log = tmp_path / "worker.log"
+    worker = await start_worker(harness, log, "after_tools", agent=LEDGER_AGENT)
+    try:
+        run = await harness.start_run(TWO_TURNS)
+        (first,) = await harness.requests(run, count=1)
+        await harness.click(first, "approve")
+        worker = await restarted(worker, harness, log, agent=LEDGER_AGENT)
+        _, second = await harness.requests(run, count=2)
+        await harness.click(second, "approve")
+        done = await harness.finished(run)
+    finally:
+        await stop(worker)
+    assert done.state == RunState.DONE, log.read_text()
+    lines = [line.split(" ", 1)[1] for line in ledger_lines(harness.settings.workspace_dir)]
+    assert lines == ["first", "second"]
+    assert done.final_answer and "appended first" in done.final_answer
+    assert "appended second" in done.final_answer
+    results = [t for t in harness.slack_thread_texts(done) if "returned" in t]
+    assert [("appended first" in t, "appended second" in t) for t in results] == [
+        (True, False),
+        (False, True),
+    ], results
+
+
+async def test_a_dead_workers_run_is_continued_within_5_s(harness: Harness, tmp_path: Path) -> None:
+    """With the default ``LEASE_S`` and a poll interval far longer than that, a second
+    worker takes up the run of a worker killed in the middle of a slow tool within 5 s
+    of the kill: it wakes when the dead worker's lease ends, not at its next poll."""
+    log = tmp_path / "worker.log"
+    defaults: dict[str, str | None] = {"LEASE_S": None, "POLL_INTERVAL_S": "60"}
+    first = await start_worker(
+        harness,
+        log,
+        "hang_in_tool",
+        LEDGER_AGENT,
+        options=("--owner", "worker-a"),
+        env_changes=defaults,
+    )
+    ready = tmp_path / "second.ready"
+    second: asyncio.subprocess.Process | None = None
+    workspace = harness.settings.workspace_dir
+    try:
+        run = await harness.start_run(
+            {"tool_calls": [{"name": "append_line", "args": {"line": "slow"}}]}
+        )
+        (request,) = await harness.requests(run, count=1)
+        await harness.click(request, "approve")
+
+        async def slow_tool_running() -> bool:
+            return bool(ledger_lines(workspace))
+
+        await harness.wait_for(slow_tool_running)
+        second = await start_worker(
+            harness,
+            log,
+            None,
+            LEDGER_AGENT,
+            options=("--owner", "worker-b", "--ready-file", str(ready)),
+            env_changes=defaults,
+        )
+
+        async def second_ready() -> bool:
+            return ready.exists()
+
+        await harness.wait_for(second_ready)
+        first.kill()
+        killed_at = asyncio.get_running_loop().time()
+        await killed(first)
+
+        async def taken_over() -> bool:
+            row = await harness.store.db.fetch_one(
+                "SELECT lease_owner FROM runs WHERE run_id = :run_id", {"run_id": run.run_id}
+            )
+            return bool(row and row["lease_owner"] == "worker-b")
+
+        await harness.wait_for(taken_over)
+        waited_s = asyncio.get_running_loop().time() - killed_at
+        done = await harness.finished(run)
+    finally:
+        await stop(first)
+        if second is not None:
+            await stop(second)
+    assert waited_s < 5.0, f"the run waited {waited_s:.1f} s after the kill"
+    assert done.state == RunState.DONE, log.read_text()
+    # killed inside the tool: its body ran again (at least once), its result once
+    assert [line.split(" ", 1)[1] for line in ledger_lines(workspace)] == ["slow", "slow"]
+    (result,) = await harness.tool_messages(run)
+    assert result.content == "appended slow"

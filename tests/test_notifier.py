@@ -91,9 +91,20 @@ async def test_a_run_s_messages_are_posted_in_its_slack_thread(
 ) -> None:
     notifier = subject.notifier
     run = await started_run(store, notifier)
-    await notifier.ran_without_review(run, tool_name="read_data", args={"table": "orders"})
-    await notifier.tool_ran(run, tool_name="read_data", content="5 rows", ok=True)
-    await notifier.tool_ran(run, tool_name="write_file", content="boom", ok=False)
+    await notifier.ran_without_review(
+        run, key="unreviewed:c1", tool_name="read_data", args={"table": "orders"}
+    )
+    await notifier.tool_ran(run, key="tool:c1", tool_name="read_data", content="5 rows", ok=True)
+    await notifier.tool_ran(run, key="tool:c2", tool_name="write_file", content="boom", ok=False)
     await notifier.run_finished(run, answer="Done.")
     await notifier.run_failed(run, error="RuntimeError: late")
     assert run.thread_ts is not None and subject.replies(run.thread_ts) == 5
+
+
+async def test_a_message_is_posted_once_per_key(store: ApprovalStore, subject: Subject) -> None:
+    notifier = subject.notifier
+    run = await started_run(store, notifier)
+    for _ in range(2):
+        await notifier.tool_ran(run, key="tool:c1", tool_name="read_data", content="5", ok=True)
+        await notifier.run_finished(run, answer="Done.")
+    assert run.thread_ts is not None and subject.replies(run.thread_ts) == 2

@@ -9,7 +9,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reliability.md"
-FAULT_MODULES = ("test_faults.py", "test_crash_recovery.py", "test_hostile.py", "test_expiry.py")
+FAULT_MODULES = (
+    "test_faults.py",
+    "test_crash_recovery.py",
+    "test_slack_windows.py",
+    "test_leases.py",
+    "test_hostile.py",
+    "test_expiry.py",
+)
 REFERENCE = re.compile(r"`(tests/[\w/]+\.py)::([\w:]+)`")
 
 

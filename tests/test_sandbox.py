@@ -6,6 +6,7 @@ its deliveries and checks their signatures with the real ``SignatureVerifier``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -1133,3 +1134,62 @@ async def test_a_view_not_on_the_users_stack_can_be_submitted(
     with pytest.raises(SandboxError, match="no input blocks"):
         await sandbox.submit_unopened_view(user_id=REVIEWER, view=made_up, values={"x": "1"})
     assert sandbox.violations == []
+
+
+def key_metadata(key: str) -> dict[str, Any]:
+    return {"event_type": "agent_bridge_message", "event_payload": {"key": key}}
+
+
+async def test_message_metadata_is_kept_and_returned_only_when_asked(
+    sandbox: Sandbox, client: AsyncWebClient
+) -> None:
+    header = key_metadata("run/header")
+    parent = (await client.chat_postMessage(channel=GENERAL, text="p", metadata=header))["ts"]
+    await client.chat_postMessage(
+        channel=GENERAL, text="r", thread_ts=parent, metadata=key_metadata("run/tool:1")
+    )
+    plain = await client.conversations_history(channel=GENERAL)
+    assert [m.get("metadata") for m in plain["messages"]] == [None]
+    full = await client.conversations_history(channel=GENERAL, include_all_metadata=True)
+    assert [m["metadata"] for m in full["messages"]] == [header]
+    since = await client.conversations_history(
+        channel=GENERAL, include_all_metadata=True, oldest=parent
+    )
+    assert since["messages"] == []
+    thread = await client.conversations_replies(
+        channel=GENERAL, ts=parent, include_all_metadata=True
+    )
+    keys = [m["metadata"]["event_payload"]["key"] for m in thread["messages"]]
+    assert keys == ["run/header", "run/tool:1"]
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel=GENERAL, text="x", metadata={"event_type": 1})
+    assert refused.value.response["error"] == "invalid_metadata_format"
+
+
+async def test_a_stalled_call_is_held_landed_or_lost(
+    sandbox: Sandbox, client: AsyncWebClient
+) -> None:
+    landed = sandbox.stall_next("chat.postMessage", key_contains="/card:")
+    call = asyncio.create_task(
+        client.chat_postMessage(channel=GENERAL, text="card", metadata=key_metadata("r/card:1"))
+    )
+    await landed.reached.wait()
+    assert [m["text"] for m in sandbox.messages(GENERAL)] == ["card"]  # in Slack already
+    assert not call.done()  # the caller has not heard back
+    landed.released.set()
+    assert (await call)["ok"]
+
+    lost = sandbox.stall_next("chat.postMessage", applied=False)
+    call = asyncio.create_task(client.chat_postMessage(channel=GENERAL, text="lost"))
+    await lost.reached.wait()
+    lost.released.set()
+    with pytest.raises(SlackApiError):
+        await call
+    assert [m["text"] for m in sandbox.messages(GENERAL)] == ["card"]
+
+
+async def test_latency_delays_every_web_api_call(sandbox: Sandbox, client: AsyncWebClient) -> None:
+    sandbox.set_latency(0.05, 0.06, seed=7)
+    started = time.monotonic()
+    await client.auth_test()
+    assert time.monotonic() - started >= 0.05

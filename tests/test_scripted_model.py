@@ -45,3 +45,22 @@ def test_after_results_the_answer_quotes_each_result() -> None:
 def test_a_task_without_calls_says_what_would_work(task: str, says: str) -> None:
     turn = ScriptedChatModel().next_turn([HumanMessage(task)])
     assert not turn.tool_calls and says in turn.text
+
+
+def test_a_json_task_with_then_calls_tools_again_on_its_next_turn() -> None:
+    task = json.dumps(
+        {
+            "tool_calls": [{"name": "append_line", "args": {"line": "one"}}],
+            "then": [[{"name": "append_line", "args": {"line": "two"}}]],
+        }
+    )
+    model = ScriptedChatModel()
+    first = model.next_turn([HumanMessage(task)])
+    assert [c["args"] for c in first.tool_calls] == [{"line": "one"}]
+    result = ToolMessage("ok one", tool_call_id=first.tool_calls[0]["id"], name="append_line")
+    second = model.next_turn([HumanMessage(task), first, result])
+    assert [c["args"] for c in second.tool_calls] == [{"line": "two"}]
+    assert second.tool_calls[0]["id"] != first.tool_calls[0]["id"]
+    result_two = ToolMessage("ok two", tool_call_id=second.tool_calls[0]["id"], name="append_line")
+    last = model.next_turn([HumanMessage(task), first, result, second, result_two])
+    assert not last.tool_calls and "ok one" in str(last.content) and "ok two" in str(last.content)

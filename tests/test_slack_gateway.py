@@ -203,3 +203,38 @@ def test_a_proxy_s_plain_text_5xx_is_unavailable(status: int) -> None:
     error = translate("chat.update", SlackApiError("proxy", response))  # type: ignore[no-untyped-call]
     assert isinstance(error, SlackUnavailableError) and error.retryable
     assert error.code == f"HTTP {status}"
+
+
+async def test_a_message_is_found_by_the_key_in_its_metadata(subject: Subject) -> None:
+    gateway, channel = subject.gateway, subject.channel_id
+    parent = await gateway.post_message(
+        team_id=TEAM, channel_id=channel, text="header", blocks=BLOCKS, key="run-1/header"
+    )
+    reply = await gateway.post_message(
+        team_id=TEAM,
+        channel_id=channel,
+        text="result",
+        blocks=BLOCKS,
+        thread_ts=parent,
+        key="run-1/tool:c1",
+    )
+    await gateway.post_message(team_id=TEAM, channel_id=channel, text="other", blocks=BLOCKS)
+    found_parent = await gateway.find_message(
+        team_id=TEAM, channel_id=channel, key="run-1/header", oldest=float(parent) - 60
+    )
+    found_reply = await gateway.find_message(
+        team_id=TEAM, channel_id=channel, key="run-1/tool:c1", thread_ts=parent
+    )
+    assert (found_parent, found_reply) == (parent, reply)
+    assert (
+        await gateway.find_message(
+            team_id=TEAM, channel_id=channel, key="run-1/tool:c2", thread_ts=parent
+        )
+        is None
+    )
+    assert (
+        await gateway.find_message(
+            team_id=TEAM, channel_id=channel, key="run-1/header", oldest=float(parent)
+        )
+        is None  # only messages after oldest
+    )
