@@ -68,6 +68,12 @@ def cannot_check_text(groups: str) -> str:
     )
 
 
+MENTION_IN_THREAD_TEXT = (
+    "A mention in a thread does not start a run (nor answer this one). To start a run, "
+    "mention me in a new message or use `/agent <task>`; to decide, use the card's buttons."
+)
+
+
 def unknown_groups_text(groups: str) -> str:
     """The policy names user groups Slack does not know; it fails closed."""
     return (
@@ -132,6 +138,17 @@ def pointer_text(tool_name: str, channel: str, link: str | None) -> str:
     """One line in the run's thread: where its card waits (``link``: its permalink)."""
     card = f": <{link}|open the card>" if link else ""
     return f":hourglass: {tool_name} waits for approval in {channel}{card}"
+
+
+def pointer_reminded_text(tool_name: str, channel: str, link: str | None, deadline: str) -> str:
+    """The pointer once a reminder went out: ``deadline`` says by when and what then."""
+    card = f": <{link}|open the card>" if link else ""
+    return f":alarm_clock: {tool_name} still waits for approval in {channel}{card}. {deadline}"
+
+
+def expired_outcome(outcome: str) -> str:
+    """A pointer's outcome when no one decided in time: ``outcome`` e.g. "❌ Rejected"."""
+    return f"{outcome} automatically (no one decided in time)"
 
 
 def pointer_escalated_text(tool_name: str, channel: str, link: str | None) -> str:

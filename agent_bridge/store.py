@@ -625,7 +625,9 @@ class ApprovalStore:
         )
 
     async def due_escalations(self) -> list[ApprovalRequest]:
-        """Return posted pending requests whose ``escalates_at`` has come, not escalated."""
+        """Return posted pending requests whose ``escalates_at`` has come, not escalated
+        and not due to expire (after an outage, a request past both only expires: no one
+        is called in to decide a card closed in the same sweep)."""
         rows = await self.db.fetch_all(SELECT_DUE_ESCALATIONS, {"now": self.clock()})
         return [request_from_row(r) for r in rows]
 

@@ -126,7 +126,7 @@ SET_OPENED_VIEW_ID = "UPDATE opened_views SET view_id = :view_id WHERE view_key 
 SELECT_OPENED_VIEW = "SELECT * FROM opened_views WHERE view_key = :view_key"
 SELECT_DUE_ESCALATIONS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND escalated_at IS NULL AND escalates_at IS NOT NULL
-    AND escalates_at <= :now"""
+    AND escalates_at <= :now AND (expires_at IS NULL OR expires_at > :now)"""
 ESCALATE_REQUEST = """UPDATE approval_requests
     SET escalated_at = :now, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending' AND escalated_at IS NULL

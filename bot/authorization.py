@@ -131,7 +131,7 @@ def refusal(
     if any(m.resolved and actor.user_id in m.users for m in lists):
         return None
     if members is None:
-        return review_wording.cannot_check_text("?")
+        return review_wording.cannot_check_text("the approvers")
     unresolved = [m for m in lists if not m.resolved]
     unknown = [g for m in unresolved for g in m.unknown]
     if unknown:

@@ -170,10 +170,12 @@ class CardOwner:
         return drawn
 
     async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:
-        """Show the card's outcome (or escalation) on its pointer in the run's thread."""
+        """Show the card's outcome, escalation or reminder on its pointer in the run's
+        thread."""
         if request.pointer_ts is None:
             return
-        if request.state == ApprovalState.PENDING and request.escalated_at is None:
+        pending = request.state == ApprovalState.PENDING
+        if pending and request.escalated_at is None and request.reminded_at is None:
             return
         text, blocks = render_pointer(request, link=request.card_link)
         try:

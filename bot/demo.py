@@ -20,7 +20,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from agent_bridge.audit import AuditKind, read_events
+from agent_bridge.audit import read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import ConfigurationError
@@ -172,21 +172,46 @@ def check_outcome(workspace: Path) -> list[tuple[str, bool]]:
     ]
 
 
+EXPECTED_TRAIL = {
+    "write_file": [
+        ("requested", None),
+        ("posted", None),
+        ("decided", REVIEWER),
+        ("outcome", None),
+        ("applied", None),
+    ],
+    "execute_sql": [
+        ("requested", None),
+        ("posted", None),
+        ("refused", OUTSIDER),
+        ("refused", DEMO_REQUESTER),
+        ("approved", DBA),
+        ("decided", SECOND_DBA),
+        ("outcome", None),
+        ("applied", None),
+    ],
+}
+"""The audit trail the unattended demo must leave, per tool, in order (dana's second
+click counts once and is no event)."""
+
+
 async def check_decisions(store: ApprovalStore) -> list[tuple[str, bool]]:
-    """Who decided, from the audit trail: the outsider and the requester were refused
-    and recorded nothing, and two different DBAs approved the SQL."""
+    """Who decided, from the audit trail (what ``agent-bridge audit export`` writes):
+    exactly the expected events for each call, and nothing else."""
     events = await read_events(store.db)
-    refused = {e.user_id for e in events if e.kind == AuditKind.REFUSED}
-    counted = (AuditKind.APPROVED, AuditKind.DECIDED)
-    sql = [e for e in events if e.tool_name == "execute_sql" and e.kind in counted]
+    print("\nAudit trail (agent-bridge audit export):")
+    for e in events:
+        who = PEOPLE.get(e.user_id or "", e.user_id or "")
+        print(f"  {e.kind.value:<9} {e.tool_name or '':<11} {who} {e.decision or ''}".rstrip())
+    trail = {
+        tool: [(e.kind.value, e.user_id) for e in events if e.tool_name == tool]
+        for tool in EXPECTED_TRAIL
+    }
     return [
         (
-            "the outsider's and the requester's clicks were refused",
-            {OUTSIDER, DEMO_REQUESTER} <= refused,
-        ),
-        (
-            "execute_sql was approved by two different DBAs, not by anyone refused",
-            [e.user_id for e in sql] == [DBA, SECOND_DBA],
+            "the audit trail lists exactly what happened: the outsider's and the "
+            "requester's clicks refused, then two different DBAs",
+            trail == EXPECTED_TRAIL and len(events) == sum(map(len, EXPECTED_TRAIL.values())),
         ),
     ]
 

@@ -147,6 +147,8 @@ class AppMention(_Payload):
     text: str = ""
     channel: str
     ts: str
+    thread_ts: str | None = None
+    """Set when the mention is a reply in a thread."""
     team: str | None = None
     bot_id: str | None = None
     subtype: str | None = None

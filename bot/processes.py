@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -39,8 +40,9 @@ from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
+from bot.directory import Directory
 from bot.slack_client import make_client
-from bot.slack_gateway import single_workspace
+from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
 
 logger = logging.getLogger(__name__)
@@ -71,8 +73,10 @@ async def start_web(
     deduper: Deduper,
     host: str | None = None,
     port: int | None = None,
+    directory: Callable[[Slack], Directory] | None = None,
 ) -> WebServer:
-    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port).
+    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
+    builds its user-group resolver (tests move its clock).
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
@@ -84,6 +88,7 @@ async def start_web(
         client=client,
         deduper=deduper,
         channel_agents=settings.channel_agents,
+        **({"directory": directory} if directory else {}),
     )
     runner = web.AppRunner(
         create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None

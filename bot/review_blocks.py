@@ -55,13 +55,17 @@ def review_lines(request: ApprovalRequest) -> list[str]:
         )
     if request.escalated_at is not None and rules.escalate_to:
         lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
-    if request.expires_at is not None and request.timeout_decision is not None:
-        outcome = wording.OUTCOMES[request.timeout_decision.type][1].lower()
-        when = slack_date(request.expires_at)
-        lines.append(
-            review_wording.time_limit_line(when, outcome, reminded=request.reminded_at is not None)
-        )
+    lines.extend(time_limit(request, reminded=request.reminded_at is not None))
     return lines
+
+
+def time_limit(request: ApprovalRequest, *, reminded: bool = False) -> list[str]:
+    """The request's review time limit as a line (none without one)."""
+    if request.expires_at is None or request.timeout_decision is None:
+        return []
+    outcome = wording.OUTCOMES[request.timeout_decision.type][1].lower()
+    when = slack_date(request.expires_at)
+    return [review_wording.time_limit_line(when, outcome, reminded=reminded)]
 
 
 def review_context(request: ApprovalRequest) -> list[dict[str, Any]]:
@@ -95,15 +99,20 @@ def render_pointer(
     where it waits, then its outcome (``link``: the card's permalink)."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     channel = f"<#{request.channel_id}>" if request.channel_id else "?"
-    if request.state == ApprovalState.PENDING and request.escalated_at is not None:
+    if request.state == ApprovalState.PENDING and request.reminded_at is not None:
+        deadline = " ".join(time_limit(request))  # the latest step: it says by when
+        text = review_wording.pointer_reminded_text(name, channel, link, deadline)
+    elif request.state == ApprovalState.PENDING and request.escalated_at is not None:
         text = review_wording.pointer_escalated_text(name, channel, link)
     elif request.state == ApprovalState.PENDING:
         text = review_wording.pointer_text(name, channel, link)
     else:
-        emoji, verb = (
-            wording.OUTCOMES[request.decision.type] if request.decision else wording.CLOSED_OUTCOME
-        )
-        text = review_wording.pointer_outcome_text(f"{emoji} {verb}", name, channel, link)
+        decision = request.decision if request.state != ApprovalState.CANCELLED else None
+        emoji, verb = wording.OUTCOMES[decision.type] if decision else wording.CLOSED_OUTCOME
+        outcome = f"{emoji} {verb}"
+        if decision is not None and request.decided_by is None:  # the policy's default
+            outcome = review_wording.expired_outcome(outcome)
+        text = review_wording.pointer_outcome_text(outcome, name, channel, link)
     return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
 
 

@@ -147,6 +147,9 @@ class StartListeners:
                 review_wording.BOT_NEVER_STARTS,
             )
             return
+        if mention.thread_ts is not None:  # e.g. in a run's thread: not a new task
+            await self._reply(mention, mention.user, review_wording.MENTION_IN_THREAD_TEXT)
+            return
         task = mention_task(mention.text)
         if not task:
             await self._reply(mention, mention.user, wording.MENTION_USAGE_TEXT)

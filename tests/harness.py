@@ -33,8 +33,10 @@ from agent_bridge.worker import Worker
 from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import RedisDeduper
+from bot.directory import Directory
 from bot.processes import WEB_DB_TIMEOUT_S, WebServer, build_worker, start_web
 from bot.slack_client import make_client
+from bot.slack_gateway import Slack
 from slack_sandbox import Sandbox
 
 T = TypeVar("T")
@@ -124,6 +126,7 @@ class Harness:
         users: Sandbox users (default: the sandbox's reviewer, dba and alice).
         worker_settings: Per-worker changes to ``settings`` (another agent, policy,
             ``agent_name``); when given, one worker each and ``workers`` is ignored.
+        directory: Builds the web app's user-group resolver (a test moves its clock).
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class Harness:
         worker_redis_url: str | None = None,
         users: dict[str, str] | None = None,
         worker_settings: list[dict[str, Any]] | None = None,
+        directory: Callable[[Slack], Directory] | None = None,
     ) -> None:
         self.settings = settings
         self.web_settings = web_settings
@@ -157,6 +161,7 @@ class Harness:
         self.server: WebServer | None = None
         self.workers: list[Worker] = []
         self.worker_settings = worker_settings or [{} for _ in range(workers)]
+        self.directory = directory
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._buses: list[Bus] = [self.web_bus]
@@ -189,6 +194,7 @@ class Harness:
             deduper=self.deduper,
             host="127.0.0.1",
             port=0,
+            directory=self.directory,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
         if not self.worker_settings:  # the test runs its own workers: publish as they will

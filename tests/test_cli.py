@@ -104,7 +104,7 @@ def test_the_unattended_demo_works_with_no_variable_set() -> None:
     done = agent_bridge("demo", "--unattended", env=clean_environment())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Final answer:\nDone." in done.stdout
-    assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 4
+    assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 3
     assert "olga (outsider) clicks Approve, is told: :no_entry:" in done.stdout
     assert "approved by dana (DBA), dmitri (DBA)" in done.stdout
 

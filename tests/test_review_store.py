@@ -164,6 +164,21 @@ async def test_escalation_is_due_after_the_first_post_and_happens_once(
     assert await store.due_escalations() == []
 
 
+async def test_a_request_past_its_expiry_is_not_escalated(store: ApprovalStore) -> None:
+    request = quorum_request(escalate_to=("S0BACKUP",), escalate_after_s=600.0)
+    request = request.model_copy(
+        update={"review_timeout_s": 1800.0, "timeout_decision": Decision(type="reject")}
+    )
+    await store.create_run(make_run())
+    await store.add_requests([request])
+    await store.set_message("q1", channel_id="C1", message_ts="1.1")
+    clock = store.clock
+    assert isinstance(clock, Clock)
+    clock.now += 3600  # an outage: past the escalation and the expiry
+    assert await store.due_escalations() == []
+    assert [r.request_id for r in await store.due_expiries()] == ["q1"]
+
+
 async def test_the_audit_trail_refuses_updates_and_deletes(store: ApprovalStore) -> None:
     await stored_quorum(store)
     (event,) = await read_events(store.db)

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from agent_bridge.audit import AuditKind, read_events
-from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
-from slack_sandbox import live_mentions
+from bot.directory import Directory
+from slack_sandbox import BotUnreachable, live_mentions
 from tests.harness import DBA, REQUESTER, REVIEWER, Harness
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -185,16 +186,17 @@ async def test_a_submission_for_a_view_not_opened_for_that_user_and_request_is_r
     assert (await harness.decided(first)).decided_by == DBA
 
 
+@pytest.mark.parametrize("decision", ["edit", "reject", "respond"])
 async def test_an_approver_removed_after_opening_a_form_cannot_submit_it(
-    harness: Harness,
+    harness: Harness, decision: DecisionType
 ) -> None:
     await people(harness)
     run = await harness.start_run(TWO_WRITES)
     first, _ = await harness.requests(run, count=2)
-    view = await harness.open_modal(first, "reject", user_id=SECOND_DBA)
+    view = await harness.open_modal(first, decision, user_id=SECOND_DBA)
     assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
     status, body = await harness.sandbox.submit_view(
-        view_id=view["id"], user_id=SECOND_DBA, values=VALUES["reject"]
+        view_id=view["id"], user_id=SECOND_DBA, values=VALUES[decision]
     )
     assert status == 200 and body is not None and "not an approver" in json.dumps(body)
     assert (await current(harness, first)).state == ApprovalState.PENDING
@@ -322,13 +324,63 @@ async def test_escalation_calls_in_the_backup_then_the_time_limit_applies(
     assert "<!subteam^S0DBA>" in reminder
     shown = json.dumps(card_of(harness, sql)["blocks"])
     assert "Reminder sent. If no one decides by <!date^" in shown and "rejected" in shown
+    started = await harness.store.get_run(run.run_id)
+    await harness.wait_for(lambda: _pointer(harness, started, "still waits for approval"))
     clock.now += 900  # past review_timeout_s: the default decision
     done = await harness.finished(run)
+    await harness.wait_for(lambda: _pointer(harness, started, "no one decided in time"))
     expired = await current(harness, sql)
     assert expired.decision is not None and expired.decision.type == "reject"
     assert "rows affected" not in (done.final_answer or "")
     kinds = [e.kind for e in await read_events(harness.store.db) if e.request_id == sql.request_id]
     assert kinds.index(AuditKind.ESCALATED) < kinds.index(AuditKind.EXPIRED)
+
+
+class Ticks:
+    """Monotonic seconds for the web app's group cache, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+TICKS = Ticks()
+
+
+class TestGroupCacheTtl:
+    @pytest.fixture
+    def harness_options(self) -> dict[str, Any]:
+        TICKS.now = 0.0
+        return {"directory": lambda slack: Directory(slack=slack, ttl_s=60, clock=TICKS)}
+
+    async def test_a_change_slack_did_not_report_is_picked_up_after_the_ttl(
+        self, harness: Harness
+    ) -> None:
+        await people(harness, dbas=[DBA])
+        run = await harness.start_run(DEMO_TASK)
+        _, sql = await harness.requests(run, count=2)
+        await harness.click(sql, "approve", user_id=SECOND_DBA)
+        await told(harness, SECOND_DBA, "not an approver")  # S0DBA is cached now
+        url, harness.sandbox.request_url = harness.sandbox.request_url, None
+        try:  # the change's event is lost (or went to another web process)
+            with pytest.raises(BotUnreachable):
+                await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA, SECOND_DBA])
+        finally:
+            harness.sandbox.request_url = url
+        TICKS.now = 59  # within the TTL: still the cached members
+        await harness.click(sql, "approve", user_id=SECOND_DBA)
+        notes = await harness.wait_for(lambda: _notes(harness, SECOND_DBA, 2))
+        assert "not an approver" in notes[-1]["text"]
+        TICKS.now = 61  # past it: read again
+        await harness.click(sql, "approve", user_id=SECOND_DBA)
+        await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
+
+
+async def _notes(harness: Harness, user_id: str, count: int) -> list[dict[str, Any]] | None:
+    notes = [n for n in harness.sandbox.ephemerals(user_id=user_id) if "Nothing" in n["text"]]
+    return notes if len(notes) >= count else None
 
 
 async def test_a_user_group_change_reported_by_slack_applies_at_once(harness: Harness) -> None:
@@ -379,6 +431,12 @@ async def _approved_by(
 ) -> ApprovalRequest | None:
     stored = await current(harness, request)
     return stored if stored.approved_by == who else None
+
+
+async def _pointer(harness: Harness, run: Run, text: str) -> str | None:
+    """The line in the run's thread about its execute_sql card, if it contains ``text``."""
+    found = [t for t in harness.slack_thread_texts(run) if "execute_sql" in t and text in t]
+    return found[0] if found else None
 
 
 async def _replies(harness: Harness, request: ApprovalRequest, text: str) -> str | None:

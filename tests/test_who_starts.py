@@ -87,6 +87,18 @@ async def test_a_bots_mention_never_starts_a_run(harness: Harness) -> None:
     await harness.wait_for(lambda: _runs_at_least(harness, 1))
 
 
+async def test_a_mention_in_a_thread_starts_nothing_and_says_so(harness: Harness) -> None:
+    await setup_people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    await harness.requests(run, count=2)
+    started = await harness.store.get_run(run.run_id)
+    await harness.sandbox.mention(
+        user_id=REQUESTER, channel_id=CHANNEL, text="please approve", thread_ts=started.thread_ts
+    )
+    await told(harness, REQUESTER, "A mention in a thread does not start a run")
+    assert await run_count(harness) == 1
+
+
 async def test_requester_groups_slack_does_not_know_let_no_one_start(harness: Harness) -> None:
     harness.sandbox.add_user(OUTSIDER, "outsider")  # S0REQ was never created
     await command(harness, REQUESTER)
