@@ -102,24 +102,32 @@ class CardOwner:
             card was posted again), or ``None`` if there is no such request.
         """
         drawn: ApprovalRequest | None = None
-        seen: list[tuple[str, int]] | None = None
+        seen: dict[str, int] | None = None
         for _ in range(REDRAW_ROUNDS_MAX):
             request = await self.store.get_request(request_id)
             if request is None:
                 return None
             batch = await self.store.requests_for_interrupt(request.interrupt_id)
-            versions = [(r.request_id, r.version) for r in batch]
+            versions = {r.request_id: r.version for r in batch}
             if versions == seen:
                 return drawn
+            targets = [request]
+            if siblings and len(batch) <= SIBLING_REDRAW_MAX:
+                # pending siblings show the batch's progress; and a sibling drawn in an
+                # earlier round that changed since must be drawn again, decided or not
+                targets += [
+                    r
+                    for r in batch
+                    if r.request_id != request_id
+                    and (
+                        r.state == ApprovalState.PENDING
+                        or (seen is not None and seen.get(r.request_id) != r.version)
+                    )
+                ]
             seen = versions
             run = await self.store.get_run(request.run_id)
-            others = [
-                r for r in batch if r.request_id != request_id and r.state == ApprovalState.PENDING
-            ]
-            if not siblings or len(batch) > SIBLING_REDRAW_MAX:
-                others = []
             drawn = await self._redraw_one(request, batch, run)
-            for sibling in others:
+            for sibling in targets[1:]:
                 await self._redraw_one(sibling, batch, run)
         return drawn
 
