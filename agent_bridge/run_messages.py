@@ -14,7 +14,7 @@ twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,19 +62,31 @@ class ToolCalls:
         )
 
 
-def in_call_order(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
-    """The tool results in ``messages``, turn by turn in the order the model called the
-    tools (a batch's tools may finish in any order); a result whose call is not found
-    comes where it is."""
+def in_call_order(
+    messages: Sequence[BaseMessage], *, reviewed_apart: Callable[[str], bool] = lambda _: False
+) -> list[ToolMessage]:
+    """The tool results in ``messages`` that can be posted now, turn by turn in the order
+    the model called the tools (a batch's tools may finish in any order).
+
+    Within a turn, results are given up to the first call that has none yet: a state
+    read in the middle of a step (a dead worker's pending writes) may hold a later
+    call's result before an earlier one's, and posting it first would break the order.
+    A call for which ``reviewed_apart(tool_name)`` holds (a per-call gated tool: its
+    result comes whenever its reviewer decides) does not hold the others back. A result
+    whose call is not found comes last.
+    """
     results = [m for m in messages if isinstance(m, ToolMessage)]
     by_call = {m.tool_call_id: m for m in results}
     ordered: list[ToolMessage] = []
     for message in messages:
         if isinstance(message, AIMessage):
-            ordered += [by_call[c["id"]] for c in message.tool_calls if c["id"] in by_call]
-    placed = {id(m) for m in ordered}
-    unplaced = [m for m in results if id(m) not in placed]
-    return ordered + unplaced if unplaced else ordered
+            for call in message.tool_calls:
+                if call["id"] in by_call:
+                    ordered.append(by_call[call["id"]])
+                elif not reviewed_apart(call["name"]):
+                    break
+    called = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    return ordered + [m for m in results if m.tool_call_id not in called]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -115,7 +127,10 @@ class RunMessages:
         for message in messages:
             if isinstance(message, AIMessage):
                 calls.args.update({c["id"]: c["args"] for c in message.tool_calls if c["id"]})
-        for message in in_call_order(messages):
+        per_call = self.policy.interrupt_mode == "per_call"
+        for message in in_call_order(
+            messages, reviewed_apart=lambda name: per_call and bool(self.policy.gated(name))
+        ):
             call_id = message.tool_call_id or str(message.id)
             key = f"tool:{call_id}"
             if key in calls.posted:

@@ -146,24 +146,32 @@ class CardOwner:
             card was posted again), or ``None`` if there is no such request.
         """
         drawn: ApprovalRequest | None = None
-        seen: list[tuple[str, int]] | None = None
+        seen: dict[str, int] | None = None
         for _ in range(REDRAW_ROUNDS_MAX):
             request = await self.store.get_request(request_id)
             if request is None:
                 return None
             batch = await self.store.requests_for_interrupt(request.interrupt_id)
-            revisions = [(r.request_id, r.revision) for r in batch]
+            revisions = {r.request_id: r.revision for r in batch}
             if revisions == seen:
                 break
+            targets = [request]
+            if siblings and len(batch) <= SIBLING_REDRAW_MAX:
+                # pending siblings show the batch's progress; and a sibling drawn in an
+                # earlier round that changed since must be drawn again, decided or not
+                targets += [
+                    r
+                    for r in batch
+                    if r.request_id != request_id
+                    and (
+                        r.state == ApprovalState.PENDING
+                        or (seen is not None and seen.get(r.request_id) != r.revision)
+                    )
+                ]
             seen = revisions
             run = await self.store.get_run(request.run_id)
-            others = [
-                r for r in batch if r.request_id != request_id and r.state == ApprovalState.PENDING
-            ]
-            if not siblings or len(batch) > SIBLING_REDRAW_MAX:
-                others = []
             drawn = await self._redraw_one(request, batch, run)
-            for sibling in others:
+            for sibling in targets[1:]:
                 await self._redraw_one(sibling, batch, run)
         if drawn is not None:
             await self._redraw_pointer(drawn, await self.store.get_run(drawn.run_id))

@@ -244,3 +244,36 @@ async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
     clock.now += CARD_REDRAW_GRACE_S + 1
     await worker.sweep()
     assert "Rejected" in card_blocks(pending_card) and '"actions"' not in card_blocks(pending_card)
+
+
+async def test_a_sibling_drawn_from_older_state_is_drawn_again(tmp_path: Path) -> None:
+    """A click on r1 redraws its pending sibling r2; before that draw lands, r2 is
+    decided and redrawn by another process; the stale draw of r2 lands last. The first
+    redraw sees r2 changed and draws it again, decided as it now is."""
+    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
+    await backend.release()
+    store = ApprovalStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    stored = await store.add_requests([make_request("r1"), make_request("r2", index=1)])
+    slack = MemoryGateway()
+    posted = [await CardOwner(store=store, slack=slack).post(r, run) for r in stored]
+    real_update = slack.update_message
+    overtaken: list[bool] = []
+
+    async def overtaken_update(**kwargs: Any) -> None:
+        if kwargs["ts"] == posted[1].message_ts and not overtaken:
+            overtaken.append(True)  # the draw of r2 as pending is slow to land
+            await store.record_decision("r2", Decision(type="reject"), user_id="U3")
+            await CardOwner(store=store, slack=slack).redraw("r2")
+        await real_update(**kwargs)
+
+    slack.update_message = overtaken_update  # type: ignore[method-assign]
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    await CardOwner(store=store, slack=slack).redraw("r1")
+
+    assert posted[1].message_ts is not None
+    blocks = json.dumps(slack.messages[("C1", posted[1].message_ts)]["blocks"])
+    assert "Rejected" in blocks and '"actions"' not in blocks
+    await backend.close()

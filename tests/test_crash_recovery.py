@@ -127,7 +127,7 @@ async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
     finally:
         await stop(worker)
     assert done.state == RunState.DONE, log.read_text()
-    lines = [line.split(" ", 1)[1] for line in ledger_lines(harness.settings.workspace_dir)]
+    lines = ledger_lines(harness.settings.workspace_dir)
     assert lines == ["first", "second"]
     assert done.final_answer and "appended first" in done.final_answer
     assert "appended second" in done.final_answer
@@ -199,6 +199,6 @@ async def test_a_dead_workers_run_is_continued_within_5_s(harness: Harness, tmp_
     assert waited_s < 5.0, f"the run waited {waited_s:.1f} s after the kill"
     assert done.state == RunState.DONE, log.read_text()
     # killed inside the tool: its body ran again (at least once), its result once
-    assert [line.split(" ", 1)[1] for line in ledger_lines(workspace)] == ["slow", "slow"]
+    assert ledger_lines(workspace) == ["slow", "slow"]
     (result,) = await harness.tool_messages(run)
     assert result.content == "appended slow"
