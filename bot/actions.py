@@ -254,7 +254,16 @@ class ActionListeners:
             view = MODALS[decision_type](request, view_key=opened.view_key)
             view_id = await self._open_view(payload, view)
             if view_id is not None:
-                await self.views.set_view_id(opened.view_key, view_id)
+                await self._remember_view_id(opened.view_key, view_id)
+
+    async def _remember_view_id(self, view_key: str, view_id: str) -> None:
+        """Add Slack's ``view.id`` to the opened view. Best effort: the form is open
+        already, and its submission is bound by the unguessable key, user and decision;
+        a database failure here is logged, never told as "not recorded"."""
+        try:
+            await self.views.set_view_id(view_key, view_id)
+        except StoreUnavailableError as exc:
+            logger.warning("view %s opened; its id not remembered: %s", view_id, exc)
 
     async def _open_view(self, payload: BlockActions, view: dict[str, Any]) -> str | None:
         try:

@@ -14,9 +14,11 @@ import redis
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge import wording
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
+from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from slack_sandbox.delivery import form_body, payload_body
@@ -180,7 +182,8 @@ class TestPostgresOutage:
             set_connections(name, allowed=True)
         stored = await harness.store.get_request(write.request_id)
         assert stored is not None and stored.state == ApprovalState.PENDING
-        await harness.click(write, "approve")  # the pools reconnect by themselves
+        await harness.wait_for(lambda: _answers(harness.web_store))  # the pool reconnected
+        await harness.click(write, "approve")
         status, body = await harness.sandbox.submit_view(
             view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
         )
@@ -362,3 +365,12 @@ def terminate_connections(name: str) -> None:
 
 async def _slack_thread_started(harness: Harness, run: Any) -> bool:
     return (await harness.store.get_run(run.run_id)).thread_ts is not None
+
+
+async def _answers(store: ApprovalStore) -> bool:
+    """Whether ``store``'s pool has a working connection again (it reconnects by itself)."""
+    try:
+        await store.db.fetch_one("SELECT 1 AS one")
+    except StoreUnavailableError:
+        return False
+    return True
