@@ -29,7 +29,6 @@ from agent_bridge.models import (
 from agent_bridge.store_sql import (
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
-    DELETE_NOTICE,
     EXPIRE_REQUEST,
     INSERT_NOTICE,
     INSERT_REQUEST,
@@ -400,10 +399,6 @@ class ApprovalStore:
             CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
         )
         return [request_from_row(r) for r in rows]
-
-    async def release_notice(self, run_id: str, key: str) -> None:
-        """Forget a claimed notice whose post failed, so a later attempt can post it."""
-        await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
 
     async def intend_notice(self, run_id: str, key: str) -> Notice:
         """Record the intention to post the run's message ``key`` (once; idempotent).
