@@ -45,7 +45,6 @@ from agent_bridge.store_sql import (
     APPROVE_REQUEST,
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
-    DELETE_NOTICE,
     ESCALATE_REQUEST,
     EXPIRE_REQUEST,
     INSERT_NOTICE,
@@ -508,10 +507,6 @@ class ApprovalStore:
             for request in cancelled:
                 await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
         return cancelled
-
-    async def release_notice(self, run_id: str, key: str) -> None:
-        """Forget a claimed notice whose post failed, so a later attempt can post it."""
-        await self.db.execute(DELETE_NOTICE, {"run_id": run_id, "notice_key": key})
 
     # -- who decides: quorum, escalation, refusals, outcomes ---------------------------
 

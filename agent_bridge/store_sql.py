@@ -97,7 +97,6 @@ CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note
     revision = revision + 1, changed_at = :now
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
-DELETE_NOTICE = "DELETE FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"
 SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
 SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
     WHERE run_id = :run_id AND notice_key = :notice_key"""

@@ -97,8 +97,3 @@ class Outbox:
         )
         await self.store.set_notice_ts(run.run_id, key, ts)
         return ts
-
-    async def posted(self, run: Run, key: str) -> str | None:
-        """The ``ts`` of the run's message ``key`` if it is known to be posted."""
-        notice = await self.store.intend_notice(run.run_id, key)
-        return notice.message_ts

@@ -163,3 +163,35 @@ async def test_a_review_time_limit_counts_from_the_first_post(store: ApprovalSto
     expired = await store.expire("r1", note="Expired")
     assert expired is not None and expired.decision == Decision(type="reject", message="late")
     assert await store.expire("r1", note="Expired") is None  # once
+
+
+async def test_an_intention_is_recorded_once_and_keeps_its_ts(store: ApprovalStore) -> None:
+    await store.create_run(make_run())
+    first = await store.intend_notice("run-1", "tool:c1")
+    again = await store.intend_notice("run-1", "tool:c1")
+    assert (first.fresh, first.message_ts, again.fresh, again.message_ts) == (
+        True,
+        None,
+        False,
+        None,
+    )  # again: someone may have posted it and died before saying where
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100")
+    assert (await store.intend_notice("run-1", "tool:c1")).message_ts == "1.000100"
+
+
+async def test_a_card_that_lags_its_state_is_listed_until_drawn(store: ApprovalStore) -> None:
+    now = [1_000.0]
+    store.clock = lambda: now[0]
+    await store.create_run(make_run())
+    await store.add_requests([make_request("r1")])
+    await store.set_message("r1", channel_id="C1", message_ts="1.000001")
+    assert await store.undrawn_cards(changed_before=now[0] + 1, limit=10) == []
+    await store.record_decision("r1", Decision(type="approve"), user_id="U1")
+    assert await store.undrawn_cards(changed_before=now[0] - 1, limit=10) == []  # too recent
+    (lagging,) = await store.undrawn_cards(changed_before=now[0] + 1, limit=10)
+    assert (lagging.revision, lagging.drawn_revision) == (1, 0)
+    await store.mark_drawn("r1", 1)
+    await store.mark_drawn("r1", 0)  # an older draw never lowers it
+    assert await store.undrawn_cards(changed_before=now[0] + 1, limit=10) == []
+    current = await store.get_request("r1")
+    assert current is not None and current.drawn_revision == 1
