@@ -116,18 +116,21 @@ def _line_of(node: yaml.Node | None, loc: Sequence[Any]) -> int | None:
         return None
     line = int(node.start_mark.line) + 1
     for part in loc:
-        child: yaml.Node | None = None
-        node_next: yaml.Node = node
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    child = key  # the key's line: where the admin looks for it
-                    node_next = value
-                    break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            child = node.value[part] if part < len(node.value) else None
-        if child is None:
+        found = _child(node, part)
+        if found is None:
             return line
-        line = int(child.start_mark.line) + 1
-        node = node_next if isinstance(node, yaml.MappingNode) else child
+        shown, node = found
+        line = int(shown.start_mark.line) + 1
     return line
+
+
+def _child(node: yaml.Node, part: Any) -> tuple[yaml.Node, yaml.Node] | None:
+    """``(node whose line to show, node to descend into)`` for one step of a location: a
+    mapping's key (where the admin looks for it) and its value, or a sequence's item."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return key, value
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return node.value[part], node.value[part]
+    return None

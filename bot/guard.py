@@ -21,7 +21,7 @@ from bot.authorization import (
     needs_members,
     refusal,
 )
-from bot.directory import Directory
+from bot.directory import Directory, Members
 from bot.payloads import BlockActions, ViewSubmission
 
 logger = logging.getLogger(__name__)
@@ -79,11 +79,8 @@ class Guard:
             StoreUnavailableError: The refusal could not be kept (nothing else changed).
         """
         members = backup = None
-        if request.rules.approvers is not None and needs_members(request, action, actor):
-            team_id = installation.team_id
-            members = await self.directory.members(team_id, request.rules.approvers)
-            if backup_ids(request):
-                backup = await self.directory.members(team_id, backup_ids(request))
+        if needs_members(request, action, actor):
+            members, backup = await self._lists(request, installation)
         why = refusal(
             actor,
             action,
@@ -121,9 +118,16 @@ class Guard:
         since approving no longer counts); ``None``: all of them (anyone may decide)."""
         if request.rules.approvers is None or not request.approved_by:
             return None
-        team_id = installation.team_id
-        lists = [await self.directory.members(team_id, request.rules.approvers)]
-        if backup_ids(request):
-            lists.append(await self.directory.members(team_id, backup_ids(request)))
-        known = frozenset().union(*(m.users for m in lists if m.resolved))
+        members, backup = await self._lists(request, installation)
+        lists = [m for m in (members, backup) if m is not None and m.resolved]
+        known = frozenset().union(*(m.users for m in lists))
         return frozenset(u for u in request.approved_by if u in known)
+
+    async def _lists(
+        self, request: ApprovalRequest, installation: Installation
+    ) -> tuple[Members, Members | None]:
+        """The request's approvers resolved, and its backup approvers once escalated."""
+        team_id = installation.team_id
+        members = await self.directory.members(team_id, request.rules.approvers or ())
+        backup = backup_ids(request)
+        return members, await self.directory.members(team_id, backup) if backup else None
