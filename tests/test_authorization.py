@@ -10,6 +10,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Review
 from bot.authorization import Actor, Clicked, Installation, refusal
 from bot.directory import Directory, Members
 from bot.testing import MemoryGateway
+from tests.clocks import ManualClock
 from tests.test_store import make_request
 
 HOME = Installation(team_id="T1")
@@ -143,17 +144,9 @@ def test_after_escalation_the_backup_may_decide_too() -> None:
     assert why(Actor("UBACK", "T1"), "approve", escalated, members=backup) is None
 
 
-class Ticks:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_group_members_are_cached_for_the_ttl_then_read_again() -> None:
     slack = MemoryGateway(usergroups={"S0DBA": ["UDBA"]})
-    clock = Ticks()
+    clock = ManualClock()
     directory = Directory(slack=slack, ttl_s=60, clock=clock)
     assert (await directory.members("T1", ["S0DBA", "UOWN"])).users == {"UDBA", "UOWN"}
     slack.usergroups["S0DBA"] = ["UDBA2"]
@@ -168,7 +161,7 @@ async def test_group_members_are_cached_for_the_ttl_then_read_again() -> None:
 
 async def test_a_group_slack_will_not_list_is_unresolved_and_not_cached() -> None:
     slack = MemoryGateway(usergroups={"S0DBA": ["UDBA"]})
-    directory = Directory(slack=slack, clock=Ticks())
+    directory = Directory(slack=slack, clock=ManualClock())
     unknown = await directory.members("T1", ["S0DBA", "S0GHOST"])
     assert unknown.unresolved == ("S0GHOST",) and not unknown.resolved
     slack.outage = 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,8 @@ from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
 from bot.card_owner import CardOwner
 from bot.slack_notifier import SlackNotifier
 from bot.testing import MemoryGateway
+from tests.clocks import ManualClock
 from tests.harness import DBA, Harness
-from tests.test_expiry import Clock
 from tests.test_store import make_request
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -71,7 +72,7 @@ class TestPerCall:
     async def test_a_deleted_per_call_card_is_posted_again_by_its_reminder(
         self, harness: Harness
     ) -> None:
-        clock = Clock()
+        clock = ManualClock(time.time())
         harness.store.clock = clock  # the worker's store: it decides what is due
         run = await harness.start_run(WRITE_ONLY)
         (card,) = await harness.requests(run, count=1)
@@ -225,7 +226,7 @@ async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
     """A decision recorded by a process that died before its redraw: the worker's sweep
     redraws the card once the change is older than ``CARD_REDRAW_GRACE_S``."""
     store, slack = pending_card.store, pending_card.slack
-    clock = Clock()
+    clock = ManualClock(time.time())
     store.clock = clock
     claimed = await store.claim_run("run-1", owner="w", lease_s=60, from_state=RunState.QUEUED)
     assert claimed is not None

@@ -15,19 +15,10 @@ import pytest
 import redis.asyncio as redis
 
 from bot.dedupe import EVENT_TTL_S, KEY_PREFIX, Deduper, MemoryDeduper, RedisDeduper
+from tests.clocks import ManualClock
 from tests.harness import Harness
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
-
-
-class Clock:
-    """Monotonic seconds that move only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
@@ -58,7 +49,7 @@ async def _none_held(ids: set[int]) -> set[int]:
 @pytest.fixture(params=["memory", "redis"])
 async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
     if request.param == "memory":
-        clock = Clock()
+        clock = ManualClock(1_000.0)
 
         async def advance(seconds: float) -> None:
             clock.now += seconds

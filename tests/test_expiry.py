@@ -16,20 +16,11 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from slack_sandbox.delivery import payload_body
+from tests.clocks import ManualClock
 from tests.harness import DBA, Harness
 from tests.slack_bodies import card_click
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-class Clock:
-    """Unix time in seconds that moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -40,7 +31,7 @@ def agent_settings(settings: WorkerConfig) -> WorkerConfig:
 async def test_a_request_is_reminded_then_expires_with_the_default_decision(
     harness: Harness,
 ) -> None:
-    clock = Clock()
+    clock = ManualClock(time.time())
     harness.store.clock = clock  # the worker's store: it decides what is due
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)

@@ -26,15 +26,8 @@ from agent_bridge.models import (
     StartRules,
 )
 from agent_bridge.store import ApprovalStore
+from tests.clocks import ManualClock
 from tests.test_store import make_request, make_run
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(params=["postgres", "sqlite"])
@@ -42,7 +35,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
     backend = await open_backend(url or f"sqlite:///{tmp_path / 'store.db'}")
     await backend.release()
-    yield ApprovalStore(backend.db, clock=Clock())
+    yield ApprovalStore(backend.db, clock=ManualClock(1_000.0))
     await backend.close()
 
 
@@ -153,7 +146,7 @@ async def test_escalation_is_due_after_the_first_post_and_happens_once(
     assert await store.due_escalations() == []  # never posted: no one saw it yet
     await store.set_message("q1", channel_id="C1", message_ts="1.1")
     clock = store.clock
-    assert isinstance(clock, Clock)
+    assert isinstance(clock, ManualClock)
     clock.now += 599
     assert await store.due_escalations() == []
     clock.now += 2
@@ -173,7 +166,7 @@ async def test_a_request_past_its_expiry_is_not_escalated(store: ApprovalStore) 
     await store.add_requests([request])
     await store.set_message("q1", channel_id="C1", message_ts="1.1")
     clock = store.clock
-    assert isinstance(clock, Clock)
+    assert isinstance(clock, ManualClock)
     clock.now += 3600  # an outage: past the escalation and the expiry
     assert await store.due_escalations() == []
     assert [r.request_id for r in await store.due_expiries()] == ["q1"]

@@ -24,6 +24,7 @@ from agent_bridge.settings import WorkerConfig
 from bot import ids
 from bot.directory import Directory
 from slack_sandbox import BotUnreachable, live_mentions
+from tests.clocks import ManualClock
 from tests.harness import DBA, REQUESTER, REVIEWER, Harness
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -44,16 +45,6 @@ VALUES: dict[str, dict[str, Any]] = {
     "reject": {ids.REASON_BLOCK: "no"},
     "respond": {ids.ANSWER_BLOCK: "an answer"},
 }
-
-
-class Clock:
-    """Unix time in seconds that moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -304,7 +295,7 @@ async def test_escalation_calls_in_the_backup_then_the_time_limit_applies(
     harness: Harness,
 ) -> None:
     await people(harness)
-    clock = Clock()
+    clock = ManualClock(time.time())
     harness.store.clock = clock  # the worker's store decides what is due
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
@@ -336,17 +327,8 @@ async def test_escalation_calls_in_the_backup_then_the_time_limit_applies(
     assert kinds.index(AuditKind.ESCALATED) < kinds.index(AuditKind.EXPIRED)
 
 
-class Ticks:
-    """Monotonic seconds for the web app's group cache, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-TICKS = Ticks()
+TICKS = ManualClock()
+"""Monotonic seconds for the web app's group cache, moved by the test."""
 
 
 class TestGroupCacheTtl:
