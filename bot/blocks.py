@@ -31,7 +31,7 @@ from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.context_blocks import context_blocks
 from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
-from bot.outcome_blocks import changes_text, result_text
+from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
 
 FALLBACK_TEXT_MAX_CHARS = 3000
@@ -107,8 +107,9 @@ def render_decided(request: ApprovalRequest, *, run: Run) -> list[dict[str, Any]
     approvals = approvals_line(request)
     text = f"{_outcome_line(request)}{_outcome_details(request)}"
     blocks.append(_section(f"{text}\n{approvals}" if approvals else text))
-    if request.result is not None:
-        blocks.append(_section(result_text(request.result, run.run_id)))
+    result = ran_result(request)
+    if result is not None:
+        blocks.append(_section(result_text(result, run.run_id)))
     return blocks + _context(request, None)
 
 

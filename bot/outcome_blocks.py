@@ -24,6 +24,15 @@ def changes_text(request: ApprovalRequest, edit: Decision) -> tuple[str, bool]:
     return render_changes(arg_changes(request.args, edit.edited_args or {}), CHANGES_MAX_CHARS)
 
 
+def ran_result(request: ApprovalRequest) -> CallResult | None:
+    """The result of the call if it ran: approved or edited (a rejected or answered call's
+    ``ToolMessage`` is the middleware's note to the model, not the tool's result)."""
+    decision = request.decision
+    if request.result is None or decision is None or decision.type not in ("approve", "edit"):
+        return None
+    return request.result
+
+
 def result_text(result: CallResult, run_id: str) -> str:
     """How the call went once it ran: succeeded, with the start of its output in a code
     block, or failed, in one sentence naming the run (the error itself is only in the

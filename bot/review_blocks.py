@@ -16,7 +16,7 @@ from typing import Any
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
 from bot.mrkdwn import inline_code, slack_date
-from bot.outcome_blocks import changes_text, result_text
+from bot.outcome_blocks import changes_text, ran_result, result_text
 
 TOOL_NAME_MAX_CHARS = 200
 _USER = re.compile(r"[UW][A-Z0-9]{2,20}")
@@ -117,8 +117,9 @@ def render_pointer(
         text = review_wording.pointer_outcome_text(outcome, name, channel, link)
         if decision is not None and decision.type == "edit":
             text += f"\n{wording.EDIT_CHANGED_LEAD}\n{changes_text(request, decision)[0]}"
-        if request.result is not None:
-            text += f"\n{result_text(request.result, request.run_id)}"
+        result = ran_result(request)
+        if result is not None:
+            text += f"\n{result_text(result, request.run_id)}"
     return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
 
 
