@@ -184,6 +184,10 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         """CREATE INDEX approval_requests_undrawn ON approval_requests (changed_at)
             WHERE drawn_revision < revision""",
     ),
+    (
+        # issue 10: the SQL risk of a call (``ApprovalRequest.risk``), JSON like ``rules``
+        "ALTER TABLE approval_requests ADD COLUMN risk TEXT",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

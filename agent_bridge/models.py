@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_bridge.sql_risk import SqlRisk
+
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
 
@@ -221,6 +223,10 @@ class ApprovalRequest(BaseModel):
     """``ts`` of the line in the run's Slack thread pointing to a card posted elsewhere."""
     card_link: str | None = None
     """The card's permalink (``chat.getPermalink``), shown in that line."""
+    risk: SqlRisk | None = None
+    """What the call's SQL would do (``agent_bridge.sql_risk``), for a tool whose policy
+    has ``sql``: computed from the whole statement when the request is made, with the
+    affected rows; ``rules.required_approvals`` already counts it."""
 
     @property
     def current_args(self) -> dict[str, Any]:

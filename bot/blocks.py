@@ -25,6 +25,7 @@ from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
 from bot.review_blocks import approvals_line, notify_text, review_context
+from bot.risk_blocks import risk_blocks
 
 FALLBACK_TEXT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
@@ -215,6 +216,7 @@ def _card(request: ApprovalRequest, label: str, args: dict[str, Any]) -> list[di
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
+    blocks.extend(risk_blocks(request))  # what the whole SQL would do, read first
     sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
     if description_cut or args_cut or _edited_cut(request):

@@ -22,6 +22,7 @@ from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
 from bot.edit_form import render_inputs
 from bot.mrkdwn import ENTITIES, ZERO_WIDTH_SPACE, escape, inline_code, split_escaped, truncate
+from bot.risk_blocks import risk_blocks
 
 VIEW_MAX_BLOCKS = 100
 INPUT_MAX_CHARS = 3000
@@ -89,7 +90,7 @@ def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
         that is more than 100 blocks, the last block says how many characters of the
         call are left out.
     """
-    blocks = [_section(wording.full_args_intro(_tool(request)))]
+    blocks = [_section(wording.full_args_intro(_tool(request))), *risk_blocks(request)]
     if request.description.strip():
         blocks.extend(
             _section(piece)
