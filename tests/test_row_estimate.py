@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pydantic import SecretStr
 
 from agent_bridge.policy import SqlPolicy
 from agent_bridge.row_estimate import RowEstimator, _read_only
@@ -51,7 +52,10 @@ async def table_state(url: str) -> tuple[int, int]:
 
 def postgres(url: str, timeout_s: float = 2.0) -> SqlPolicy:
     return SqlPolicy(
-        argument="query", dialect="postgres", estimate_url=url, estimate_timeout_s=timeout_s
+        argument="query",
+        dialect="postgres",
+        estimate_url=SecretStr(url),
+        estimate_timeout_s=timeout_s,
     )
 
 
@@ -159,7 +163,7 @@ def sqlite(timeout_s: float = 2.0) -> SqlPolicy:
     return SqlPolicy(
         argument="query",
         dialect="sqlite",
-        estimate_url="sqlite:///{workspace_dir}/orders.db",
+        estimate_url=SecretStr("sqlite:///{workspace_dir}/orders.db"),
         estimate_timeout_s=timeout_s,
     )
 

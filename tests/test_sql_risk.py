@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.interrupts import Placement
@@ -329,7 +330,9 @@ def test_count_statements_are_built_from_the_parsed_table_and_where(
 
 # --- the policy ---------------------------------------------------------------------
 
-SQL = SqlPolicy(argument="query", dialect="postgres", estimate_url="postgresql://ro@db/app")
+SQL = SqlPolicy(
+    argument="query", dialect="postgres", estimate_url=SecretStr("postgresql://ro@db/app")
+)
 BY_RISK = ApprovalsByRisk(read_only=1, write=1, destructive=2, unparseable=3)
 
 
@@ -571,7 +574,8 @@ def test_a_delete_beyond_the_shortened_text_is_on_the_card() -> None:
     request = sql_request(HIDDEN_DELETE)
     blocks = render_approval(request)
     assert_valid_message("x", blocks)
-    statement = "\n".join(card_text(b) for b in blocks[2:])
+    statement = card_text(blocks[2:])
+    assert "quarterly archive notes" in statement and "View full arguments" in statement
     assert "DELETE FROM orders" not in statement  # the statement shown is cut...
     risk_line = blocks[1]["text"]["text"]  # ...but its risk is read from all of it
     assert ":red_circle: *SQL risk:* Destructive · DELETE" in risk_line
