@@ -111,9 +111,12 @@ SAFE_FUNCTIONS: frozenset[str] = frozenset(
         *("j_s_o_n_array_agg", "array_size", "array_length", "cardinality", "unnest"),
         *("explode", "array_append", "array_concat", "array_position", "array_remove"),
         *("generate_series", "exploding_generate_series"),
+        # syntax sqlglot models as functions
+        *("case", "exists", "array", "row", "any", "all", "collate", "overlay"),
+        *("jsonb_extract", "array_contains_all", "likelihood", "unicode", "zeroblob"),
         # who and where
         *("current_user", "session_user", "current_database", "current_version"),
-        *("version", "uuid"),
+        *("version", "uuid", "last_insert_id", "found_rows", "unix_timestamp"),
     }
 )
 """Functions that only compute a value (reviewed: no writes, no locks, no I/O outside

@@ -244,6 +244,41 @@ def test_common_pure_functions_stay_read_only() -> None:
     assert "pg_sleep" not in SAFE_FUNCTIONS and "nextval" not in SAFE_FUNCTIONS
 
 
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [
+        (
+            "postgres",
+            "SELECT CASE WHEN a THEN 1 END, EXISTS (SELECT 1), ARRAY[1, 2], a = ANY(b), "
+            'a > ALL(b), ROW(1, 2), a IS DISTINCT FROM b, a COLLATE "C", '
+            "ts AT TIME ZONE 'UTC', DATE '2024-01-01', INTERVAL '1 day', a::text, "
+            "SUBSTRING(a FROM 1 FOR 2), TRIM(BOTH 'x' FROM a), POSITION('a' IN b), "
+            "OVERLAY(a PLACING 'x' FROM 1), j -> 'k', j ->> 'k', j @> '{}', arr[1], "
+            "a ILIKE 'x', a SIMILAR TO 'x', count(*) FILTER (WHERE a), "
+            "percentile_cont(0.5) WITHIN GROUP (ORDER BY a), a IN (SELECT 1), a || b "
+            "FROM t, LATERAL (SELECT 1) l GROUP BY GROUPING SETS ((a), ()) "
+            "ORDER BY a NULLS FIRST",
+        ),
+        (
+            "sqlite",
+            "SELECT CASE a WHEN 1 THEN 2 END, a GLOB 'x', json_extract(j, '$.a'), "
+            "date('now'), datetime('now', '-1 day'), substr(a, 1, 2), instr(a, 'x'), "
+            "iif(a, 1, 2), typeof(a), group_concat(a, ','), total(a), printf('%d', a), "
+            "unicode(a), zeroblob(1), strftime('%Y', a), julianday(a) FROM t",
+        ),
+        (
+            "mysql",
+            "SELECT IF(a, 1, 2), IFNULL(a, 0), CONCAT(a, b), DATE_FORMAT(d, '%Y'), NOW(), "
+            "DATE_ADD(d, INTERVAL 1 DAY), GROUP_CONCAT(a SEPARATOR ','), LAST_INSERT_ID(), "
+            "JSON_EXTRACT(j, '$.a'), a DIV 2 FROM t",
+        ),
+    ],
+)
+def test_syntax_sqlglot_models_as_functions_stays_read_only(dialect: str, sql: str) -> None:
+    found = risk(sql, dialect)
+    assert (found.level, found.warnings) == ("read_only", ())
+
+
 def test_the_dangerous_part_is_found_after_7500_characters_of_comment() -> None:
     assert len(HIDDEN_DELETE) > 7500
     found = risk(HIDDEN_DELETE)
