@@ -5,6 +5,7 @@ too slow, failures that say why without the URL, and the statement never execute
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
@@ -12,11 +13,21 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 
+from agent_bridge.agent import build_agent, load_tools
+from agent_bridge.models import RunState
 from agent_bridge.policy import SqlPolicy
+from agent_bridge.policy_file import load_policy
 from agent_bridge.row_estimate import RowEstimator, _read_only
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.sql_risk import RowEstimate
+from agent_bridge.store import ApprovalStore
+from bot.testing import RecordingNotifier
+from tests.harness import agent_config
+from tests.test_run_driver import new_run
 
 ROWS = 5000
 SLOW_WHERE = "id < (SELECT count(*) FROM items a CROSS JOIN items b CROSS JOIN items c)"
@@ -197,3 +208,55 @@ async def test_a_missing_sqlite_file_is_unreachable_and_not_created(tmp_path: Pa
     estimate = await estimator.estimate("DELETE FROM orders WHERE id = 1", sqlite())
     assert estimate == RowEstimate(method="unavailable", reason="unreachable")
     assert not (tmp_path / "nowhere").exists()
+
+
+# --- in the run driver ---------------------------------------------------------------------
+
+
+class CountingEstimator(RowEstimator):
+    """The real estimator, counting how often it is asked."""
+
+    calls = 0
+
+    async def estimate(
+        self, sql: object, policy: SqlPolicy, *, log_context: str = ""
+    ) -> RowEstimate:
+        self.calls += 1
+        return await super().estimate(sql, policy, log_context=log_context)
+
+
+async def test_a_request_is_estimated_once_before_its_card_and_keeps_its_estimate(
+    sqlite_store: ApprovalStore, tmp_path: Path
+) -> None:
+    settings = agent_config(tmp_path / "ws")
+    policy = load_policy(Path(__file__).parent / "fixtures" / "sql_risk_policy.yml")
+    estimator = CountingEstimator(workspace_dir=settings.workspace_dir)
+    notifier = RecordingNotifier(sqlite_store)
+    driver = RunDriver(
+        store=sqlite_store,
+        graph=build_agent(
+            tools=load_tools(settings),
+            model=ScriptedChatModel(),
+            policy=policy,
+            checkpointer=InMemorySaver(),
+        ),
+        notifier=notifier,
+        policy=policy,
+        args_schemas={},
+        estimator=estimator,
+    )
+    query = "DELETE FROM orders WHERE created_at < '2024-01-01'"
+    run = await new_run(
+        sqlite_store,
+        json.dumps({"tool_calls": [{"name": "execute_sql", "args": {"query": query}}]}),
+    )
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await sqlite_store.requests_for_run(run.run_id)
+    assert request.risk is not None
+    assert request.risk.rows == RowEstimate(method="exact_count", rows=2)
+    assert [e for e, _ in notifier.events] == ["started", "card"]  # posted with its rows
+    assert estimator.calls == 1
+
+    assert await driver.drive(await sqlite_store.get_run(run.run_id)) == (RunState.WAITING, None)
+    assert estimator.calls == 1  # the stored request wins: no second estimate
+    assert await sqlite_store.requests_for_run(run.run_id) == [request]
