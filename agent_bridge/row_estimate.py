@@ -91,7 +91,13 @@ class RowEstimator:
                     count_sql,
                     policy.estimate_timeout_s,
                 )
-            return await _postgres_estimate(url, count_sql, plan_sql, policy.estimate_timeout_s)
+            # statement_timeout bounds each query on the server; this bounds the whole
+            # exchange here too, should the server or the network stop answering.
+            async with asyncio.timeout(CONNECT_TIMEOUT_S + 3 * policy.estimate_timeout_s):
+                return await _postgres_estimate(url, count_sql, plan_sql, policy.estimate_timeout_s)
+        except TimeoutError as exc:
+            _log_failure(log_context, exc)
+            return _unavailable("timeout")
         except (psycopg.OperationalError, sqlite3.OperationalError) as exc:
             _log_failure(log_context, exc)
             return _unavailable("unreachable")
