@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_bridge.sql_risk import SqlRisk
+
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
 
@@ -250,6 +252,10 @@ class ApprovalRequest(BaseModel):
     """The model's own text in the message that made the call: its stated reason."""
     result: CallResult | None = None
     """The call's result once it ran (reviewed calls only)."""
+    risk: SqlRisk | None = None
+    """What the call's SQL would do (``agent_bridge.sql_risk``), for a tool whose policy
+    has ``sql``: computed from the whole statement when the request is made, with the
+    affected rows; ``rules.required_approvals`` already counts it."""
 
     @property
     def current_args(self) -> dict[str, Any]:
