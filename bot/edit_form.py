@@ -37,7 +37,7 @@ from bot.form_fields import (
     parse_json,
     parse_number,
 )
-from bot.mrkdwn import code_block, inline_code
+from bot.mrkdwn import code_block, inline_code, text_object
 
 MULTILINE_OVER_CHARS = 80
 """Strings longer than this (or with a line break) get a multiline input."""
@@ -290,7 +290,7 @@ def _option(choice: Any) -> dict[str, Any]:
 
 
 def _section(text: str, block_id: str | None = None) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    block: dict[str, Any] = {"type": "section", "text": text_object(text)}
     if block_id:
         block["block_id"] = block_id
     return block

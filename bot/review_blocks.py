@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
-from bot.mrkdwn import inline_code, slack_date
+from bot.mrkdwn import inline_code, slack_date, text_object
 
 TOOL_NAME_MAX_CHARS = 200
 _USER = re.compile(r"[UW][A-Z0-9]{2,20}")
@@ -73,7 +73,7 @@ def review_context(request: ApprovalRequest) -> list[dict[str, Any]]:
     lines = review_lines(request) if request.state == ApprovalState.PENDING else []
     if not lines:
         return []
-    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
+    return [{"type": "context", "elements": [text_object("\n".join(lines))]}]
 
 
 def approvals_line(request: ApprovalRequest) -> str | None:
@@ -113,11 +113,11 @@ def render_pointer(
         if decision is not None and request.decided_by is None:  # the policy's default
             outcome = review_wording.expired_outcome(outcome)
         text = review_wording.pointer_outcome_text(outcome, name, channel, link)
-    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return text, [{"type": "section", "text": text_object(text)}]
 
 
 def render_escalation(request: ApprovalRequest, *, waited: str) -> tuple[str, list[dict[str, Any]]]:
     """Posted under the card when it is escalated, mentioning the backup approvers."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     text = review_wording.escalation_text(name, mentions(request.rules.escalate_to), waited)
-    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return text, [{"type": "section", "text": text_object(text)}]

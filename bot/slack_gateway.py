@@ -9,6 +9,11 @@ Every call names the workspace (``team_id``) it is for. Today one bot token serv
 workspace (``client_for`` returns the same client for every team); a per-workspace
 token store plugs in at ``client_for`` without touching a caller.
 
+No message is ever unfurled: a URL in agent text must never be previewed, so every
+post, update and answer sends ``unfurl_links=False, unfurl_media=False`` (documented for
+chat.postMessage and incoming webhooks; chat.update and chat.postEphemeral take them as
+extra arguments, so no message of ours is unfurled however Slack treats an edit).
+
 Rate limits and transient failures are slack_sdk's retry handlers' job (see
 ``bot.slack_client``); what reaches this module has outlasted them.
 """
@@ -206,6 +211,8 @@ class SlackGateway:
                 blocks=blocks,
                 thread_ts=thread_ts,
                 metadata=message_metadata(key) if key else None,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
         return str(response["ts"])
@@ -273,7 +280,12 @@ class SlackGateway:
         await self._call(
             "chat.update",
             self._client_for(team_id).chat_update(
-                channel=channel_id, ts=ts, text=text, blocks=blocks
+                channel=channel_id,
+                ts=ts,
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
 
@@ -305,7 +317,12 @@ class SlackGateway:
         await self._call(
             "chat.postEphemeral",
             self._client_for(team_id).chat_postEphemeral(
-                channel=channel_id, user=user_id, text=text, thread_ts=thread_ts
+                channel=channel_id,
+                user=user_id,
+                text=text,
+                thread_ts=thread_ts,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
 
@@ -363,7 +380,9 @@ class SlackGateway:
         method = "response_url"
         webhook = AsyncWebhookClient(response_url, timeout=REQUEST_TIMEOUT_S)
         try:
-            response = await webhook.send(text=text, response_type="ephemeral")
+            response = await webhook.send(
+                text=text, response_type="ephemeral", unfurl_links=False, unfurl_media=False
+            )
         except (ClientError, TimeoutError) as exc:
             raise translate(method, exc) from exc
         if response.status_code == 200:
