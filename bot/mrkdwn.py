@@ -298,7 +298,9 @@ def split_escaped(escaped: str, limit: int) -> list[str]:
 
     A piece ends at the last line break in its second half when there is one (that line
     break becomes the boundary between pieces), so long text reads naturally across
-    blocks; otherwise between two graphemes (:func:`safe_prefix`).
+    blocks; otherwise between two graphemes (:func:`safe_prefix`). Only a single
+    grapheme longer than ``limit`` (a letter under thousands of combining marks) is cut
+    inside, between two of its characters, never inside an entity or a marker.
 
     Args:
         escaped: text returned by :func:`escape`.
@@ -314,7 +316,7 @@ def split_escaped(escaped: str, limit: int) -> list[str]:
         raise ValueError(f"limit {limit} is too small to split text")
     pieces: list[str] = []
     while len(escaped) > limit:
-        piece = safe_prefix(escaped, limit)
+        piece = safe_prefix(escaped, limit) or _hard_prefix(escaped, limit)
         newline = piece.rfind("\n", limit // 2)
         if newline > 0:
             pieces.append(piece[:newline])
@@ -333,26 +335,11 @@ def break_fences(escaped: str) -> str:
 
 def safe_prefix(escaped: str, size: int) -> str:
     """The longest prefix of ``escaped`` of at most ``size`` characters that ends between
-    two graphemes, never inside an entity (``&amp;``) or a marker (``[U+200B]``).
-
-    A single grapheme longer than ``size`` (a letter under thousands of combining marks)
-    cannot stay whole: then the prefix ends between two of its characters instead, still
-    never inside an entity or a marker. Only an empty ``escaped`` or ``size`` below one
-    marker's length gives ``""``.
-    """
+    two graphemes, never inside an entity (``&amp;``) or a marker (``[U+200B]``); ``""``
+    when the first grapheme alone is longer."""
     if size >= len(escaped):
         return escaped
-    end = 0
-    for unit in _UNIT.finditer(escaped):
-        if unit.end() > size:
-            break
-        end = unit.end()
-    if end == 0:
-        for atom in _ATOM.finditer(escaped):
-            if atom.end() > size:
-                break
-            end = atom.end()
-    return escaped[:end]
+    return escaped[: _last_end(_UNIT, escaped, size)]
 
 
 def slack_date(unix_s: float) -> str:
@@ -363,6 +350,22 @@ def slack_date(unix_s: float) -> str:
     """
     fallback = datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"<!date^{int(unix_s)}^{{date_short_pretty}} {{time}}|{fallback}>"
+
+
+def _hard_prefix(escaped: str, size: int) -> str:
+    """The longest prefix of at most ``size`` characters that ends between two
+    characters, never inside an entity or a marker (for a grapheme too long to keep)."""
+    return escaped[: _last_end(_ATOM, escaped, size)]
+
+
+def _last_end(units: regex.Pattern[str], escaped: str, size: int) -> int:
+    """Where the last of ``units``' consecutive matches that ends by ``size`` ends."""
+    end = 0
+    for unit in units.finditer(escaped):
+        if unit.end() > size:
+            break
+        end = unit.end()
+    return end
 
 
 def _cut(escaped: str, limit: int, marker: str) -> tuple[str, bool]:

@@ -36,6 +36,7 @@ from bot.errors import (
     SlackRefusedError,
     SlackUnavailableError,
 )
+from bot.mrkdwn import text_object
 from bot.slack_client import REQUEST_TIMEOUT_S
 
 MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
@@ -116,6 +117,8 @@ class Slack(Protocol):
 
 METADATA_EVENT_TYPE = "agent_bridge_message"
 """The ``event_type`` of the metadata on every message the product posts."""
+EPHEMERAL_BLOCK_MAX_CHARS = 3000
+"""A section's text limit (https://docs.slack.dev/reference/block-kit/blocks/section-block)."""
 FIND_PAGE_SIZE = 200
 FIND_PAGES_MAX = 5
 """How far ``find_message`` reads back (``conversations.*`` pages of up to 200; Tier 3)."""
@@ -311,15 +314,22 @@ class SlackGateway:
     ) -> None:
         """``chat.postEphemeral``: a message only ``user_id`` sees, in ``channel_id``.
 
+        ``text`` (mrkdwn, at most ``EPHEMERAL_BLOCK_MAX_CHARS``) is also sent as one
+        section whose text object is verbatim (``bot.mrkdwn.text_object``): a
+        message's top-level ``text`` has no ``verbatim``, and Slack would auto-link a
+        URL quoted in it (a note can hold an error's text).
+
         Raises:
             SlackCallError: One of its kinds.
         """
+        section = {"type": "section", "text": text_object(text)}
         await self._call(
             "chat.postEphemeral",
             self._client_for(team_id).chat_postEphemeral(
                 channel=channel_id,
                 user=user_id,
                 text=text,
+                blocks=[section] if len(text) <= EPHEMERAL_BLOCK_MAX_CHARS else None,
                 thread_ts=thread_ts,
                 unfurl_links=False,
                 unfurl_media=False,
