@@ -13,7 +13,7 @@ from typing import Any
 from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
-from bot.mrkdwn import quote, text_object
+from bot.mrkdwn import quote, safe_prefix, text_object
 
 RUN_LABEL_TASK_CHARS = 80
 NOTE_MAX_CHARS = 2000
@@ -24,7 +24,7 @@ def run_label(request: ApprovalRequest, run: Run) -> str | None:
     """Context line for a card posted outside its run's Slack thread (``APPROVALS_CHANNEL``)."""
     if request.thread_ts:
         return None
-    return f"{run.run_id}: {run.task[:RUN_LABEL_TASK_CHARS]}"
+    return f"{run.run_id}: {safe_prefix(run.task, RUN_LABEL_TASK_CHARS)}"  # whole graphemes
 
 
 def draw_card(
