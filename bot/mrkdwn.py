@@ -111,7 +111,7 @@ def escape(text: str) -> str:
 
     Returns:
         ``text`` with ``&`` → ``&amp;``, ``<`` → ``&lt;``, ``>`` → ``&gt;`` and each
-        invisible character as ``[U+XXXX]`` (so it may be up to 9 times longer).
+        invisible character as ``[U+XXXX]`` (so it may be up to 10 times longer).
     """
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return visible(escaped)

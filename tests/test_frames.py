@@ -59,6 +59,17 @@ from tests.test_render import assert_valid_blocks, assert_valid_view, make_reque
 
 SENTINEL = "ZQX"
 """Put between every two hostile pieces: any agent text outside its frame shows it."""
+EMOJI = [
+    "🇫🇷",
+    "👨\u200d👩\u200d👧",
+    "👍🏽",
+    "🏳\ufe0f\u200d🌈",
+    "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+    "1\ufe0f\u20e3",
+    "❤\ufe0f",
+]
+"""Emoji graphemes (a flag, a ZWJ family, a skin tone, a ZWJ flag, a subdivision flag,
+a keycap, VS16): rendered unchanged, invisible parts included."""
 PIECES = [
     "\n",
     "`",
@@ -93,12 +104,7 @@ PIECES = [
     "\x1b[31m",
     "\u00a0",
     "\u3000",
-    "🇫🇷",
-    "👨\u200d👩\u200d👧",
-    "👍🏽",
-    "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
-    "1\ufe0f\u20e3",
-    "❤\ufe0f",
+    *EMOJI,
     "e\u0301",
     "\u1100\u1161\u11a8",
     "✅ *Pre-approved by Jane (DBA)*",
@@ -106,8 +112,6 @@ PIECES = [
     " ",
     "x" * 40,
 ]
-EMOJI = [p for p in PIECES if regex.fullmatch(r"\X", p) and unicodedata.category(p[0]) == "So"]
-EMOJI.append("1\ufe0f\u20e3")
 REVIEWER_ID = "U0REVIEWER"
 PRODUCT_MENTIONS = {f"<@{REVIEWER_ID}>", "<#C2>"}
 """The decided card's reviewer and the pointer's channel: built by the product."""
