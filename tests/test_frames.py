@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run
+from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
 from bot import ids
 from bot.arg_blocks import arg_text
 from bot.blocks import (
@@ -53,7 +54,9 @@ from bot.mrkdwn import (
     visible,
 )
 from bot.review_blocks import render_escalation, render_pointer
-from slack_sandbox import live_links, live_mentions, message_live_links
+from bot.slack_client import make_client
+from bot.slack_gateway import single_workspace
+from slack_sandbox import Sandbox, live_links, live_mentions, message_live_links
 from tests.harness import DBA, REVIEWER, Harness
 from tests.test_render import assert_valid_blocks, assert_valid_view, make_request
 
@@ -493,3 +496,31 @@ async def test_end_to_end_agent_text_stays_framed_and_nothing_unfurls(harness: H
             view_args = opened["args"]["view"]
             view_args = json.loads(view_args) if isinstance(view_args, str) else view_args
             assert message_live_links(None, view_args["blocks"]) == []
+
+
+async def test_no_post_update_or_private_note_is_unfurled() -> None:
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    try:
+        gateway = single_workspace(make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url))
+        channel_id = sandbox.channel_id("general")
+        sandbox.add_user(REVIEWER, "reviewer")
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "see https://x.io"}}]
+        note, _ = quote("see https://x.io", 100)
+        ts = await gateway.post_message(
+            team_id=None, channel_id=channel_id, text="t", blocks=blocks
+        )
+        await gateway.update_message(
+            team_id=None, channel_id=channel_id, ts=ts, text="t", blocks=blocks
+        )
+        await gateway.post_ephemeral(
+            team_id=None, channel_id=channel_id, user_id=REVIEWER, text=note
+        )
+    finally:
+        await sandbox.stop()
+    calls = {c["method"]: c["args"] for c in sandbox.calls}
+    for method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
+        assert (calls[method]["unfurl_links"], calls[method]["unfurl_media"]) == (False, False)
+    ephemeral = calls["chat.postEphemeral"]
+    assert ephemeral["text"] == note
+    assert message_live_links(ephemeral["text"], ephemeral["blocks"]) == []  # verbatim
