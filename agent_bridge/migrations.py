@@ -184,6 +184,14 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         """CREATE INDEX approval_requests_undrawn ON approval_requests (changed_at)
             WHERE drawn_revision < revision""",
     ),
+    (
+        # issue 10: the card's context (who asked, the run's Slack thread, the model's
+        # reason) and the call's result once it has run
+        "ALTER TABLE runs ADD COLUMN requester_name TEXT",
+        "ALTER TABLE runs ADD COLUMN thread_link TEXT",
+        "ALTER TABLE approval_requests ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE approval_requests ADD COLUMN result TEXT",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agent_bridge import wording
 from agent_bridge.interrupts import pending_tool_calls
+from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
@@ -89,18 +90,6 @@ def in_call_order(
     return ordered + [m for m in results if m.tool_call_id not in called]
 
 
-def message_text(message: BaseMessage) -> str:
-    """Return a message's text content (string content, or its text blocks joined)."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = [
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in message.content
-        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-    ]
-    return "\n".join(parts)
-
-
 class RunMessages:
     """Posts a run's tool results and final answer through the notifier, once each.
 
@@ -135,22 +124,27 @@ class RunMessages:
             key = f"tool:{call_id}"
             if key in calls.posted:
                 continue
-            await self._audit_outcome(run, message, call_id, calls)
+            await self._record_result(run, message, call_id, calls)
             await self._post_result(
                 run, message, message.name or wording.UNNAMED_TOOL, call_id, calls
             )
             calls.posted.add(key)
 
-    async def _audit_outcome(
+    async def _record_result(
         self, run: Run, message: ToolMessage, call_id: str, calls: ToolCalls
     ) -> None:
-        """A reviewed call's outcome (result or error) goes to the audit trail, once."""
-        if call_id in calls.reviewed and await self.store.claim_notice(
-            run.run_id, f"outcome:{call_id}"
-        ):
-            await self.store.record_outcome(
-                run.run_id, call_id, ok=message.status != "error", content=message_text(message)
-            )
+        """A reviewed call's result goes on its request, once (its card is redrawn to say
+        how the call went, wherever it is) and to the audit trail."""
+        if call_id not in calls.reviewed:
+            return
+        request = await self.store.record_outcome(
+            run.run_id,
+            call_id,
+            ok=message.status != "error",
+            content=_result_text(message, edited=call_id in calls.edited),
+        )
+        if request is not None:
+            await self.notifier.approval_updated(request, run=run)
 
     async def final_answer(self, run: Run, answer: str) -> None:
         """Post the final answer unless it was posted before, and mark the run's first
@@ -168,10 +162,9 @@ class RunMessages:
             await self.notifier.ran_without_review(
                 run, key=f"unreviewed:{call_id}", tool_name=name, args=calls.args.get(call_id, {})
             )
-        content = message_text(message)
+        content = _result_text(message, edited=call_id in calls.edited)
         if call_id in calls.edited:
             name = wording.as_edited_tool_name(name)
-            content = content.partition(EDIT_NOTICE_END)[2] or content
         await self.notifier.tool_ran(
             run,
             key=f"tool:{call_id}",
@@ -179,3 +172,10 @@ class RunMessages:
             content=content,
             ok=message.status != "error",
         )
+
+
+def _result_text(message: ToolMessage, *, edited: bool) -> str:
+    """A tool's own output: the text of its ``ToolMessage``, for an ``edited`` call
+    without the edit notice ``HumanInTheLoopMiddleware`` puts before its result."""
+    content = message_text(message)
+    return (content.partition(EDIT_NOTICE_END)[2] or content) if edited else content

@@ -7,6 +7,9 @@ frames, and nothing in it can leave its frame:
 - :func:`inline_code`, the **one-line frame** (names, labels): an inline code span. A
   line break shows as ``⏎`` and a backtick as ``[U+0060]``, so the span can neither end
   early nor break the line it sits on.
+- :func:`one_line`, the same for short prose that must stay on the product's line (a
+  requester's name, the task in a card's context): not code, so ``*bold*`` still
+  renders, but a line break shows as ``⏎`` and a backtick as ``[U+0060]``.
 - :func:`code_block`, the **block frame** (argument values, tool output, errors): a
   fenced block whose value cannot close it (a zero-width space, U+200B, is put between
   every two adjacent backticks of the value, so no ````` can form; every visible
@@ -155,9 +158,32 @@ def inline_code(text: str, limit: int) -> str:
         ``"`name`"``, cut with an ellipsis (between graphemes) when too long; ``"` `"``
         for an empty name.
     """
-    body = escape(text).replace("\n", LINE_BREAK_MARK).replace("`", "[U+0060]")
-    shown, _ = _cut(body or " ", limit - 2, ELLIPSIS)
+    shown, _ = _cut(_flat(escape(text)) or " ", limit - 2, ELLIPSIS)
     return f"`{shown}`"
+
+
+def one_line(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, bool]:
+    """The one-line frame without code: ``text`` escaped on the line it is put in.
+
+    Use it for short prose that reads better as text than as code (a person's name,
+    the task on a card's context line). A line break shows as ``⏎`` and a backtick as
+    ``[U+0060]``, so nothing in ``text`` can start a line or open a code span that
+    would swallow the product's text after it; ``*bold*`` or ``_italics_`` still render,
+    on that line only.
+
+    Args:
+        text: raw text (not yet escaped).
+        limit: the most characters of the result, ``marker`` included.
+        marker: appended when something was cut.
+
+    Returns:
+        ``(shown, cut)``: the text, cut between graphemes, and whether anything was
+        left out.
+
+    Raises:
+        ValueError: if ``limit`` is smaller than ``len(marker)``.
+    """
+    return _cut(_flat(escape(text)), limit, marker)
 
 
 def code_block(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, bool]:
@@ -366,6 +392,11 @@ def _last_end(units: regex.Pattern[str], escaped: str, size: int) -> int:
             break
         end = unit.end()
     return end
+
+
+def _flat(escaped: str) -> str:
+    """``escaped`` on one line: line breaks as ``⏎``, backticks as ``[U+0060]``."""
+    return escaped.replace("\n", LINE_BREAK_MARK).replace("`", "[U+0060]")
 
 
 def _cut(escaped: str, limit: int, marker: str) -> tuple[str, bool]:

@@ -18,7 +18,8 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, Run
+from agent_bridge import wording
+from agent_bridge.models import ApprovalRequest, ApprovalState, CallResult, Decision, Run
 from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
 from bot import ids
 from bot.arg_blocks import arg_text
@@ -58,7 +59,7 @@ from bot.slack_client import make_client
 from bot.slack_gateway import single_workspace
 from slack_sandbox import Sandbox, live_links, live_mentions, message_live_links
 from tests.harness import DBA, REVIEWER, Harness
-from tests.test_render import assert_valid_blocks, assert_valid_view, make_request
+from tests.test_render import RUN, assert_valid_blocks, assert_valid_view, make_request
 
 SENTINEL = "ZQX"
 """Put between every two hostile pieces: any agent text outside its frame shows it."""
@@ -118,6 +119,9 @@ PIECES = [
 REVIEWER_ID = "U0REVIEWER"
 PRODUCT_MENTIONS = {f"<@{REVIEWER_ID}>", "<#C2>"}
 """The decided card's reviewer and the pointer's channel: built by the product."""
+THREAD_LINK = "https://example.slack.com/archives/C1/p1"
+PRODUCT_LINKS = {f"<{THREAD_LINK}|{wording.RUN_THREAD_LINK}>"}
+"""A card's link to its run's Slack thread (a permalink from Slack): the product's."""
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
 _OUR_ZERO_WIDTH = re.compile(r"(?<=`)\u200b(?=`)")
 
@@ -140,10 +144,12 @@ def text_objects(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def assert_framed(text: str) -> None:
-    """One mrkdwn text: code blocks close, and no line outside a frame holds agent text.
+    """One mrkdwn text: code blocks close, and no line outside a frame starts with
+    agent text.
 
-    Outside a code block, a line is a quote (``> …``: the prose frame), or the
-    product's own words with agent text only inside inline code spans.
+    Outside a code block, a line is a quote (``> …``: the prose frame), or starts with
+    the product's own words or an inline code span (a name), agent text after them on
+    that line only (``one_line``: no line break, no backtick of its own).
     """
     assert text.count("```") % 2 == 0, text
     in_code = False
@@ -157,7 +163,7 @@ def assert_framed(text: str) -> None:
         if line.startswith("> "):
             continue
         outside = _CODE_SPAN.sub("", line)
-        assert SENTINEL not in outside, f"agent text outside its frame: {line!r}"
+        assert not outside.lstrip().startswith(SENTINEL), f"agent text starts a line: {line!r}"
         assert "`" not in outside, f"an unpaired backtick: {line!r}"
     assert not in_code
 
@@ -184,8 +190,8 @@ def assert_safe(node: Any) -> None:
         assert obj.get("verbatim") is True, obj
         assert_framed(obj["text"])
         assert_nothing_invisible(obj["text"])
-        assert set(live_mentions(obj["text"])) <= PRODUCT_MENTIONS, obj["text"]
-    assert message_live_links(None, node) == []
+        assert set(live_mentions(obj["text"])) <= PRODUCT_MENTIONS | PRODUCT_LINKS, obj["text"]
+    assert set(message_live_links(None, node)) <= PRODUCT_LINKS
 
 
 def decided(request: ApprovalRequest, decision: Decision) -> ApprovalRequest:
@@ -199,6 +205,10 @@ def decided(request: ApprovalRequest, decision: Decision) -> ApprovalRequest:
     )
 
 
+def ran(request: ApprovalRequest, *, ok: bool, text: str = "") -> ApprovalRequest:
+    return request.model_copy(update={"result": CallResult(ok=ok, text=text)})
+
+
 def everything(text: str) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[dict[str, Any]]]:
     """Every message and modal, with ``text`` in every agent-controlled field."""
     request = make_request(
@@ -207,8 +217,18 @@ def everything(text: str) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[
         args={text: text, "query": text, "nested": {text: [text, 1]}, "n": 1},
         args_schema={},
         note=text,
+        reason=text,
     )
-    run = Run(run_id="run-1", thread_id="t-1", task=text, channel_id="C1", user_id="U1")
+    run = Run(
+        run_id="run-1",
+        thread_id="t-1",
+        task=text,
+        channel_id="C1",
+        user_id="U1",
+        requester_name=text,
+        thread_link=THREAD_LINK,
+        thread_ts="1.000001",
+    )
     decisions = [
         Decision(type="approve"),
         Decision(type="edit", edited_args={text: text}),
@@ -217,11 +237,18 @@ def everything(text: str) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[
     ]
     pending = request.model_copy(update={"channel_id": "C2"})
     messages = [
-        (approval_text(request), render_approval(request, decided_count=1, run_label=text)),
-        (approval_text(request), with_note(render_approval(request), text, ":warning:")),
+        (approval_text(request), render_approval(request, run=run, decided_count=1)),
+        (approval_text(request), with_note(render_approval(request, run=run), text, ":warning:")),
         *(
-            (decided_text(decided(request, d)), render_decided(decided(request, d), run_label=text))
+            (decided_text(decided(request, d)), render_decided(decided(request, d), run=run))
             for d in decisions
+        ),
+        *(
+            (decided_text(done), render_decided(done, run=run))
+            for done in (
+                ran(decided(request, decisions[0]), ok=True, text=text),
+                ran(decided(request, decisions[1]), ok=False),
+            )
         ),
         render_run_started(run),
         render_tool_result(text, text, ok=True),
@@ -238,8 +265,8 @@ def everything(text: str) -> tuple[list[tuple[str, list[dict[str, Any]]]], list[
         render_edit_modal(request, view_key="k"),
         render_reject_modal(request, view_key="k"),
         render_respond_modal(request, view_key="k"),
-        render_full_args_modal(request),
-        render_full_args_modal(decided(request, decisions[1])),
+        render_full_args_modal(request, run),
+        render_full_args_modal(decided(request, decisions[1]), run),
     ]
     return messages, views
 
@@ -268,7 +295,7 @@ def test_a_name_with_a_line_break_cannot_write_a_line_of_its_own() -> None:
     request = make_request(
         tool_name="execute_sql", args={"query": "DELETE FROM orders", name: "x"}, args_schema={}
     )
-    texts = [o["text"] for o in text_objects(render_approval(request))]
+    texts = [o["text"] for o in text_objects(render_approval(request, run=RUN))]
     for text in texts:
         assert_framed(text.replace("Pre-approved", SENTINEL))
     shown = "\n".join(texts)
@@ -306,8 +333,8 @@ def test_every_line_of_prose_is_quoted() -> None:
 )
 def test_strings_show_as_text_and_other_values_as_json(value: Any, shown: str) -> None:
     assert arg_text(value).startswith(shown)
-    blocks = render_approval(make_request(args={"v": value}, args_schema={}))
-    assert f"`v`\n```\n{escape(shown)}" in json.loads(json.dumps(blocks))[1]["text"]["text"]
+    blocks = render_approval(make_request(args={"v": value}, args_schema={}), run=RUN)
+    assert any(o["text"].startswith(f"`v`\n```\n{escape(shown)}") for o in text_objects(blocks))
 
 
 INVISIBLE = {
@@ -345,7 +372,8 @@ def test_an_invisible_character_is_shown_as_its_code_point(char: str) -> None:
     text = f"rm{char}-rf"
     assert visible(text) == f"rm{marker}-rf"
     request = make_request(tool_name=text, description=text, args={text: text}, args_schema={})
-    for blocks in (render_approval(request), render_full_args_modal(request)["blocks"]):
+    shown_in = (render_approval(request, run=RUN), render_full_args_modal(request, RUN)["blocks"])
+    for blocks in shown_in:
         shown = [o["text"] for o in text_objects(blocks) if o["type"] == "mrkdwn"]
         assert all(char not in s for s in shown)
         assert sum(s.count(marker) for s in shown) >= 4  # tool name, description, arg, value
