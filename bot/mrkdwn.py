@@ -1,13 +1,13 @@
 """Frames that show agent text in Slack mrkdwn as data: escaped, visible, cut whole.
 
 Everything the model produced (tool names, argument names and values, descriptions,
-reasons, answers, tool output, errors) is data, not markup. It is shown in one of three
+reasons, answers, tool output, errors) is data, not markup. It is shown in one of these
 frames, and nothing in it can leave its frame:
 
 - :func:`inline_code`, the **one-line frame** (names, labels): an inline code span. A
   line break shows as ``⏎`` and a backtick as ``[U+0060]``, so the span can neither end
   early nor break the line it sits on.
-- :func:`one_line`, the same for short prose that must stay on the product's line (a
+- :func:`one_line`, the one-line frame for short prose that must stay on the product's line (a
   requester's name, the task in a card's context): not code, so ``*bold*`` still
   renders, but a line break shows as ``⏎`` and a backtick as ``[U+0060]``.
 - :func:`code_block`, the **block frame** (argument values, tool output, errors): a
@@ -18,7 +18,7 @@ frames, and nothing in it can leave its frame:
   quote with *every* line prefixed by ``>``, so a line break in the text starts another
   quoted line, never a line of the product's own. Markup inside stays inside the quote.
 
-In all three:
+In every frame:
 
 - ``&``, ``<`` and ``>`` become the entities Slack documents, so no ``<!channel>``,
   ``<@U…>``, ``<!date^…>`` or ``<https://x|label>`` in agent text is live
