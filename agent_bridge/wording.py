@@ -40,8 +40,8 @@ RESPOND_NEEDS_ANSWER_PLAIN = "Write an answer."
 
 
 def starting_run_text(task_shown: str) -> str:
-    """The slash command's immediate answer; ``task_shown`` is escaped and cut."""
-    return f"Starting a run for: {task_shown}"
+    """The slash command's immediate answer; ``task_shown`` is framed (a quote) and cut."""
+    return f"Starting a run for:\n{task_shown}"
 
 
 def not_allowed_plain(decision_type: str, tool_name: str, allowed: Sequence[str]) -> str:
@@ -51,8 +51,10 @@ def not_allowed_plain(decision_type: str, tool_name: str, allowed: Sequence[str]
 
 def already_decided_text(outcome_line: str, why: str | None) -> str:
     """A losing click: ``outcome_line`` says who decided, how and when (mrkdwn);
-    ``why`` is the request's note when no one did (it expired, its run failed)."""
-    return f"This request was already decided: {outcome_line}.{f' {why}' if why else ''}"
+    ``why`` is the request's note when no one did (it expired, its run failed), framed
+    (a quote) on its own line."""
+    lead = f"This request was already decided: {outcome_line}."
+    return f"{lead}\n{why}" if why else lead
 
 
 def at_time_plain(time_utc: str) -> str:

@@ -2,10 +2,10 @@
 
 Shared by the approval card (``bot.blocks``: shortened to fit a message) and the
 full-arguments modal (``bot.modals``: every character, split across sections). Each
-argument is its name as inline code over a ``` code block of its value: pretty JSON
-(never a Python repr), except that a string with a line break (a file's content, a SQL
-statement) is shown as its text, because JSON would fold it into one line of ``\\n``.
-Every value is agent text: escaped and fenced by ``bot.mrkdwn``.
+argument is its name in the one-line frame (``mrkdwn.inline_code``) over its value in
+the block frame (``mrkdwn.code_block``): a string as its text (see :func:`arg_text`),
+anything else as pretty JSON (never a Python repr). Names and values are agent text:
+escaped, marked and framed by ``bot.mrkdwn``, so neither can leave its frame.
 
 Limits: a section's text holds 3,000 characters
 (https://api.slack.com/reference/block-kit/blocks#section); a message holds 50 blocks and
@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from agent_bridge import wording
-from bot.mrkdwn import code_block, inline_code, split_code_blocks
+from bot.mrkdwn import code_block, inline_code, split_code_blocks, text_object
 
 SECTION_TEXT_MAX_CHARS = 3000
 NAME_MAX_CHARS = 200
@@ -31,10 +31,35 @@ _MIN_VALUE_CHARS = 60
 
 
 def arg_text(value: Any) -> str:
-    """The text shown for one argument value (pretty JSON, or a multi-line string as is)."""
-    if isinstance(value, str) and "\n" in value:
+    """The text shown for one argument value.
+
+    A string is shown as its text (``DROP TABLE x``, not ``"DROP TABLE x"``), line
+    breaks kept, unless its text would read as another kind of value: an empty or blank
+    string, or one that reads as a JSON number, ``true``, ``false`` or ``null`` (the
+    string ``"false"`` is not the boolean ``false``, and a tool may treat them
+    differently) is shown as a JSON string literal. Anything else is pretty JSON.
+
+    Args:
+        value: one argument's value, as the tool receives it.
+
+    Returns:
+        The text to put in a code block (escaping is the frame's job).
+    """
+    if isinstance(value, str) and not _reads_as_other_value(value):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _reads_as_other_value(text: str) -> bool:
+    """Whether ``text`` shown bare would be taken for something else (blank, or a JSON
+    scalar that is not a string)."""
+    if not text.strip():
+        return True
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    return parsed is None or isinstance(parsed, (bool, int, float))
 
 
 def arg_sections(args: dict[str, Any], budget: int) -> tuple[list[dict[str, Any]], bool]:
@@ -102,4 +127,4 @@ def _fair_shares(needed: list[int], budget: int, caps: list[int]) -> list[int]:
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    return {"type": "section", "text": text_object(text)}

@@ -1,8 +1,11 @@
 """Block Kit messages: approval cards, their decided form, and a run's progress notes.
 
 Pure functions of data (no client, no env, no I/O); the notifier posts what they return.
-Every piece of agent text (description, arguments, answers, tool output, errors) goes
-through ``bot.mrkdwn`` (escaped, cut); the mentions rendered are the reviewer's
+Every piece of agent text goes through a frame of ``bot.mrkdwn`` (escaped, marked, cut
+between graphemes): names and labels in ``inline_code``, values, tool output and errors
+in ``code_block``, the description, task, reason and answers in ``quote``; every mrkdwn
+text object is a ``text_object`` (``verbatim``: no auto-linked URLs). The mentions
+rendered are the reviewer's
 ``<@U…>``, whose ID comes from Slack, and the approvers' (``bot.review_blocks``), from
 the policy; never the agent's.
 
@@ -30,7 +33,16 @@ from agent_bridge.models import (
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.context_blocks import context_blocks
-from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
+from bot.mrkdwn import (
+    code_block,
+    escape,
+    inline_code,
+    quote,
+    quote_pieces,
+    slack_date,
+    text_object,
+    truncate,
+)
 from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
 from bot.risk_blocks import risk_blocks
@@ -130,7 +142,7 @@ def decided_text(request: ApprovalRequest) -> str:
 def already_decided_text(request: ApprovalRequest) -> str:
     """The private note for a click that lost the race: who decided, how and when
     (and why, when no one did: it expired, or its run failed)."""
-    why = truncate(request.note, 300)[0] if request.note and not request.decided_by else None
+    why = quote(request.note, 300)[0] if request.note and not request.decided_by else None
     return wording.already_decided_text(_outcome_line(request), why)
 
 
@@ -157,11 +169,11 @@ def render_run_started(run: Run) -> Message:
     Returns ``(text, blocks)``.
     """
     status, verb = _RUN_STATUS.get(run.state, wording.RUN_WORKING_STATUS)
-    task, _ = truncate(run.task, TASK_MAX_CHARS)
+    task, _ = quote(run.task, TASK_MAX_CHARS)
     run_id = inline_code(run.run_id, 100)
     blocks = [
         _section(f"{status}\n{task}"),
-        {"type": "context", "elements": [_mrkdwn(wording.run_context_text(run_id))]},
+        {"type": "context", "elements": [text_object(wording.run_context_text(run_id))]},
     ]
     return truncate(f"{verb}: {run.task}", TASK_MAX_CHARS)[0], blocks
 
@@ -180,8 +192,8 @@ def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
 
 def render_final_answer(text: str) -> Message:
     """Render the agent's final answer, split across sections. Returns ``(text, blocks)``."""
-    shown, cut = truncate(text or wording.NO_ANSWER, ANSWER_BUDGET_CHARS)
-    blocks = [_section(piece) for piece in split_escaped(shown, SECTION_TEXT_MAX_CHARS)]
+    pieces, cut = quote_pieces(text, ANSWER_BUDGET_CHARS, piece_chars=SECTION_TEXT_MAX_CHARS)
+    blocks = [_section(piece) for piece in pieces or [wording.NO_ANSWER]]
     if cut:
         blocks.append(_note(wording.answer_shortened_text(len(text))))
     return truncate(text or wording.NO_ANSWER, FALLBACK_TEXT_MAX_CHARS)[0], blocks
@@ -231,7 +243,7 @@ def _card(
     """Heading, context, a pending edit's changes, ``args``' sections and, when anything
     was cut, the full-arguments button."""
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
-    description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
+    description, description_cut = quote(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
     blocks.extend(risk_blocks(request))  # what the whole SQL would do, read first
     context, context_cut = context_blocks(request, run)
@@ -276,7 +288,7 @@ def _context(request: ApprovalRequest, progress: str | None) -> list[dict[str, A
         parts.append(wording.call_position_text(request.index, request.batch_size))
     if not parts:
         return []
-    return [{"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}]
+    return [{"type": "context", "elements": [text_object(" · ".join(parts))]}]
 
 
 def _outcome(request: ApprovalRequest) -> tuple[str, str]:
@@ -306,7 +318,7 @@ def _outcome_details(request: ApprovalRequest) -> str:
         return f"\n{wording.EDIT_CHANGED_LEAD}\n{changed}"
     if decision.type in ("reject", "respond") and decision.message:
         lead = wording.REASON_LEAD if decision.type == "reject" else wording.ANSWER_LEAD
-        return f"\n{lead} {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"
+        return f"\n{lead}\n{quote(decision.message, OUTCOME_MAX_CHARS)[0]}"
     return ""
 
 
@@ -318,15 +330,11 @@ def _edited_cut(request: ApprovalRequest) -> bool:
 
 
 def _note(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [_mrkdwn(escape(text))]}
+    return {"type": "context", "elements": [text_object(escape(text))]}
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": _mrkdwn(text)}
-
-
-def _mrkdwn(text: str) -> dict[str, str]:
-    return {"type": "mrkdwn", "text": text}
+    return {"type": "section", "text": text_object(text)}
 
 
 def _plain(text: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
-from bot.mrkdwn import truncate
+from bot.mrkdwn import quote, text_object
 
 NOTE_MAX_CHARS = 2000
 """A context element holds 3,000 characters; the note is cut well inside that."""
@@ -41,11 +41,9 @@ def draw_card(
 
 
 def with_note(blocks: list[dict[str, Any]], note: str | None, lead: str) -> list[dict[str, Any]]:
-    """``blocks`` plus a context line ``lead note`` (cut to ``NOTE_MAX_CHARS``), if any."""
+    """``blocks`` plus a context block: ``lead``, then ``note`` quoted (cut to
+    ``NOTE_MAX_CHARS``: it can hold an error's text), if any."""
     if not note:
         return blocks
-    text, _ = truncate(note, NOTE_MAX_CHARS)
-    return [
-        *blocks,
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{lead} {text}"}]},
-    ]
+    text, _ = quote(note, NOTE_MAX_CHARS)
+    return [*blocks, {"type": "context", "elements": [text_object(f"{lead}\n{text}")]}]

@@ -5,8 +5,9 @@ A reviewer decides from the card alone (docs/architecture.md, "The card"), so ev
 carries this, cut to Block Kit's limits; the full-arguments modal shows the task and the
 reason whole. The requester is named as text, never ``<@U…>``: naming them must not
 notify them (https://docs.slack.dev/messaging/formatting-message-text#mentioning-users).
-Their name (Slack's), the task and the reason (the agent's) are data: escaped and framed
-by ``bot.mrkdwn``. The one link is the run's first message's permalink, from Slack.
+Their name (Slack's), the task and the reason (the agent's) are data, in ``bot.mrkdwn``'s
+frames: the name and the task on one line (``one_line``), the reason quoted (``quote``).
+The one link is the run's first message's permalink, from Slack.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest, Run
-from bot.mrkdwn import inline_code, split_code_blocks, truncate
+from bot.mrkdwn import inline_code, one_line, quote, quote_pieces, text_object
 
 NAME_MAX_CHARS = 80
 TASK_MAX_CHARS = 300
@@ -24,6 +25,8 @@ TASK_MAX_CHARS = 300
 REASON_MAX_CHARS = 1500
 """Characters of the model's reason on a card; a section holds 3,000."""
 RUN_ID_MAX_CHARS = 60
+FULL_TEXT_MAX_CHARS = 300_000
+"""The whole task or reason in the full-arguments modal (its 100 blocks cap it anyway)."""
 SECTION_TEXT_MAX_CHARS = 3000
 _PERMALINK = re.compile(r"https?://[^\s|<>]+")
 """A link Slack gave (``chat.getPermalink``; the local sandbox's is ``http``) that cannot
@@ -52,7 +55,7 @@ def context_blocks(request: ApprovalRequest, run: Run) -> tuple[list[dict[str, A
         parts.append(f"<{link}|{wording.RUN_THREAD_LINK}>")
     lines = [" · ".join(parts), wording.task_line(task)]
     blocks: list[dict[str, Any]] = [
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}
+        {"type": "context", "elements": [text_object("\n".join(lines))]}
     ]
     reason_cut = False
     if request.reason:
@@ -76,20 +79,9 @@ def full_context_sections(request: ApprovalRequest, run: Run | None) -> list[dic
 
 
 def _pieces(text: str) -> list[dict[str, Any]]:
-    return [_section(piece) for piece in split_code_blocks(text, SECTION_TEXT_MAX_CHARS)]
+    pieces, _ = quote_pieces(text, FULL_TEXT_MAX_CHARS, piece_chars=SECTION_TEXT_MAX_CHARS)
+    return [_section(piece) for piece in pieces]
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-
-
-# STAND-IN until the frames branch lands bot.mrkdwn's prose frames (merge: delete these).
-def quote(text: str, limit: int) -> tuple[str, bool]:
-    """Stand-in: ``text`` escaped as a block quote, every line prefixed."""
-    shown, cut = truncate(text, max(limit - 2 * (text.count("\n") + 1), 10))
-    return "\n".join(f"> {line}" for line in shown.split("\n")), cut
-
-
-def one_line(text: str, limit: int) -> tuple[str, bool]:
-    """Stand-in: ``text`` escaped on one line (line breaks shown as ⏎)."""
-    return truncate(text.replace("\n", " ⏎ "), limit)
+    return {"type": "section", "text": text_object(text)}

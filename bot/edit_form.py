@@ -37,7 +37,14 @@ from bot.form_fields import (
     parse_json,
     parse_number,
 )
-from bot.mrkdwn import code_block, inline_code
+from bot.mrkdwn import (
+    LINE_BREAK_MARK,
+    code_block,
+    inline_code,
+    safe_prefix,
+    text_object,
+    visible,
+)
 
 MULTILINE_OVER_CHARS = 80
 """Strings longer than this (or with a line break) get a multiline input."""
@@ -258,7 +265,7 @@ def _input(
     block: dict[str, Any] = {
         "type": "input",
         "block_id": block_id,
-        "label": _plain(_clip(label, LABEL_MAX_CHARS)),
+        "label": _plain(_clip(visible(label).replace("\n", LINE_BREAK_MARK), LABEL_MAX_CHARS)),
         "element": element,
         "optional": optional,
     }
@@ -290,7 +297,7 @@ def _option(choice: Any) -> dict[str, Any]:
 
 
 def _section(text: str, block_id: str | None = None) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    block: dict[str, Any] = {"type": "section", "text": text_object(text)}
     if block_id:
         block["block_id"] = block_id
     return block
@@ -301,4 +308,5 @@ def _plain(text: str) -> dict[str, str]:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters between graphemes (``mrkdwn.safe_prefix``)."""
+    return text if len(text) <= limit else safe_prefix(text, limit - 1) + "…"

@@ -5,7 +5,8 @@ decision modal carries only its opened view's key in ``private_metadata``
 (``agent_bridge.access_records.OpenedView``: the submission is accepted only for that
 user, request and version), never the arguments; the read-only full-arguments modal
 carries the request ID. Each has its ``callback_id`` from ``bot.ids``; agent text is
-escaped and cut by ``bot.mrkdwn``.
+framed by ``bot.mrkdwn`` (the tool name in ``inline_code``, the description in
+``quote``, arguments as in ``bot.arg_blocks``).
 
 Limits (https://api.slack.com/reference/surfaces/views): title, submit and close ≤ 24
 characters; at most 100 blocks; ``private_metadata`` ≤ 3,000 characters.
@@ -20,9 +21,17 @@ from agent_bridge import wording
 from agent_bridge.models import ApprovalRequest, Run
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
-from bot.context_blocks import full_context_sections
+from bot.context_blocks import FULL_TEXT_MAX_CHARS, full_context_sections
 from bot.edit_form import render_inputs
-from bot.mrkdwn import ENTITIES, ZERO_WIDTH_SPACE, escape, inline_code, split_escaped, truncate
+from bot.mrkdwn import (
+    ENTITIES,
+    QUOTE_PREFIX,
+    ZERO_WIDTH_SPACE,
+    inline_code,
+    quote,
+    quote_pieces,
+    text_object,
+)
 from bot.risk_blocks import risk_blocks
 
 VIEW_MAX_BLOCKS = 100
@@ -104,11 +113,10 @@ def render_full_args_modal(request: ApprovalRequest, run: Run | None) -> dict[st
     """
     blocks = [_section(wording.full_args_intro(_tool(request))), *risk_blocks(request)]
     blocks.extend(full_context_sections(request, run))
-    if request.description.strip():
-        blocks.extend(
-            _section(piece)
-            for piece in split_escaped(escape(request.description.strip()), SECTION_TEXT_MAX_CHARS)
-        )
+    pieces, _ = quote_pieces(
+        request.description.strip(), FULL_TEXT_MAX_CHARS, piece_chars=SECTION_TEXT_MAX_CHARS
+    )
+    blocks.extend(_section(piece) for piece in pieces)
     blocks.extend(full_sections(request.args))
     decision = request.decision or request.pending_edit
     if decision is not None and decision.type == "edit":
@@ -151,7 +159,7 @@ def _tool(request: ApprovalRequest) -> str:
 
 
 def _description(request: ApprovalRequest) -> str:
-    text, _ = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
+    text, _ = quote(request.description.strip(), DESCRIPTION_MAX_CHARS)
     return f"\n{text}" if text else ""
 
 
@@ -175,17 +183,18 @@ def _text_input(
 def _raw_chars(text: str) -> int:
     """Roughly how many characters of agent text an escaped, fenced section holds."""
     text = _FENCES.sub("", text).replace(ZERO_WIDTH_SPACE, "")
+    text = text.replace(f"\n{QUOTE_PREFIX}", "\n").removeprefix(QUOTE_PREFIX)
     for char, entity in reversed(ENTITIES.items()):  # "&amp;" last: "&amp;lt;" is "&lt;"
         text = text.replace(entity, char)
     return len(text)
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    return {"type": "section", "text": text_object(text)}
 
 
 def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+    return {"type": "context", "elements": [text_object(text)]}
 
 
 def _plain(text: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
-from bot.mrkdwn import inline_code, slack_date
+from bot.mrkdwn import inline_code, slack_date, text_object
 from bot.outcome_blocks import changes_text, ran_result, result_text
 
 TOOL_NAME_MAX_CHARS = 200
@@ -74,7 +74,7 @@ def review_context(request: ApprovalRequest) -> list[dict[str, Any]]:
     lines = review_lines(request) if request.state == ApprovalState.PENDING else []
     if not lines:
         return []
-    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": "\n".join(lines)}]}]
+    return [{"type": "context", "elements": [text_object("\n".join(lines))]}]
 
 
 def approvals_line(request: ApprovalRequest) -> str | None:
@@ -120,11 +120,11 @@ def render_pointer(
         result = ran_result(request)
         if result is not None:
             text += f"\n{result_text(result, request.run_id)}"
-    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return text, [{"type": "section", "text": text_object(text)}]
 
 
 def render_escalation(request: ApprovalRequest, *, waited: str) -> tuple[str, list[dict[str, Any]]]:
     """Posted under the card when it is escalated, mentioning the backup approvers."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     text = review_wording.escalation_text(name, mentions(request.rules.escalate_to), waited)
-    return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return text, [{"type": "section", "text": text_object(text)}]

@@ -11,21 +11,20 @@ When the call shown is an edit (pending more approvals, or decided), the risk is
 again from the edited statement, in the same dialect; its rows are not estimated (the
 web process has no estimate database).
 
-Tables, functions and statement kinds are agent text: each is escaped as inline code
-(``bot.mrkdwn``) with line breaks and other control characters shown as ``[U+000A]``,
-so a table named ``<!channel>`` or holding a backtick and a line break stays inside its
-code span.
+Tables, functions and statement kinds are agent text: each table and function is escaped
+as inline code and the kinds on one line (``bot.mrkdwn``: a line break shows as ``⏎``, a
+backtick and other invisible characters as ``[U+XXXX]``), so a table named ``<!channel>``
+or holding a backtick and a line break stays inside its code span.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from agent_bridge import risk_wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.sql_risk import RiskWarning, SqlRisk, analyse
-from bot.mrkdwn import escape, inline_code
+from bot.mrkdwn import inline_code, one_line, text_object
 
 RISK_MAX_CHARS = 1500
 """Characters of the risk section (of a card's ~12,000; ``bot.blocks``' budgets)."""
@@ -35,7 +34,7 @@ TABLES_SHOWN_MAX = 8
 NAMES_SHOWN_MAX = 5
 """Names one warning shows; the rest are counted."""
 WARNINGS_SHOWN_MAX = 8
-_CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
+KINDS_MAX_CHARS = 200
 
 
 def risk_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
@@ -48,7 +47,7 @@ def risk_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
     if risk is None:
         return []
     lines = [
-        risk_wording.level_line(risk.level, escape(", ".join(_one_line(k) for k in risk.kinds)))
+        risk_wording.level_line(risk.level, one_line(", ".join(risk.kinds), KINDS_MAX_CHARS)[0])
     ]
     lines.append(f"{risk_wording.TABLES_LEAD} {_names(risk.tables, TABLES_SHOWN_MAX)}")
     for warning in risk.warnings[:WARNINGS_SHOWN_MAX]:
@@ -62,7 +61,7 @@ def risk_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
     text = "\n".join(lines)
     if len(text) > RISK_MAX_CHARS:  # only names can make it long; they are escaped already
         text = text[: RISK_MAX_CHARS - 1].rsplit("\n", 1)[0] + "\n…"
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    return [{"type": "section", "text": text_object(text)}]
 
 
 def shown_risk(request: ApprovalRequest) -> SqlRisk | None:
@@ -90,12 +89,5 @@ def _names(names: tuple[str, ...], most: int) -> str:
     """Names as escaped inline code, ``most`` of them, then how many more."""
     if not names:
         return risk_wording.NO_TABLES
-    shown = ", ".join(inline_code(_one_line(n), NAME_MAX_CHARS) for n in names[:most])
+    shown = ", ".join(inline_code(n, NAME_MAX_CHARS) for n in names[:most])
     return shown + (f" +{len(names) - most}" if len(names) > most else "")
-
-
-def _one_line(name: str) -> str:
-    """``name`` with line breaks and control characters shown as ``[U+000A]``."""
-    return "".join(
-        f"[U+{ord(c):04X}]" if unicodedata.category(c) in _CONTROL_CATEGORIES else c for c in name
-    )

@@ -9,6 +9,11 @@ Every call names the workspace (``team_id``) it is for. Today one bot token serv
 workspace (``client_for`` returns the same client for every team); a per-workspace
 token store plugs in at ``client_for`` without touching a caller.
 
+No message is ever unfurled: a URL in agent text must never be previewed, so every
+post, update and answer sends ``unfurl_links=False, unfurl_media=False`` (documented for
+chat.postMessage and incoming webhooks; chat.update and chat.postEphemeral take them as
+extra arguments, so no message of ours is unfurled however Slack treats an edit).
+
 Rate limits and transient failures are slack_sdk's retry handlers' job (see
 ``bot.slack_client``); what reaches this module has outlasted them.
 """
@@ -31,6 +36,7 @@ from bot.errors import (
     SlackRefusedError,
     SlackUnavailableError,
 )
+from bot.mrkdwn import text_object
 from bot.slack_client import REQUEST_TIMEOUT_S
 
 MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
@@ -115,6 +121,8 @@ class Slack(Protocol):
 
 METADATA_EVENT_TYPE = "agent_bridge_message"
 """The ``event_type`` of the metadata on every message the product posts."""
+EPHEMERAL_BLOCK_MAX_CHARS = 3000
+"""A section's text limit (https://docs.slack.dev/reference/block-kit/blocks/section-block)."""
 FIND_PAGE_SIZE = 200
 FIND_PAGES_MAX = 5
 """How far ``find_message`` reads back (``conversations.*`` pages of up to 200; Tier 3)."""
@@ -210,6 +218,8 @@ class SlackGateway:
                 blocks=blocks,
                 thread_ts=thread_ts,
                 metadata=message_metadata(key) if key else None,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
         return str(response["ts"])
@@ -277,7 +287,12 @@ class SlackGateway:
         await self._call(
             "chat.update",
             self._client_for(team_id).chat_update(
-                channel=channel_id, ts=ts, text=text, blocks=blocks
+                channel=channel_id,
+                ts=ts,
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
 
@@ -303,13 +318,25 @@ class SlackGateway:
     ) -> None:
         """``chat.postEphemeral``: a message only ``user_id`` sees, in ``channel_id``.
 
+        ``text`` (mrkdwn, at most ``EPHEMERAL_BLOCK_MAX_CHARS``) is also sent as one
+        section whose text object is verbatim (``bot.mrkdwn.text_object``): a
+        message's top-level ``text`` has no ``verbatim``, and Slack would auto-link a
+        URL quoted in it (a note can hold an error's text).
+
         Raises:
             SlackCallError: One of its kinds.
         """
+        section = {"type": "section", "text": text_object(text)}
         await self._call(
             "chat.postEphemeral",
             self._client_for(team_id).chat_postEphemeral(
-                channel=channel_id, user=user_id, text=text, thread_ts=thread_ts
+                channel=channel_id,
+                user=user_id,
+                text=text,
+                blocks=[section] if len(text) <= EPHEMERAL_BLOCK_MAX_CHARS else None,
+                thread_ts=thread_ts,
+                unfurl_links=False,
+                unfurl_media=False,
             ),
         )
 
@@ -384,7 +411,9 @@ class SlackGateway:
         method = "response_url"
         webhook = AsyncWebhookClient(response_url, timeout=REQUEST_TIMEOUT_S)
         try:
-            response = await webhook.send(text=text, response_type="ephemeral")
+            response = await webhook.send(
+                text=text, response_type="ephemeral", unfurl_links=False, unfurl_media=False
+            )
         except (ClientError, TimeoutError) as exc:
             raise translate(method, exc) from exc
         if response.status_code == 200:

@@ -32,7 +32,7 @@ from bot.authorization import Installation
 from bot.directory import Directory
 from bot.errors import PayloadError, SlackCallError
 from bot.guard import installation_of
-from bot.mrkdwn import truncate
+from bot.mrkdwn import quote
 from bot.payloads import AppMention, MentionCallback, SlashCommand, parse
 from bot.slack_gateway import Slack
 
@@ -116,7 +116,7 @@ class StartListeners:
         if not task:
             await ack(wording.USAGE_TEXT)
             return
-        shown, _ = truncate(task, ECHO_MAX_CHARS)
+        shown, _ = quote(task, ECHO_MAX_CHARS)
         await ack(wording.starting_run_text(shown))
         refused = await self.start(
             task,

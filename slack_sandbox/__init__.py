@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from slack_sandbox.errors import BotUnreachable, NotSubmitted, SandboxError
 from slack_sandbox.sandbox import Sandbox
-from slack_sandbox.validation import live_mentions
+from slack_sandbox.validation import live_links, live_mentions, message_live_links
 
-__all__ = ["BotUnreachable", "NotSubmitted", "Sandbox", "SandboxError", "live_mentions"]
+__all__ = [
+    "BotUnreachable",
+    "NotSubmitted",
+    "Sandbox",
+    "SandboxError",
+    "live_links",
+    "live_mentions",
+    "message_live_links",
+]

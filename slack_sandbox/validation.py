@@ -1,4 +1,4 @@
-"""Block Kit checks of whole messages and views, and a finder of live mentions.
+"""Block Kit checks of whole messages and views, and finders of live mentions and links.
 
 A message or view the bot sends is checked here before the sandbox stores it; the
 problems found become Slack's ``invalid_blocks`` / ``invalid_arguments`` answer and the
@@ -46,6 +46,55 @@ def live_mentions(text: str) -> list[str]:
     has none.
     """
     return _LIVE_TOKEN.findall(text)
+
+
+_EXPLICIT_LINK = re.compile(r"<(?:[a-z][a-z0-9+.-]*:|www\.)[^<>]*>", re.IGNORECASE)
+_BARE_URL = re.compile(r"(?<![\w@.:/-])(?:https?://|www\.|mailto:)[^\s<>`|]+", re.IGNORECASE)
+
+
+def live_links(text: str, *, verbatim: bool = False) -> list[str]:
+    """Return every link Slack would make live in mrkdwn ``text``, in order.
+
+    Explicit links (``<https://x>``, ``<https://x|label>``, ``<mailto:a@b>``) always;
+    and, unless the text object has ``verbatim: true``, the bare URLs Slack auto-links
+    (``https://…``, ``http://…``, ``www.…``, ``mailto:…``), wherever they stand, code
+    spans and blocks included: "When set to false (as is default) URLs will be
+    auto-converted into links"
+    (https://docs.slack.dev/reference/block-kit/composition-objects/text-object).
+    Escaped text (``&lt;https://x&gt;``) has no explicit link.
+
+    Args:
+        text: mrkdwn as sent.
+        verbatim: the text object's ``verbatim``.
+    """
+    explicit = _EXPLICIT_LINK.findall(text)
+    if verbatim:
+        return explicit
+    bare = _BARE_URL.findall(_EXPLICIT_LINK.sub(" ", text))
+    return sorted(explicit + bare, key=text.find)
+
+
+def message_live_links(text: Any, blocks: Any) -> list[str]:
+    """Return every live link of a message or view: in each text object of ``blocks``
+    (a ``plain_text`` object as if not verbatim), and in ``text`` when there are no
+    blocks (with blocks, ``text`` is only the notification's)."""
+    found: list[str] = []
+    for obj in _text_objects(blocks):
+        found += live_links(obj["text"], verbatim=obj.get("verbatim") is True)
+    if isinstance(text, str) and not blocks:
+        found += live_links(text)
+    return found
+
+
+def _text_objects(node: Any) -> list[dict[str, Any]]:
+    """Every text object (``mrkdwn`` or ``plain_text``) under ``node``, in order."""
+    if isinstance(node, list):
+        return [obj for item in node for obj in _text_objects(item)]
+    if not isinstance(node, dict):
+        return []
+    if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+        return [node]
+    return [obj for value in node.values() for obj in _text_objects(value)]
 
 
 def check_blocks(blocks: Any, *, max_blocks: int) -> list[Problem]:

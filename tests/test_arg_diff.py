@@ -46,7 +46,7 @@ def test_only_changed_added_and_removed_arguments_are_listed_in_order() -> None:
 
 def test_a_short_value_shows_as_minus_old_plus_new() -> None:
     (change,) = arg_changes({"path": "a.txt"}, {"path": "b.txt"})
-    assert diff_lines(change) == ['- "a.txt"', '+ "b.txt"']
+    assert diff_lines(change) == ["- a.txt", "+ b.txt"]  # strings as text (arg_text)
 
 
 def test_a_long_text_shows_only_the_changed_lines_with_one_line_of_context() -> None:

@@ -94,7 +94,10 @@ async def test_sixty_gated_calls_in_one_turn(harness: Harness) -> None:
         await harness.decided_card(request)  # each click's last call, after its ack
     assert len(list((harness.settings.workspace_dir / "files").glob("f*.txt"))) == 60
     updates = [c for c in harness.sandbox.calls if c["method"] == "chat.update"]
-    assert len(updates) <= 61  # each decided card once (+ the run's first message)
+    # Each card is redrawn once decided and once its call ran, and again when a redraw
+    # finds its batch changed while drawing (clicks' redraws meet the results being
+    # recorded): a few per card, never one per sibling (60 by 60).
+    assert len(updates) <= 6 * 60 + 1
 
 
 async def test_unknown_actions_and_stale_buttons_are_answered_privately(

@@ -666,8 +666,8 @@ def test_hostile_table_and_function_names_stay_in_their_code_span() -> None:
         assert_valid_message("x", blocks)
         risk_line = blocks[1]["text"]["text"]
         assert_no_markup(risk_line)
-        assert "\nAPPROVED" not in risk_line and "[U+000A]APPROVED" in risk_line
-        assert "[U+000A]*bold*" in risk_line and "[U+202E]" in risk_line
+        assert "\nAPPROVED" not in risk_line and "⏎APPROVED" in risk_line
+        assert "⏎*bold*" in risk_line and "\u202e" not in risk_line  # marked, or cut off
         for line in risk_line.split("\n"):  # every agent name sits in one closed code span
             assert line.count("`") % 2 == 0, line
 

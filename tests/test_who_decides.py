@@ -212,8 +212,14 @@ async def test_two_dbas_must_approve_and_one_persons_clicks_count_once(
     write, sql = await harness.requests(run, count=2)
     assert (sql.channel_id, sql.thread_ts) == (APPROVALS, None)  # routed, top level
     card = card_of(harness, sql)
-    # The approvers are notified: the card's only live mention is their group.
-    assert live_mentions(card["text"] + json.dumps(card["blocks"])) == ["<!subteam^S0DBA>"] * 2
+    # The approvers are notified: the card's only live mention is their group (beside the
+    # product's own link to the run's Slack thread).
+    thread_link = (await harness.store.get_run(run.run_id)).thread_link
+    assert live_mentions(card["text"] + json.dumps(card["blocks"])) == [
+        "<!subteam^S0DBA>",
+        f"<{thread_link}|Open the run's thread>",
+        "<!subteam^S0DBA>",
+    ]
     await harness.click(write, "approve", user_id=REVIEWER)
     await harness.click(sql, "approve", user_id=DBA)
     await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))

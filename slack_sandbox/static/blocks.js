@@ -8,7 +8,9 @@ const Blocks = (() => {
   /** A text object: mrkdwn is rendered, plain_text is shown as typed. */
   function text(obj, names) {
     if (!obj) return el("span");
-    if (obj.type === "mrkdwn") return Mrkdwn.render(obj.text || "", names);
+    if (obj.type === "mrkdwn") {
+      return Mrkdwn.render(obj.text || "", names, { verbatim: obj.verbatim === true });
+    }
     return el("span", "plain", [obj.text || ""]);
   }
 

@@ -73,48 +73,75 @@ const Mrkdwn = (() => {
     return link;
   }
 
-  function inline(text, names) {
+  // A bare URL Slack auto-links in a text object without `verbatim: true`.
+  const BARE_URL = /(?<![\w@.:\/-])(?:https?:\/\/|www\.|mailto:)[^\s<>`|]+/giu;
+
+  /** Plain text: a text node, or (when not verbatim) text with auto-linked bare URLs. */
+  function plain(text, opts) {
+    const raw = unescape(text);
+    if (opts.verbatim) return [raw];
     const out = [];
     let last = 0;
-    for (const match of text.matchAll(INLINE)) {
-      if (match.index > last) out.push(unescape(text.slice(last, match.index)));
-      const token = match[0];
-      const inner = token.slice(1, -1);
-      if (match[1]) out.push(el("code", "inline-code", [unescape(inner)]));
-      else if (match[2]) out.push(control(token, names));
-      else if (match[3]) out.push(el("strong", "", inline(inner, names)));
-      else if (match[4]) out.push(el("em", "", inline(inner, names)));
-      else if (match[5]) out.push(el("s", "", inline(inner, names)));
-      else out.push(EMOJI[inner] || token);
-      last = match.index + token.length;
+    for (const match of raw.matchAll(BARE_URL)) {
+      if (match.index > last) out.push(raw.slice(last, match.index));
+      const link = el("a", "link auto-link", [match[0]]);
+      link.title = "auto-linked by Slack (the text object is not verbatim)";
+      out.push(link);
+      last = match.index + match[0].length;
     }
-    if (last < text.length) out.push(unescape(text.slice(last)));
+    if (last < raw.length) out.push(raw.slice(last));
     return out;
   }
 
-  function lines(text, names) {
+  function inline(text, names, opts) {
+    const out = [];
+    let last = 0;
+    for (const match of text.matchAll(INLINE)) {
+      if (match.index > last) out.push(...plain(text.slice(last, match.index), opts));
+      const token = match[0];
+      const inner = token.slice(1, -1);
+      if (match[1]) out.push(el("code", "inline-code", plain(inner, opts)));
+      else if (match[2]) out.push(control(token, names));
+      else if (match[3]) out.push(el("strong", "", inline(inner, names, opts)));
+      else if (match[4]) out.push(el("em", "", inline(inner, names, opts)));
+      else if (match[5]) out.push(el("s", "", inline(inner, names, opts)));
+      else out.push(EMOJI[inner] || token);
+      last = match.index + token.length;
+    }
+    if (last < text.length) out.push(...plain(text.slice(last), opts));
+    return out;
+  }
+
+  // A block quote line: `>` as sent by an app, or `&gt;` as Slack stores a typed one.
+  const QUOTE = /^(?:>|&gt;) ?/;
+
+  function lines(text, names, opts) {
     const out = [];
     text.split("\n").forEach((line, i) => {
       if (i > 0) out.push(document.createElement("br"));
-      if (line.startsWith("&gt; ")) {
-        out.push(el("span", "quote", inline(line.slice(5), names)));
+      const quoted = line.match(QUOTE);
+      if (quoted) {
+        out.push(el("span", "quote", inline(line.slice(quoted[0].length), names, opts)));
       } else {
-        out.push(...inline(line, names));
+        out.push(...inline(line, names, opts));
       }
     });
     return out;
   }
 
-  /** Render mrkdwn `text` to a <div>; `names` maps user and channel IDs to names. */
-  function render(text, names) {
+  /** Render mrkdwn `text` to a <div>; `names` maps user and channel IDs to names;
+   * `opts.verbatim` is the text object's `verbatim` (false: bare URLs are auto-linked,
+   * in code too, as Slack does). */
+  function render(text, names, opts) {
+    opts = opts || {};
     const root = el("div", "mrkdwn");
     const parts = String(text).split("```");
     parts.forEach((part, i) => {
       if (i % 2 === 1 && i < parts.length - 1) {
-        root.append(el("pre", "code-block", [unescape(part.replace(/^\n/, ""))]));
+        root.append(el("pre", "code-block", plain(part.replace(/^\n/, ""), opts)));
       } else {
         const chunk = i % 2 === 1 ? "```" + part : part;
-        root.append(...lines(chunk, names));
+        root.append(...lines(chunk, names, opts));
       }
     });
     return root;
