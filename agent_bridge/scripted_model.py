@@ -4,6 +4,8 @@ It plays the part of an LLM well enough to drive the human-in-the-loop flow for 
 
 - The task ``Archive old orders, then delete them`` proposes ``write_file``,
   ``execute_sql`` and ``read_data`` in one turn (the HITL documentation's scenario).
+- The task ``Reset the totals of the test orders`` proposes an ``UPDATE`` without
+  ``WHERE`` (what a DBA sees: README, "Who decides: the DBA walkthrough").
 - A task that is a JSON object ``{"tool_calls": [{"name": ..., "args": {...}}, ...]}``
   proposes exactly those calls (saying ``"say"``'s text with them, its stated reason,
   if the object has one); with ``"then": [[call, ...], ...]`` each later turn
@@ -50,6 +52,17 @@ DEMO_REASON = (
     "the table back to check what is left."
 )
 """What the scripted model says with the demo's calls: its stated reason."""
+RESET_TASK = "Reset the totals of the test orders"
+"""A task whose one call is an ``UPDATE`` without ``WHERE``."""
+RESET_CALLS: tuple[dict[str, Any], ...] = (
+    {"name": "execute_sql", "args": {"query": "UPDATE orders SET total = 0"}},
+)
+RESET_REASON = "The test orders' totals should all be 0, so I will set total to 0 in orders."
+SCRIPTS: dict[str, tuple[tuple[dict[str, Any], ...], str]] = {
+    DEMO_TASK: (DEMO_TOOL_CALLS, DEMO_REASON),
+    RESET_TASK: (RESET_CALLS, RESET_REASON),
+}
+"""The tasks the script knows by heart: their calls and what the model says with them."""
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -121,8 +134,8 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
     Returns:
         A list of ``{"name": str, "args": dict}``.
     """
-    if task.strip() == DEMO_TASK:
-        return [dict(c) for c in DEMO_TOOL_CALLS]
+    if task.strip() in SCRIPTS:
+        return [dict(c) for c in SCRIPTS[task.strip()][0]]
     try:
         parsed = json.loads(task)
     except ValueError:
@@ -138,10 +151,10 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
 
 
 def planned_reason(task: str) -> str:
-    """The text the script says with its first calls for ``task``: the demo's reason,
+    """The text the script says with its first calls for ``task``: a known task's reason,
     or a JSON task's ``"say"`` (``""`` for none)."""
-    if task.strip() == DEMO_TASK:
-        return DEMO_REASON
+    if task.strip() in SCRIPTS:
+        return SCRIPTS[task.strip()][1]
     try:
         parsed = json.loads(task)
     except ValueError:

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.policy_file import DEMO_POLICY_PATH
+from agent_bridge.scripted_model import RESET_REASON, RESET_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.browser import sandbox_page, shoot_message
-from tests.harness import REVIEWER, Harness
+from tests.harness import DBA, REVIEWER, Harness
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REASON = "The quarterly report you asked for goes to reports/q3.txt."
@@ -38,7 +40,7 @@ def write_task(path: str = "reports/q3.txt", content: str = CONTENT) -> dict[str
     }
 
 
-async def routed(harness: Harness, task: dict[str, Any]) -> tuple[Run, ApprovalRequest]:
+async def routed(harness: Harness, task: str | dict[str, Any]) -> tuple[Run, ApprovalRequest]:
     run = await harness.start_run(task)
     (request,) = await harness.requests(run, count=1)
     return await harness.store.get_run(run.run_id), request
@@ -117,3 +119,24 @@ async def test_the_run_thread_with_its_pointer(harness: Harness) -> None:
             showing="The call ran and succeeded",
         )
     assert "Approved" in shown and "#approvals" in shown
+
+
+class TestWhatADbaSees:
+    """The demo's policy: ``execute_sql`` cards in #approvals, for the DBA group, with the
+    statement's risk and the rows it would touch (counted read-only in the demo's SQLite
+    database). The README shows this screenshot."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(update={"policy": DEMO_POLICY_PATH})
+
+    async def test_an_update_without_where(self, harness: Harness) -> None:
+        await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA])
+        _, request = await routed(harness, RESET_TASK)
+        assert request.channel_id == "C0APPROVAL"
+        shown = await shoot(harness, request, "dba-update-without-where", "Approve")
+        assert "SQL risk: Destructive · UPDATE" in shown
+        assert "UPDATE orders without WHERE: every row of the table" in shown
+        assert "Affected rows: 5 (exact count)" in shown
+        assert "Needs 2 approvals from different people" in shown and "@dba-team" in shown
+        assert "Asked by alice" in shown and RESET_REASON in shown
