@@ -142,6 +142,7 @@ class Placement:
                 tool_call_id=tool_call_id,
             ),
             rules=tool_policy.rules() if tool_policy else ReviewRules(),
+            redact=self.policy.redaction(name),
             **self._time_limit(name),
         )
 

@@ -184,6 +184,11 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         """CREATE INDEX approval_requests_undrawn ON approval_requests (changed_at)
             WHERE drawn_revision < revision""",
     ),
+    (
+        # issue 10: the policy's redact rules stored with each request, so the web
+        # process masks secrets without the policy file (NULL: the defaults)
+        "ALTER TABLE approval_requests ADD COLUMN redact TEXT",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_bridge.redaction import DEFAULT_REDACT, redact
+
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
 
@@ -221,6 +223,30 @@ class ApprovalRequest(BaseModel):
     """``ts`` of the line in the run's Slack thread pointing to a card posted elsewhere."""
     card_link: str | None = None
     """The card's permalink (``chat.getPermalink``), shown in that line."""
+    redact: tuple[str, ...] = DEFAULT_REDACT
+    """Argument keys whose values are never shown (``agent_bridge.redaction``), copied
+    from the policy when the request is made; a request stored without them gets the
+    defaults (fails closed)."""
+
+    def redacted(self) -> ApprovalRequest:
+        """This request as people may see it: every argument value the ``redact`` rules
+        name is masked, in the proposed arguments, a pending edit's and a decided
+        edit's (an edited secret reads "changed"). Everything drawn or opened in Slack
+        is drawn from this copy; the call itself keeps the real values."""
+
+        def masked(decision: Decision | None) -> Decision | None:
+            if decision is None or decision.edited_args is None:
+                return decision
+            shown = redact(decision.edited_args, self.redact, before=self.args)
+            return decision.model_copy(update={"edited_args": shown})
+
+        return self.model_copy(
+            update={
+                "args": redact(self.args, self.redact),
+                "pending_edit": masked(self.pending_edit),
+                "decision": masked(self.decision),
+            }
+        )
 
     @property
     def current_args(self) -> dict[str, Any]:

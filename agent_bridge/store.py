@@ -41,6 +41,7 @@ from agent_bridge.models import (
     StartRules,
     UnknownRequest,
 )
+from agent_bridge.redaction import redact
 from agent_bridge.store_sql import (
     APPROVE_REQUEST,
     CANCEL_OPEN_REQUESTS,
@@ -120,10 +121,11 @@ def request_from_row(row: Row) -> ApprovalRequest:
     data["index"] = row["idx"]
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
-    for column in ("decision", "timeout_decision", "pending_edit", "rules"):
+    for column in ("decision", "timeout_decision", "pending_edit", "rules", "redact"):
         data[column] = json.loads(row[column]) if row.get(column) else None
-    if data["rules"] is None:
-        del data["rules"]
+    for column in ("rules", "redact"):  # stored before these columns: the defaults
+        if data[column] is None:
+            del data[column]
     data["approved_by"] = json.loads(row.get("approved_by") or "[]")
     return ApprovalRequest.model_validate(data)
 
@@ -713,8 +715,10 @@ class ApprovalStore:
             tool_call_id=request.tool_call_id,
             tool_name=request.tool_name,
             call_hash=request.call_hash or None,
-            proposed_args=request.args,
-            edited_args=decision.edited_args if decision else None,
+            proposed_args=redact(request.args, request.redact),
+            edited_args=redact(decision.edited_args, request.redact, before=request.args)
+            if decision and decision.edited_args is not None
+            else None,
             decision=decision.type if decision else None,
             reason=reason or (decision.message if decision else None),
             user_id=user_id,
@@ -788,4 +792,5 @@ class ApprovalStore:
             "call_hash": request.call_hash,
             "version": version_hash(request.call_hash, None),
             "escalate_after_s": request.rules.escalate_after_s,
+            "redact": json.dumps(request.redact),
         }

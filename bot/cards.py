@@ -37,7 +37,10 @@ def draw_card(
         siblings: Every request of its interrupt, itself included (batched progress,
             "n of m decided", counts the decided ones).
         run: Its run.
+
+    Drawn from ``request.redacted()``: no redacted argument value reaches a card.
     """
+    request = request.redacted()
     if request.state == ApprovalState.PENDING:
         decided_count = sum(1 for r in siblings if r.state != ApprovalState.PENDING)
         blocks = render_approval(
