@@ -77,7 +77,8 @@ def redact(value: Any, rules: Iterable[str], *, before: Any = _ABSENT) -> Any:
             was = before.get(key, _ABSENT) if isinstance(before, Mapping) else _ABSENT
             if is_redacted(str(key), rules):
                 changed = before is not _ABSENT and was != item
-                masked[key] = wording.REDACTED_CHANGED if changed else wording.REDACTED
+                shown = wording.REDACTED_CHANGED if changed else wording.REDACTED
+                masked[key] = item if is_marker(item) else shown  # masking twice is a no-op
             else:
                 masked[key] = redact(item, rules, before=was)
         return masked
