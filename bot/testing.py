@@ -259,7 +259,7 @@ class RecordingNotifier:
     ) -> None:
         """See ``Notifier.ran_without_review``: once per ``key``."""
         if self._first(run, key):
-            self.events.append(("unreviewed", tool_name))
+            self.events.append(("unreviewed", (tool_name, args)))
 
     async def tool_ran(
         self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
