@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_bridge.redaction import DEFAULT_REDACT, redact
+from agent_bridge.redaction import DEFAULT_REDACT, redact, scrub, secret_values
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
@@ -231,7 +231,8 @@ class ApprovalRequest(BaseModel):
     def redacted(self) -> ApprovalRequest:
         """This request as people may see it: every argument value the ``redact`` rules
         name is masked, in the proposed arguments, a pending edit's and a decided
-        edit's (an edited secret reads "changed"). Everything drawn or opened in Slack
+        edit's (an edited secret reads "changed"), and scrubbed from the description (a
+        ``callable`` description may quote the call). Everything drawn or opened in Slack
         is drawn from this copy; the call itself keeps the real values."""
 
         def masked(decision: Decision | None) -> Decision | None:
@@ -240,9 +241,14 @@ class ApprovalRequest(BaseModel):
             shown = redact(decision.edited_args, self.redact, before=self.args)
             return decision.model_copy(update={"edited_args": shown})
 
+        secrets = secret_values(self.args, self.redact)
+        for decision in (self.pending_edit, self.decision):
+            if decision is not None and decision.edited_args:
+                secrets |= secret_values(decision.edited_args, self.redact)
         return self.model_copy(
             update={
                 "args": redact(self.args, self.redact),
+                "description": scrub(self.description, secrets),
                 "pending_edit": masked(self.pending_edit),
                 "decision": masked(self.decision),
             }

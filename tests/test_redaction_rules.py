@@ -155,8 +155,11 @@ def request_with(args: dict[str, Any], **changes: Any) -> ApprovalRequest:
 def test_a_request_s_redacted_copy_masks_proposal_pending_edit_and_decision() -> None:
     real = connect_args()
     edit = Decision(type="edit", edited_args={**real, "password": TYPED_PASSWORD})
-    request = request_with(real, pending_edit=edit, decision=edit)
+    request = request_with(
+        real, pending_edit=edit, decision=edit, description=f"Connect with {PASSWORD}"
+    )
     shown = request.redacted()
+    assert shown.description == f"Connect with {wording.REDACTED}"  # a callable's text
     assert shown.args["password"] == wording.REDACTED
     assert shown.current_args["password"] == wording.REDACTED_CHANGED
     assert shown.decision and shown.decision.edited_args
