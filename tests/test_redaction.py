@@ -117,7 +117,7 @@ def assert_no_secret(text: str, where: str) -> None:
 async def test_no_secret_reaches_slack_the_logs_or_the_export(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     workspace = harness.settings.workspace_dir
 
     # An edit that leaves the redacted field empty keeps the real password.
@@ -174,9 +174,15 @@ async def test_no_secret_reaches_slack_the_logs_or_the_export(
     assert str(workspace.resolve()) not in calls  # no server path in Slack
     assert any("connected to db2.internal as admin/" + wording.REDACTED in t for t in thread)
 
-    # Logs: the whole run, at INFO; the failure's details are there, with its run ID.
+    # Logs: the whole run, every logger at DEBUG (slack_sdk's request bodies included);
+    # the failure's details are there, with its run ID.
     assert_no_secret(caplog.text, "the logs")
-    failed = [r for r in caplog.records if "explode failed" in r.getMessage()]
+    assert any(r.name.startswith("slack_sdk") for r in caplog.records)  # bodies were logged
+    failed = [
+        r
+        for r in caplog.records
+        if r.name == "agent_bridge.run_messages" and "explode failed" in r.getMessage()
+    ]
     assert len(failed) == 1
     assert kept.run_id in failed[0].getMessage()
     assert str(workspace.resolve()) in failed[0].getMessage()
