@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge.binding import call_hash
+from agent_bridge.message_text import call_reason
 from agent_bridge.models import (
     DECISION_TYPES,
     ApprovalRequest,
@@ -110,8 +111,10 @@ class Placement:
         batch_size: int,
         tool_call_id: str | None,
         allowed: Sequence[DecisionType],
+        reason: str = "",
     ) -> ApprovalRequest:
-        """One approval request for ``action`` (``name``, ``args``, ``description``)."""
+        """One approval request for ``action`` (``name``, ``args``, ``description``);
+        ``reason`` is the model's text that came with the call."""
         name = str(action["name"])
         args = dict(action.get("args") or {})
         channel_id, thread_ts = self.channel_of(name)
@@ -143,6 +146,7 @@ class Placement:
             ),
             rules=tool_policy.rules() if tool_policy else ReviewRules(),
             redact=self.policy.redaction(name),
+            reason=reason,
             **self._time_limit(name),
         )
 
@@ -175,13 +179,15 @@ def approval_requests(
         if not is_hitl(interrupt):
             continue
         if interrupt.value.get("type") == "tool_approval":
-            requests.append(_per_call_request(interrupt, placement))
+            requests.append(_per_call_request(interrupt, messages, placement))
         else:
             requests.extend(_batched_requests(interrupt, messages, placement))
     return requests
 
 
-def _per_call_request(interrupt: Interrupt, placement: Placement) -> ApprovalRequest:
+def _per_call_request(
+    interrupt: Interrupt, messages: Sequence[BaseMessage], placement: Placement
+) -> ApprovalRequest:
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
@@ -194,6 +200,7 @@ def _per_call_request(interrupt: Interrupt, placement: Placement) -> ApprovalReq
         batch_size=1,
         tool_call_id=value.get("tool_call_id"),
         allowed=allowed,
+        reason=call_reason(messages, value.get("tool_call_id")),
     )
 
 
@@ -214,6 +221,7 @@ def _batched_requests(
             tool_call_id=call_id,
             allowed=(configs[index] if index < len(configs) else {}).get("allowed_decisions")
             or DECISION_TYPES,
+            reason=call_reason(messages, call_id),
         )
         for index, (action, call_id) in enumerate(zip(actions, call_ids, strict=True))
     ]

@@ -145,6 +145,31 @@ class Run(BaseModel):
     error: str | None = None
     created_at: float = 0.0
     """Unix time, seconds."""
+    requester_name: str | None = None
+    """The requester's name as Slack showed it when the run started (``users.info``),
+    shown on cards as text: naming someone must not notify them."""
+    thread_link: str | None = None
+    """Permalink of the run's first message (``chat.getPermalink``), fetched when a card
+    is first posted outside the run's Slack thread, so that card can link back."""
+
+
+class CallResult(BaseModel):
+    """How a reviewed call went once it ran, as its card shows it.
+
+    Attributes:
+        ok: Whether the tool returned (``False``: the ``ToolMessage`` has status error).
+        text: The start of the tool's output (``RESULT_MAX_CHARS``); empty for a
+            failure, whose text (an exception, server paths) is for the logs only.
+        at: When the result was seen, Unix time in seconds.
+    """
+
+    ok: bool
+    text: str = ""
+    at: float = 0.0
+
+
+RESULT_MAX_CHARS = 500
+"""Characters of a tool's output kept for its card."""
 
 
 class ApprovalRequest(BaseModel):
@@ -223,6 +248,10 @@ class ApprovalRequest(BaseModel):
     """``ts`` of the line in the run's Slack thread pointing to a card posted elsewhere."""
     card_link: str | None = None
     """The card's permalink (``chat.getPermalink``), shown in that line."""
+    reason: str = ""
+    """The model's own text in the message that made the call: its stated reason."""
+    result: CallResult | None = None
+    """The call's result once it ran (reviewed calls only)."""
     redact: tuple[str, ...] = DEFAULT_REDACT
     """Argument keys whose values are never shown (``agent_bridge.redaction``), copied
     from the policy when the request is made; a request stored without them gets the
@@ -232,7 +261,8 @@ class ApprovalRequest(BaseModel):
         """This request as people may see it: every argument value the ``redact`` rules
         name is masked, in the proposed arguments, a pending edit's and a decided
         edit's (an edited secret reads "changed"), and scrubbed from the description (a
-        ``callable`` description may quote the call). Everything drawn or opened in Slack
+        ``callable`` description may quote the call), the model's reason and the call's
+        result. Everything drawn or opened in Slack
         is drawn from this copy; the call itself keeps the real values."""
 
         def masked(decision: Decision | None) -> Decision | None:
@@ -249,6 +279,10 @@ class ApprovalRequest(BaseModel):
             update={
                 "args": redact(self.args, self.redact),
                 "description": scrub(self.description, secrets),
+                "reason": scrub(self.reason, secrets),
+                "result": self.result.model_copy(update={"text": scrub(self.result.text, secrets)})
+                if self.result
+                else None,
                 "pending_edit": masked(self.pending_edit),
                 "decision": masked(self.decision),
             }

@@ -23,10 +23,11 @@ from agent_bridge import review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests, is_hitl
+from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy
-from agent_bridge.run_messages import RunMessages, ToolCalls, message_text
+from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)

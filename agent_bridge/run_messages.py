@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from agent_bridge import wording
 from agent_bridge.interrupts import pending_tool_calls
+from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
@@ -116,18 +117,6 @@ def in_call_order(
     return ordered + [m for m in results if m.tool_call_id not in called]
 
 
-def message_text(message: BaseMessage) -> str:
-    """Return a message's text content (string content, or its text blocks joined)."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = [
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in message.content
-        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
-    ]
-    return "\n".join(parts)
-
-
 class RunMessages:
     """Posts a run's tool results and final answer through the notifier, once each.
 
@@ -160,7 +149,7 @@ class RunMessages:
             key = f"tool:{call_id}"
             if key in calls.posted:
                 continue
-            await self._audit_outcome(run, message, call_id, calls)
+            await self._record_result(run, message, call_id, calls)
             await self._post_result(
                 run, message, message.name or wording.UNNAMED_TOOL, call_id, calls
             )
@@ -176,19 +165,25 @@ class RunMessages:
                     rules = self.policy.redaction(call["name"])
                     calls.secrets |= secret_values(call["args"], rules)
 
-    async def _audit_outcome(
+    async def _record_result(
         self, run: Run, message: ToolMessage, call_id: str, calls: ToolCalls
     ) -> None:
-        """A reviewed call's outcome (result or error) goes to the audit trail, once."""
-        if call_id in calls.reviewed and await self.store.claim_notice(
-            run.run_id, f"outcome:{call_id}"
-        ):
-            await self.store.record_outcome(
-                run.run_id,
-                call_id,
-                ok=message.status != "error",
-                content=scrub(message_text(message), calls.secrets),
-            )
+        """A reviewed call's result goes on its request, once (its card is redrawn to say
+        how the call went, wherever it is) and to the audit trail, scrubbed of the run's
+        redacted values; its card shows none of its output if its ``post_results`` is
+        ``none``."""
+        if call_id not in calls.reviewed:
+            return
+        name = message.name or wording.UNNAMED_TOOL
+        request = await self.store.record_outcome(
+            run.run_id,
+            call_id,
+            ok=message.status != "error",
+            content=scrub(_result_text(message, edited=call_id in calls.edited), calls.secrets),
+            shown=self.policy.posts_results(name) != "none",
+        )
+        if request is not None:
+            await self.notifier.approval_updated(request, run=run)
 
     async def final_answer(
         self, run: Run, answer: str, messages: Sequence[BaseMessage], calls: ToolCalls
@@ -212,11 +207,8 @@ class RunMessages:
                 run, key=f"unreviewed:{call_id}", tool_name=name, args=args
             )
         ok = message.status != "error"
-        content: str | None = message_text(message)
-        shown_name = name
-        if call_id in calls.edited:
-            shown_name = wording.as_edited_tool_name(name)
-            content = (content or "").partition(EDIT_NOTICE_END)[2] or content
+        content: str | None = _result_text(message, edited=call_id in calls.edited)
+        shown_name = wording.as_edited_tool_name(name) if call_id in calls.edited else name
         if not ok and call_id not in calls.answered:
             logger.warning(
                 "run=%s thread_id=%s tool_call=%s %s failed: %s",
@@ -241,3 +233,10 @@ class RunMessages:
         """Whether the tool's ``post_results`` lets this call's output be posted."""
         posts = self.policy.posts_results(name)
         return posts == "all" or (posts == "reviewed" and call_id in calls.reviewed)
+
+
+def _result_text(message: ToolMessage, *, edited: bool) -> str:
+    """A tool's own output: the text of its ``ToolMessage``, for an ``edited`` call
+    without the edit notice ``HumanInTheLoopMiddleware`` puts before its result."""
+    content = message_text(message)
+    return (content.partition(EDIT_NOTICE_END)[2] or content) if edited else content

@@ -5,7 +5,8 @@ It plays the part of an LLM well enough to drive the human-in-the-loop flow for 
 - The task ``Archive old orders, then delete them`` proposes ``write_file``,
   ``execute_sql`` and ``read_data`` in one turn (the HITL documentation's scenario).
 - A task that is a JSON object ``{"tool_calls": [{"name": ..., "args": {...}}, ...]}``
-  proposes exactly those calls; with ``"then": [[call, ...], ...]`` each later turn
+  proposes exactly those calls (saying ``"say"``'s text with them, its stated reason,
+  if the object has one); with ``"then": [[call, ...], ...]`` each later turn
   proposes the next list of calls (an agent whose next turn calls another tool).
 - Any other task is answered in text without tools.
 - Once tool results are back it answers with a summary quoting each tool's result.
@@ -43,6 +44,12 @@ DEMO_TOOL_CALLS: tuple[dict[str, Any], ...] = (
     },
     {"name": "read_data", "args": {"table": "orders"}},
 )
+DEMO_REASON = (
+    "Orders from before 2024 are no longer needed in the live table. I will first save "
+    "them to archive/old_orders.csv, then delete them with one DELETE, and finally read "
+    "the table back to check what is left."
+)
+"""What the scripted model says with the demo's calls: its stated reason."""
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -92,7 +99,7 @@ class ScriptedChatModel(BaseChatModel):
         digest = hashlib.sha256(text.encode()).hexdigest()[:10]
         suffix = f"t{turn}_" if turn else ""
         return AIMessage(
-            content="",
+            content="" if results else planned_reason(text),
             tool_calls=[
                 {
                     "name": c["name"],
@@ -128,6 +135,19 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
         for c in calls
         if isinstance(c, dict) and "name" in c
     ]
+
+
+def planned_reason(task: str) -> str:
+    """The text the script says with its first calls for ``task``: the demo's reason,
+    or a JSON task's ``"say"`` (``""`` for none)."""
+    if task.strip() == DEMO_TASK:
+        return DEMO_REASON
+    try:
+        parsed = json.loads(task)
+    except ValueError:
+        return ""
+    say = parsed.get("say") if isinstance(parsed, dict) else None
+    return say if isinstance(say, str) else ""
 
 
 def later_turns(task: str) -> list[list[dict[str, Any]]]:

@@ -27,11 +27,13 @@ from agent_bridge.db import Database, Row, Statements
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     DEFAULT_AGENT,
+    RESULT_MAX_CHARS,
     AlreadyCounted,
     AlreadyDecided,
     ApprovalRequest,
     ApprovalState,
     CallChanged,
+    CallResult,
     Counted,
     Decision,
     Recorded,
@@ -81,6 +83,8 @@ from agent_bridge.store_sql import (
     SET_MESSAGE,
     SET_NOTICE_TS,
     SET_POINTER,
+    SET_RESULT,
+    SET_RUN_THREAD_LINK,
     SET_RUN_THREAD_TS,
     UNMARK_REMINDED,
     UPSERT_AGENT_POLICY,
@@ -121,7 +125,7 @@ def request_from_row(row: Row) -> ApprovalRequest:
     data["index"] = row["idx"]
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
-    for column in ("decision", "timeout_decision", "pending_edit", "rules", "redact"):
+    for column in ("decision", "timeout_decision", "pending_edit", "rules", "redact", "result"):
         data[column] = json.loads(row[column]) if row.get(column) else None
     for column in ("rules", "redact"):  # stored before these columns: the defaults
         if data[column] is None:
@@ -169,7 +173,16 @@ class ApprovalStore:
         return await self.get_run(run.run_id)
 
     def _run_params(self, run: Run) -> dict[str, Any]:
-        fields = {"agent", "run_id", "thread_id", "task", "channel_id", "user_id", "team_id"}
+        fields = {
+            "agent",
+            "run_id",
+            "thread_id",
+            "task",
+            "channel_id",
+            "user_id",
+            "team_id",
+            "requester_name",
+        }
         return {
             **run.model_dump(include=fields | {"thread_ts"}),
             "state": RunState.QUEUED.value,
@@ -271,6 +284,10 @@ class ApprovalStore:
     async def set_run_thread_ts(self, run_id: str, thread_ts: str) -> None:
         """Remember the ``ts`` of the run's first Slack message (its ``thread_ts``)."""
         await self.db.execute(SET_RUN_THREAD_TS, {"run_id": run_id, "thread_ts": thread_ts})
+
+    async def set_run_thread_link(self, run_id: str, thread_link: str) -> None:
+        """Remember the permalink of the run's first Slack message (``Run.thread_link``)."""
+        await self.db.execute(SET_RUN_THREAD_LINK, {"run_id": run_id, "thread_link": thread_link})
 
     async def startable_runs(self, agent: str = DEFAULT_AGENT) -> list[str]:
         """Return IDs of ``agent``'s queued runs and of its running runs whose lease
@@ -669,19 +686,38 @@ class ApprovalStore:
             )
 
     async def record_outcome(
-        self, run_id: str, tool_call_id: str, *, ok: bool, content: str
-    ) -> None:
-        """Append the ``outcome`` of a reviewed call (its result or error, short); a call
-        that was not reviewed has no request and no event here."""
+        self, run_id: str, tool_call_id: str, *, ok: bool, content: str, shown: bool = True
+    ) -> ApprovalRequest | None:
+        """Keep how a reviewed call went: its ``result`` on the request (for its card,
+        once: a bumped ``revision``; its output only if ``shown``, the tool's
+        ``post_results`` allowing) and an ``outcome`` audit event (its output or error,
+        short). A call that was not reviewed has no request and nothing is kept.
+
+        Returns:
+            The request with its ``result`` if this recorded it; ``None`` if the call had
+            no request or its result was recorded before.
+        """
         row = await self.db.fetch_one(
             SELECT_REQUEST_BY_TOOL_CALL, {"run_id": run_id, "tool_call_id": tool_call_id}
         )
         if row is None:
-            return
+            return None
+        now = self.clock()
+        text = content[:RESULT_MAX_CHARS] if ok and shown else ""
+        result = CallResult(ok=ok, text=text, at=now)
         status = "ok" if ok else "error"
-        detail = f"{status}: {content[:OUTCOME_MAX_CHARS]}"
         async with self.db.transaction() as tx:
-            await self._audit(tx, AuditKind.OUTCOME, request_from_row(row), detail=detail)
+            updated = await tx.fetch_one(
+                SET_RESULT,
+                {"request_id": row["request_id"], "result": result.model_dump_json(), "now": now},
+            )
+            if updated is None:
+                return None
+            request = request_from_row(updated)
+            await self._audit(
+                tx, AuditKind.OUTCOME, request, detail=f"{status}: {content[:OUTCOME_MAX_CHARS]}"
+            )
+        return request
 
     async def _audit(
         self,
@@ -793,4 +829,5 @@ class ApprovalStore:
             "version": version_hash(request.call_hash, None),
             "escalate_after_s": request.rules.escalate_after_s,
             "redact": json.dumps(request.redact),
+            "reason": request.reason,
         }

@@ -6,9 +6,9 @@ so concurrent callers cannot both make it. Values are always bound, never interp
 """
 
 INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, team_id,
-    thread_ts, state, created_at, updated_at, agent)
+    thread_ts, state, created_at, updated_at, agent, requester_name)
     VALUES (:run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
-    :now, :now, :agent)"""
+    :now, :now, :agent, :requester_name)"""
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
 CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
     updated_at = :now
@@ -24,6 +24,7 @@ RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until
 SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
     WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""
 SET_RUN_THREAD_TS = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"
+SET_RUN_THREAD_LINK = "UPDATE runs SET thread_link = :thread_link WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
     WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))
     ORDER BY created_at"""
@@ -38,11 +39,11 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
     args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision,
-    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact)
+    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
     'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision,
-    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact)
+    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact, :reason)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -137,9 +138,9 @@ UPSERT_AGENT_POLICY = """INSERT INTO agent_policies (agent, requesters, max_acti
         updated_at = excluded.updated_at"""
 SELECT_AGENT_POLICY = "SELECT * FROM agent_policies WHERE agent = :agent"
 INSERT_RUN_WITHIN_LIMIT = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id,
-    team_id, thread_ts, state, created_at, updated_at, agent)
+    team_id, thread_ts, state, created_at, updated_at, agent, requester_name)
     SELECT :run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
-        :now, :now, :agent
+        :now, :now, :agent, :requester_name
     WHERE (SELECT COUNT(*) FROM runs WHERE user_id = :user_id
         AND state IN ('queued', 'running', 'waiting')) < :max_active"""
 LOCK_USER_RUNS = "SELECT pg_advisory_xact_lock(hashtext('agent_bridge.runs:' || :user_id))"
@@ -147,5 +148,9 @@ LOCK_USER_RUNS = "SELECT pg_advisory_xact_lock(hashtext('agent_bridge.runs:' || 
 SELECT_REQUEST_BY_TOOL_CALL = """SELECT * FROM approval_requests
     WHERE run_id = :run_id AND tool_call_id = :tool_call_id
     ORDER BY created_at DESC LIMIT 1"""
+SET_RESULT = """UPDATE approval_requests SET result = :result, revision = revision + 1,
+    changed_at = :now
+    WHERE request_id = :request_id AND result IS NULL RETURNING *"""
+"""A call's result, once: a replayed result changes nothing."""
 SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
     WHERE request_id = :request_id AND pointer_ts IS NULL"""

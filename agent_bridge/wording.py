@@ -148,7 +148,32 @@ CARD_APPROVAL_LABEL = ":raised_hand: *Approval needed:*"
 CARD_DECIDED_LABEL = "*Tool call:*"
 CARD_SHORTENED = "Some of this call is shortened here."
 VIEW_FULL_ARGS_BUTTON = "View full arguments"
-NEW_ARGUMENTS_LEAD = "*New arguments:*"
+EDIT_CHANGED_LEAD = "*What the edit changed:*"
+PENDING_EDIT_LEAD = "*Edited, waiting for more approvals. What the edit changed:*"
+NOTHING_CHANGED = "_No argument changed._"
+CALL_SUCCEEDED = "▶️ *The call ran and succeeded.*"
+
+
+def call_failed_text(run_id: str) -> str:
+    """A card's line once its call failed: one sentence, no error text (logs have it)."""
+    return f"⚠️ *The call ran and failed.* Details are in the worker's log (run {run_id})."
+
+
+def more_changes_text(count: int) -> str:
+    """After the changes an edit made that fit on a card."""
+    return f"…and {count} more {'argument' if count == 1 else 'arguments'} changed."
+
+
+def arg_added(name: str) -> str:
+    """The title of an argument an edit added."""
+    return f"{name} (added)"
+
+
+def arg_removed(name: str) -> str:
+    """The title of an argument an edit removed."""
+    return f"{name} (removed)"
+
+
 RUN_DONE_STATUS = (":white_check_mark: *Done*", "Done")
 RUN_FAILED_STATUS = (":x: *Failed*", "Failed")
 RUN_WORKING_STATUS = (":hourglass_flowing_sand: *Working on it*", "Working on")
@@ -165,6 +190,21 @@ REMINDER_SOON = "soon"
 def approval_fallback(tool_name: str, description: str) -> str:
     """Notification text of a pending card (raw: the caller escapes and cuts it)."""
     return f"Approval needed: {tool_name}" + (f" — {description}" if description else "")
+
+
+RUN_THREAD_LINK = "Open the run's thread"
+REASON_FROM_AGENT_LEAD = "*Why, in the agent's words:*"
+TASK_HEADING = "*Task*"
+
+
+def asked_by_text(who: str) -> str:
+    """A card's context: who started the run (a name as text, never a mention)."""
+    return f"Asked by {who}"
+
+
+def task_line(task: str) -> str:
+    """A card's context: the run's task (escaped, on one line)."""
+    return f"Task: {task}"
 
 
 def run_context_text(name: str) -> str:
@@ -285,7 +325,7 @@ REJECT_TITLE, REJECT_SUBMIT, REASON_LABEL = "Reject tool call", "Reject", "Reaso
 RESPOND_TITLE, RESPOND_SUBMIT, ANSWER_LABEL = "Respond to the agent", "Send", "Your answer"
 FULL_ARGS_TITLE, CLOSE_BUTTON, CANCEL_BUTTON = "Full arguments", "Close", "Cancel"
 NEW_ARGUMENTS_HEADING = "*New arguments*"
-RESPOND_SHORTENED = (
+MODAL_SHORTENED = (
     "Some values are shortened; the card's View full arguments button shows them whole."
 )
 

@@ -156,6 +156,7 @@ class ActionListeners:
                 installation=installation_of(context),
                 clicked=clicked_of(payload),
             )
+            run = await self.store.get_run(request.run_id) if request and not why else None
         except StoreUnavailableError as exc:
             logger.error("full arguments not shown: %s", exc)
             await self.tell(payload, wording.STORE_DOWN_TEXT)
@@ -165,7 +166,7 @@ class ActionListeners:
         elif why:
             await self.tell(payload, why)
         else:
-            await self._open_view(payload, render_full_args_modal(request.redacted()))
+            await self._open_view(payload, render_full_args_modal(request.redacted(), run))
 
     async def tell(self, payload: BlockActions, text: str) -> None:
         """Answer the clicking user privately in the card's channel (and Slack thread);

@@ -14,16 +14,24 @@ fallback ``text`` is kept to 3,000 characters; a message's text in all stays und
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 from agent_bridge import wording
-from agent_bridge.models import DECISION_TYPES, ApprovalRequest, DecisionType, Run, RunState
+from agent_bridge.models import (
+    DECISION_TYPES,
+    ApprovalRequest,
+    ApprovalState,
+    DecisionType,
+    Run,
+    RunState,
+)
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
+from bot.context_blocks import context_blocks
 from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
+from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
 
 FALLBACK_TEXT_MAX_CHARS = 3000
@@ -31,7 +39,7 @@ DESCRIPTION_MAX_CHARS = 1000
 ARGS_BUDGET_CHARS = 6000
 """Characters of argument values on one card; the rest of the ~12,000 is for the others."""
 OUTCOME_MAX_CHARS = 2000
-"""Reason, answer or new arguments shown on a decided card."""
+"""Reason, answer or an edit's changes shown on a decided card."""
 ANSWER_BUDGET_CHARS = 9000
 """Characters of a final answer shown across its sections."""
 LABEL_MAX_CHARS = 200
@@ -48,25 +56,27 @@ _SLACK_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def render_approval(
-    request: ApprovalRequest, *, decided_count: int = 0, run_label: str | None = None
+    request: ApprovalRequest, *, run: Run, decided_count: int = 0
 ) -> list[dict[str, Any]]:
     """Render the card asking a reviewer to decide on one gated tool call.
 
     Args:
         request: the approval request; its ``allowed_decisions`` pick the buttons.
+        run: its run (who asked, the task, its Slack thread: ``bot.context_blocks``).
         decided_count: how many calls of the same batch are decided (shown when
             ``request.batch_size > 1``).
-        run_label: a short label of the run (say its task), shown escaped in the context.
 
     Returns:
-        Blocks: heading (tool name and description), one section per argument, a "View
-        full arguments" button (``ids.VIEW_ARGS_ACTION``) when anything was cut, one
-        button per allowed decision in the order approve, edit, reject, respond (action
-        ``ids.decision_action_id(d)``, value = ``request.request_id`` only), a context.
+        Blocks: heading (tool name and description), the context (who asked, the task,
+        the run's thread, the model's reason), what a pending edit changed, one section
+        per argument, a "View full arguments" button (``ids.VIEW_ARGS_ACTION``) when
+        anything was cut, one button per allowed decision in the order approve, edit,
+        reject, respond (action ``ids.decision_action_id(d)``, value
+        ``<request_id>.<version>``), who decides, and the batch's progress.
     """
     asks = request.allowed_decisions == ["respond"]
     label = wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL
-    blocks = _card(request, label, request.current_args)
+    blocks = _card(request, run, label, request.current_args)
     buttons = [
         _decision_button(d, ids.decision_value(request.request_id, request.version))
         for d in DECISION_TYPES
@@ -75,28 +85,32 @@ def render_approval(
     if buttons:
         blocks.append({"type": "actions", "elements": buttons})
     progress = wording.progress_text(decided_count, request.batch_size)
-    return blocks + review_context(request) + _context(request, run_label, progress)
+    return blocks + review_context(request) + _context(request, progress)
 
 
-def render_decided(
-    request: ApprovalRequest, *, run_label: str | None = None
-) -> list[dict[str, Any]]:
+def render_decided(request: ApprovalRequest, *, run: Run) -> list[dict[str, Any]]:
     """Render the card after a decision: no decision buttons, and who decided how, when.
 
     Args:
-        request: a decided request (``decision``, ``decided_by``, ``decided_at``).
-        run_label: as for :func:`render_approval`.
+        request: a decided request (``decision``, ``decided_by``, ``decided_at``; its
+            ``result`` once the call ran).
+        run: as for :func:`render_approval`.
 
     Returns:
         The card's blocks (the "View full arguments" button stays when the card was
-        cut) and a section with the outcome: ✅ Approved / ✏️ Edited (new arguments) /
-        ❌ Rejected (reason) / 💬 Responded (answer), by ``<@reviewer>``, at a Slack date.
+        cut), a section with the outcome: ✅ Approved / ✏️ Edited (what changed) /
+        ❌ Rejected (reason) / 💬 Responded (answer), by ``<@reviewer>``, at a Slack date;
+        and once the call ran, whether it succeeded (with the start of its output) or
+        failed.
     """
-    blocks = _card(request, wording.CARD_DECIDED_LABEL, request.args)
+    blocks = _card(request, run, wording.CARD_DECIDED_LABEL, request.args)
     approvals = approvals_line(request)
     text = f"{_outcome_line(request)}{_outcome_details(request)}"
     blocks.append(_section(f"{text}\n{approvals}" if approvals else text))
-    return blocks + _context(request, run_label, None)
+    result = ran_result(request)
+    if result is not None:
+        blocks.append(_section(result_text(result, run.run_id)))
+    return blocks + _context(request, None)
 
 
 def approval_text(request: ApprovalRequest) -> str:
@@ -233,14 +247,23 @@ def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
-def _card(request: ApprovalRequest, label: str, args: dict[str, Any]) -> list[dict[str, Any]]:
-    """Heading, ``args``' sections and, when anything was cut, the full-arguments button."""
+def _card(
+    request: ApprovalRequest, run: Run, label: str, args: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Heading, context, a pending edit's changes, ``args``' sections and, when anything
+    was cut, the full-arguments button."""
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
+    context, context_cut = context_blocks(request, run)
+    blocks.extend(context)
+    edit_cut = False
+    if request.state == ApprovalState.PENDING and request.pending_edit is not None:
+        changed, edit_cut = changes_text(request, request.pending_edit)
+        blocks.append(_section(f"{wording.PENDING_EDIT_LEAD}\n{changed}"))
     sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
-    if description_cut or args_cut or _edited_cut(request):
+    if description_cut or context_cut or args_cut or edit_cut or _edited_cut(request):
         blocks.append(
             {
                 **_section(wording.CARD_SHORTENED),
@@ -266,12 +289,8 @@ def _decision_button(decision: DecisionType, value: str) -> dict[str, Any]:
     return {**button, "style": style} if style else button
 
 
-def _context(
-    request: ApprovalRequest, run_label: str | None, progress: str | None
-) -> list[dict[str, Any]]:
+def _context(request: ApprovalRequest, progress: str | None) -> list[dict[str, Any]]:
     parts = []
-    if run_label:
-        parts.append(truncate(run_label, LABEL_MAX_CHARS)[0])
     if request.batch_size > 1:
         if progress:
             parts.append(progress)
@@ -304,25 +323,19 @@ def _outcome_details(request: ApprovalRequest) -> str:
     if decision is None:
         return ""
     if decision.type == "edit":
-        body, _ = code_block(_edited_json(request), OUTCOME_MAX_CHARS)
-        return f"\n{wording.NEW_ARGUMENTS_LEAD}\n{body}"
+        changed, _ = changes_text(request, decision)
+        return f"\n{wording.EDIT_CHANGED_LEAD}\n{changed}"
     if decision.type in ("reject", "respond") and decision.message:
         lead = wording.REASON_LEAD if decision.type == "reject" else wording.ANSWER_LEAD
         return f"\n{lead} {truncate(decision.message, OUTCOME_MAX_CHARS)[0]}"
     return ""
 
 
-def _edited_json(request: ApprovalRequest) -> str:
-    edited = request.decision.edited_args if request.decision else None
-    return json.dumps(edited or {}, indent=2, ensure_ascii=False, default=str)
-
-
 def _edited_cut(request: ApprovalRequest) -> bool:
     decision = request.decision
-    return (
-        bool(decision and decision.type == "edit")
-        and code_block(_edited_json(request), OUTCOME_MAX_CHARS)[1]
-    )
+    if decision is None or decision.type != "edit":
+        return False
+    return changes_text(request, decision)[1]
 
 
 def _note(text: str) -> dict[str, Any]:

@@ -79,6 +79,8 @@ class CardOwner:
         siblings = await self.store.requests_for_interrupt(request.interrupt_id)
         current = next((r for r in siblings if r.request_id == request.request_id), request)
         channel_id = current.channel_id or run.channel_id
+        if _elsewhere(current, run) and run.thread_link is None:
+            run = await self._link_thread(run)
         text, blocks = draw_card(current, siblings, run)
         ts = await self.outbox.post_once(
             run,
@@ -98,6 +100,22 @@ class CardOwner:
             return await self.redraw(current.request_id, siblings=False) or after
         return posted
 
+    async def _link_thread(self, run: Run) -> Run:
+        """``run`` with the permalink of its first message, fetched and kept once, so a
+        card posted elsewhere links back to the run; a failure is logged (the card still
+        names the run)."""
+        if run.thread_ts is None:
+            return run
+        try:
+            link = await self.slack.permalink(
+                team_id=run.team_id, channel_id=run.channel_id, ts=run.thread_ts
+            )
+        except SlackCallError as exc:
+            logger.warning("run=%s no permalink of its Slack thread: %s", run.run_id, exc)
+            return run
+        await self.store.set_run_thread_link(run.run_id, link)
+        return run.model_copy(update={"thread_link": link})
+
     async def _point(self, request: ApprovalRequest, run: Run) -> None:
         """Post, once (through the outbox), the pointer to a card posted elsewhere in the
         run's Slack thread; a failure is logged (the card itself is posted and mentions
@@ -112,7 +130,7 @@ class CardOwner:
                 "run=%s request=%s no permalink: %s", run.run_id, request.request_id, exc
             )
             link = None
-        text, blocks = render_pointer(request, link=link)
+        text, blocks = render_pointer(request.redacted(), link=link)
         try:
             ts = await self.outbox.post_once(
                 run,
@@ -185,7 +203,7 @@ class CardOwner:
         pending = request.state == ApprovalState.PENDING
         if pending and request.escalated_at is None and request.reminded_at is None:
             return
-        text, blocks = render_pointer(request, link=request.card_link)
+        text, blocks = render_pointer(request.redacted(), link=request.card_link)
         try:
             await self.slack.update_message(
                 team_id=run.team_id,

@@ -15,16 +15,8 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from bot.blocks import approval_text, decided_text, render_approval, render_decided
 from bot.mrkdwn import truncate
 
-RUN_LABEL_TASK_CHARS = 80
 NOTE_MAX_CHARS = 2000
 """A context element holds 3,000 characters; the note is cut well inside that."""
-
-
-def run_label(request: ApprovalRequest, run: Run) -> str | None:
-    """Context line for a card posted outside its run's Slack thread (``APPROVALS_CHANNEL``)."""
-    if request.thread_ts:
-        return None
-    return f"{run.run_id}: {run.task[:RUN_LABEL_TASK_CHARS]}"
 
 
 def draw_card(
@@ -36,20 +28,18 @@ def draw_card(
         request: The request.
         siblings: Every request of its interrupt, itself included (batched progress,
             "n of m decided", counts the decided ones).
-        run: Its run.
+        run: Its run (who asked, the task, its Slack thread).
 
     Drawn from ``request.redacted()``: no redacted argument value reaches a card.
     """
     request = request.redacted()
     if request.state == ApprovalState.PENDING:
         decided_count = sum(1 for r in siblings if r.state != ApprovalState.PENDING)
-        blocks = render_approval(
-            request, decided_count=decided_count, run_label=run_label(request, run)
-        )
+        blocks = render_approval(request, run=run, decided_count=decided_count)
         return approval_text(request), with_note(blocks, request.note, wording.REOPENED_LEAD)
     # Decided without a reviewer: expired, or closed because its run failed.
     return decided_text(request), with_note(
-        render_decided(request), request.note, wording.DECIDED_NOTE_LEAD
+        render_decided(request, run=run), request.note, wording.DECIDED_NOTE_LEAD
     )
 
 

@@ -99,6 +99,15 @@ class Directory:
                 unknown.append(principal)
         return Members(users=frozenset(users), unresolved=tuple(unresolved), unknown=tuple(unknown))
 
+    async def name_of(self, team_id: str | None, user_id: str) -> str | None:
+        """The name Slack shows for ``user_id``, or ``None`` if Slack would not say
+        (logged; a name is for people to read, never for deciding anything)."""
+        try:
+            return await self.slack.user_name(team_id=team_id, user_id=user_id)
+        except SlackCallError as exc:
+            logger.warning("no name for %s: %s", user_id, exc)
+            return None
+
     def forget(self, team_id: str | None, usergroup_id: str) -> None:
         """Drop a group from the cache (Slack reported a membership change)."""
         self._groups.pop((team_id, usergroup_id), None)

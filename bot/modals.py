@@ -17,17 +17,18 @@ import re
 from typing import Any
 
 from agent_bridge import wording
-from agent_bridge.models import ApprovalRequest
+from agent_bridge.models import ApprovalRequest, Run
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
+from bot.context_blocks import full_context_sections
 from bot.edit_form import render_inputs
 from bot.mrkdwn import ENTITIES, ZERO_WIDTH_SPACE, escape, inline_code, split_escaped, truncate
 
 VIEW_MAX_BLOCKS = 100
 INPUT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
-QUESTION_BUDGET_CHARS = 6000
-"""Characters of argument values shown above the answer box of the respond modal."""
+CALL_BUDGET_CHARS = 6000
+"""Characters of argument values shown above the reason or answer box of a modal."""
 _FENCES = re.compile(r"^```\n|\n```$", re.MULTILINE)
 
 
@@ -49,12 +50,13 @@ def render_reject_modal(request: ApprovalRequest, *, view_key: str) -> dict[str,
     """Render the modal asking for an optional reason (``ids.REJECT_CALLBACK``).
 
     Returns:
-        A view with one optional multiline input (``ids.REASON_BLOCK`` /
+        A view showing the call it rejects (tool, description, arguments, escaped and
+        cut) over one optional multiline input (``ids.REASON_BLOCK`` /
         ``ids.REASON_ACTION``); the reason is sent to the agent.
     """
     intro = f"{wording.reject_intro(_tool(request))}{_description(request)}"
     reason = _text_input(ids.REASON_BLOCK, ids.REASON_ACTION, wording.REASON_LABEL, optional=True)
-    blocks = [_section(intro), reason]
+    blocks = [_section(intro), *_call_blocks(request), reason]
     return _modal(
         ids.REJECT_CALLBACK, wording.REJECT_TITLE, blocks, view_key, submit=wording.REJECT_SUBMIT
     )
@@ -69,27 +71,36 @@ def render_respond_modal(request: ApprovalRequest, *, view_key: str) -> dict[str
         (``ids.ANSWER_BLOCK`` / ``ids.ANSWER_ACTION``).
     """
     heading = wording.respond_intro(_tool(request), asks=request.allowed_decisions == ["respond"])
-    blocks = [_section(f"{heading}{_description(request)}")]
-    sections, cut = arg_sections(request.current_args, QUESTION_BUDGET_CHARS)
-    blocks.extend(sections)
-    if cut:
-        blocks.append(_context(wording.RESPOND_SHORTENED))
+    blocks = [_section(f"{heading}{_description(request)}"), *_call_blocks(request)]
     blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, wording.ANSWER_LABEL))
     return _modal(
         ids.RESPOND_CALLBACK, wording.RESPOND_TITLE, blocks, view_key, submit=wording.RESPOND_SUBMIT
     )
 
 
-def render_full_args_modal(request: ApprovalRequest) -> dict[str, Any]:
+def _call_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """The call a decision modal decides on: its arguments as they would run now,
+    shortened to ``CALL_BUDGET_CHARS`` (a note says so: the card shows them whole)."""
+    sections, cut = arg_sections(request.current_args, CALL_BUDGET_CHARS)
+    return [*sections, _context(wording.MODAL_SHORTENED)] if cut else sections
+
+
+def render_full_args_modal(request: ApprovalRequest, run: Run | None) -> dict[str, Any]:
     """Render a read-only modal with every character of the call (no submit button).
 
+    Args:
+        request: The request.
+        run: Its run, for the task (``None``: the task is left out).
+
     Returns:
-        A view: the tool, its whole description, every argument in full (split across
-        as many sections as needed) and, after an edit, the new arguments in full. When
-        that is more than 100 blocks, the last block says how many characters of the
-        call are left out.
+        A view: the tool, the run's task and the model's reason whole
+        (``bot.context_blocks.full_context_sections``), its whole description, every
+        argument in full (split across as many sections as needed) and, after an edit,
+        the new arguments in full. When that is more than 100 blocks, the last block says
+        how many characters of the call are left out.
     """
     blocks = [_section(wording.full_args_intro(_tool(request)))]
+    blocks.extend(full_context_sections(request, run))
     if request.description.strip():
         blocks.extend(
             _section(piece)

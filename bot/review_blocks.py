@@ -3,8 +3,8 @@ pointer a routed card leaves in its run's Slack thread (pure).
 
 The mentions built here, from the policy's user and group IDs (validated when the policy
 is loaded and again here), are the only live mentions the product sends: approvers are
-notified when a card is posted, backup approvers when it is escalated. Nothing here
-takes agent text except the tool name, which is escaped.
+notified when a card is posted, backup approvers when it is escalated. Agent text here
+(the tool name, an edit's changes, a result) is escaped and framed by ``bot.mrkdwn``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
 from bot.mrkdwn import inline_code, slack_date
+from bot.outcome_blocks import changes_text, ran_result, result_text
 
 TOOL_NAME_MAX_CHARS = 200
 _USER = re.compile(r"[UW][A-Z0-9]{2,20}")
@@ -96,7 +97,8 @@ def render_pointer(
     request: ApprovalRequest, *, link: str | None
 ) -> tuple[str, list[dict[str, Any]]]:
     """The one line in the run's Slack thread about a card posted in another channel:
-    where it waits, then its outcome (``link``: the card's permalink)."""
+    where it waits, then its outcome (``link``: the card's permalink), with what an edit
+    changed and, once the call ran, how it went."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     channel = f"<#{request.channel_id}>" if request.channel_id else "?"
     if request.state == ApprovalState.PENDING and request.reminded_at is not None:
@@ -113,6 +115,11 @@ def render_pointer(
         if decision is not None and request.decided_by is None:  # the policy's default
             outcome = review_wording.expired_outcome(outcome)
         text = review_wording.pointer_outcome_text(outcome, name, channel, link)
+        if decision is not None and decision.type == "edit":
+            text += f"\n{wording.EDIT_CHANGED_LEAD}\n{changes_text(request, decision)[0]}"
+        result = ran_result(request)
+        if result is not None:
+            text += f"\n{result_text(result, request.run_id)}"
     return text, [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
 
 

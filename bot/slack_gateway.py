@@ -104,6 +104,10 @@ class Slack(Protocol):
         """Return a message's permalink."""
         ...
 
+    async def user_name(self, *, team_id: str | None, user_id: str) -> str:
+        """Return the name Slack shows for a user."""
+        ...
+
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a command privately through its ``response_url``."""
         ...
@@ -350,6 +354,23 @@ class SlackGateway:
             self._client_for(team_id).chat_getPermalink(channel=channel_id, message_ts=ts),
         )
         return str(response["permalink"])
+
+    async def user_name(self, *, team_id: str | None, user_id: str) -> str:
+        """The name Slack shows for ``user_id`` (``users.info``): the profile's display
+        name, else its real name, else the account name
+        (https://docs.slack.dev/reference/methods/users.info).
+
+        Raises:
+            SlackCallError: Slack would not say (``user_not_found``, no ``users:read``).
+        """
+        response = await self._call(
+            "users.info", self._client_for(team_id).users_info(user=user_id)
+        )
+        user = response["user"]
+        profile = user.get("profile") or {}
+        return str(
+            profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
+        )
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a slash command privately, later than its ack, through its

@@ -46,9 +46,18 @@ ECHO_MAX_CHARS = 300
 LEADING_MENTIONS = re.compile(r"^(\s*<@[A-Z0-9]+(\|[^>]*)?>)+")
 
 
-def new_run(*, task: str, channel_id: str, user_id: str, team_id: str | None, agent: str) -> Run:
+def new_run(
+    *,
+    task: str,
+    channel_id: str,
+    user_id: str,
+    team_id: str | None,
+    agent: str,
+    requester_name: str | None = None,
+) -> Run:
     """Return a new queued run of ``agent`` for ``task`` by ``user_id`` in ``channel_id``."""
     return Run(
+        requester_name=requester_name,
         run_id=f"run-{secrets.token_hex(RUN_ID_BYTES)}",
         agent=agent,
         thread_id=str(uuid.uuid4()),
@@ -207,7 +216,12 @@ class StartListeners:
                 if user_id not in members.users:
                     return review_wording.NOT_A_REQUESTER_TEXT
             run = new_run(
-                task=task, channel_id=channel_id, user_id=user_id, team_id=team_id, agent=agent
+                task=task,
+                channel_id=channel_id,
+                user_id=user_id,
+                team_id=team_id,
+                agent=agent,
+                requester_name=await self.directory.name_of(team_id, user_id),
             )
             stored = await self.store.create_run_within(
                 run, max_active=rules.max_active_runs_per_user

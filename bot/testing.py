@@ -39,6 +39,7 @@ class MemoryGateway:
         outage: Calls left that fail as an outage would (``SlackUnavailableError``).
         responses: ``(response_url, text)`` of each command answer, in order.
         usergroups: ``usergroup_id -> member user IDs``; others are ``no_such_subteam``.
+        names: ``user_id -> name`` for ``user_name``.
     """
 
     channels: set[str] = field(default_factory=lambda: {"C1"})
@@ -49,6 +50,7 @@ class MemoryGateway:
     outage: int = 0
     responses: list[tuple[str, str]] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
     _next_ts: int = 1
 
     async def post_message(
@@ -182,6 +184,11 @@ class MemoryGateway:
                 retryable=False,
             )
         return f"https://memory.slack/archives/{channel_id}/p{ts.replace('.', '')}"
+
+    async def user_name(self, *, team_id: str | None, user_id: str) -> str:
+        """See ``SlackGateway.user_name``: ``names[user_id]``, else the ID itself."""
+        self._reachable("users.info", next(iter(self.channels)))
+        return self.names.get(user_id, user_id)
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """See ``SlackGateway.respond``."""

@@ -134,6 +134,13 @@ async def test_each_tool_s_post_results_decides_whether_its_output_is_posted(
         "fails": None,  # a failure: one sentence
     }
     assert REASON in (posted["rejected"] or "")  # the reviewer's words, not output
+    # A reviewed call's card says how it went; with post_results none, without output.
+    results_on_cards = {
+        r.tool_name: r.result.text if r.result else None
+        for r in await store.requests_for_run("run-1")
+    }
+    assert results_on_cards["gated_all"] == "rows of gated_all"
+    assert results_on_cards["gated_none"] == ""
     # The model got every output, whatever Slack was shown.
     assert {m.name: m.content for m in results}["ungated_none"] == "rows of ungated_none"
 

@@ -52,6 +52,8 @@ BIG = "x" * 100_000
 MESSAGE_MAX_BLOCKS = 50
 VIEW_MAX_BLOCKS = 100
 MESSAGE_TEXT_MAX_CHARS = 12_000
+RUN = Run(run_id="run-1", thread_id="thread-1", task="Tidy the docs", channel_id="C1", user_id="U1")
+EVIL_RUN = RUN.model_copy(update={"task": f"Task {EVIL}", "requester_name": f"Dana {EVIL}"})
 
 
 def make_request(**changes: Any) -> ApprovalRequest:
@@ -191,7 +193,7 @@ def decided(request: ApprovalRequest, decision: Decision) -> ApprovalRequest:
 @pytest.mark.parametrize("name", REQUESTS)
 def test_approval_card_is_valid_and_safe(name: str) -> None:
     request = REQUESTS[name]
-    blocks = render_approval(request, decided_count=1, run_label=f"Task {EVIL}")
+    blocks = render_approval(request, run=EVIL_RUN, decided_count=1)
     assert_valid_message(approval_text(request), blocks)
 
 
@@ -200,7 +202,7 @@ def test_buttons_are_exactly_the_allowed_decisions_carrying_only_request_and_ver
     name: str,
 ) -> None:
     request = REQUESTS[name]
-    found = decision_buttons(render_approval(request))
+    found = decision_buttons(render_approval(request, run=RUN))
     expected = [d for d in DECISION_TYPES if d in request.allowed_decisions]
     assert [b["action_id"] for b in found] == [ids.decision_action_id(d) for d in expected]
     assert [b["text"]["text"] for b in found] == [d.capitalize() for d in expected]
@@ -208,48 +210,51 @@ def test_buttons_are_exactly_the_allowed_decisions_carrying_only_request_and_ver
     assert {b.get("style") for b in found if b["action_id"].endswith("reject")} <= {"danger"}
     values = {b["value"] for b in found}
     assert values <= {ids.decision_value(request.request_id, request.version)}
-    others = [b for b in buttons(render_approval(request)) if b not in found]
+    others = [b for b in buttons(render_approval(request, run=RUN)) if b not in found]
     assert all(b["value"] == request.request_id for b in others)  # View full arguments
 
 
 def test_arguments_show_as_pretty_json_not_a_python_repr() -> None:
     request = make_request(args={"path": "/tmp/x", "flags": {"force": True, "mode": None}})
-    text = "\n".join(strings(render_approval(request)))
+    text = "\n".join(strings(render_approval(request, run=RUN)))
     assert '"/tmp/x"' in text
     assert '"force": true' in text and '"mode": null' in text
     assert "True" not in text and "None" not in text and "'" not in text
 
 
 def test_a_multiline_string_argument_shows_as_its_text() -> None:
-    text = "\n".join(strings(render_approval(make_request())))
+    text = "\n".join(strings(render_approval(make_request(), run=RUN)))
     assert "```\nhello\nworld\n```" in text
 
 
 def test_a_short_card_has_no_view_arguments_button() -> None:
-    assert not has_view_args(render_approval(REQUESTS["simple"]))
+    assert not has_view_args(render_approval(REQUESTS["simple"], run=RUN))
 
 
 @pytest.mark.parametrize("name", ["big value", "long description"])
 def test_a_cut_card_offers_the_full_arguments(name: str) -> None:
     request = REQUESTS[name]
-    blocks = render_approval(request)
+    blocks = render_approval(request, run=RUN)
     assert has_view_args(blocks)
     assert_valid_message(approval_text(request), blocks)
     assert any(b["type"] == "actions" for b in blocks)
 
 
 def test_batch_progress_and_position_are_shown() -> None:
-    blocks = render_approval(REQUESTS["batch"], decided_count=2, run_label="Tidy the docs")
+    blocks = render_approval(REQUESTS["batch"], run=RUN, decided_count=2)
     context = blocks[-1]["elements"][0]["text"]
-    assert "Tidy the docs" in context and "2 of 3 decided" in context and "Call 2 of 3" in context
-    assert "decided" not in json.dumps(render_approval(REQUESTS["simple"], decided_count=1))
+    assert "2 of 3 decided" in context and "Call 2 of 3" in context
+    assert "Task: Tidy the docs" in "\n".join(strings(blocks))
+    assert "decided" not in json.dumps(
+        render_approval(REQUESTS["simple"], decided_count=1, run=RUN)
+    )
 
 
 @pytest.mark.parametrize("kind", DECISIONS)
 @pytest.mark.parametrize("name", ["simple", "evil everywhere", "big value", "many args"])
 def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str, name: str) -> None:
     request = decided(REQUESTS[name], DECISIONS[kind])
-    blocks = render_decided(request, run_label="Tidy the docs")
+    blocks = render_decided(request, run=RUN)
     assert_valid_blocks(blocks, MESSAGE_MAX_BLOCKS)
     assert sum(len(s) for s in strings(blocks)) <= MESSAGE_TEXT_MAX_CHARS
     assert not decision_buttons(blocks)
@@ -267,7 +272,7 @@ def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str,
     if kind == "respond":
         assert "*Answer:* Use staging" in text
     if kind == "edit":
-        assert "*New arguments:*" in text
+        assert "*What the edit changed:*" in text
     assert has_view_args(blocks) == (name in ("big value", "many args") or kind == "edit")
     # the reviewer's mention is the only one; everything else is escaped
     assert_no_markup([t.replace("<@U0REVIEWER>", "") for t in strings(blocks)])
@@ -278,7 +283,7 @@ def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str,
 def test_decided_card_refuses_a_reviewer_id_that_could_be_markup() -> None:
     request = decided(REQUESTS["simple"], DECISIONS["approve"])
     request = request.model_copy(update={"decided_by": "U1>|<!channel"})
-    assert "<@" not in json.dumps(render_decided(request))
+    assert "<@" not in json.dumps(render_decided(request, run=RUN))
 
 
 def test_already_decided_and_stale_notes() -> None:
@@ -294,7 +299,7 @@ def test_modals_are_valid_and_safe(name: str) -> None:
     edit = render_edit_modal(request, view_key="view-key-1")
     reject = render_reject_modal(request, view_key="view-key-1")
     respond = render_respond_modal(request, view_key="view-key-1")
-    full = render_full_args_modal(request)
+    full = render_full_args_modal(request, RUN)
     for view in (edit, reject, respond, full):
         assert_valid_view(view)
     assert (edit["callback_id"], reject["callback_id"], respond["callback_id"]) == (
@@ -348,21 +353,21 @@ def shown_text(view: dict[str, Any]) -> str:
 
 
 def test_full_args_modal_shows_a_100kb_value_whole() -> None:
-    view = render_full_args_modal(REQUESTS["big value"])
+    view = render_full_args_modal(REQUESTS["big value"], RUN)
     assert_valid_view(view)
     assert BIG in shown_text(view)
 
 
 def test_full_args_modal_shows_escaped_values_whole() -> None:
     content = (EVIL + "\n") * 2000
-    view = render_full_args_modal(make_request(args={"content": content}))
+    view = render_full_args_modal(make_request(args={"content": content}), None)
     assert_valid_view(view)
     assert_no_markup(view)
     assert shown_text(view).replace("\n", "") == content.replace("\n", "")
 
 
 def test_full_args_modal_says_how_much_does_not_fit() -> None:
-    view = render_full_args_modal(make_request(args={"content": "y" * 400_000}))
+    view = render_full_args_modal(make_request(args={"content": "y" * 400_000}), None)
     assert_valid_view(view)
     assert len(view["blocks"]) == VIEW_MAX_BLOCKS
     note = view["blocks"][-1]["elements"][0]["text"]
@@ -373,7 +378,7 @@ def test_full_args_modal_says_how_much_does_not_fit() -> None:
 
 
 def test_full_args_modal_includes_edited_arguments() -> None:
-    view = render_full_args_modal(decided(REQUESTS["big value"], DECISIONS["edit"]))
+    view = render_full_args_modal(decided(REQUESTS["big value"], DECISIONS["edit"]), RUN)
     assert_valid_view(view)
     assert "*New arguments*" in json.dumps(view)
     assert shown_text(view).count(BIG) == 2
@@ -460,9 +465,9 @@ def _rebuilds(whole: str, pieces: list[str], at: int) -> bool:
 def test_unicode_and_rtl_text_renders() -> None:
     assert len(RTL) == 60
     request = REQUESTS["unicode rtl"]
-    text = "\n".join(strings(render_approval(request)))
+    text = "\n".join(strings(render_approval(request, run=RUN)))
     # Scripts render as given; the override that would flip "exe.txt" is shown, not obeyed.
     visible = RTL.replace("\u202e", "[U+202E]").replace("\u202c", "[U+202C]")
     assert visible in text
     assert "\u202e" not in text and "\u202c" not in text
-    assert_valid_view(render_full_args_modal(request))
+    assert_valid_view(render_full_args_modal(request, RUN))

@@ -1,0 +1,37 @@
+"""The text of LangChain messages: what the model said, and why it made a call (pure).
+
+A chat model's ``AIMessage`` carries its text (``content``: a string, or content blocks
+of which the ``text`` ones are its words) next to its ``tool_calls``; that text is the
+model's own stated reason for the calls of that turn
+(https://python.langchain.com/docs/concepts/messages/#aimessage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+
+def message_text(message: BaseMessage) -> str:
+    """Return a message's text content (string content, or its text blocks joined)."""
+    if isinstance(message.content, str):
+        return message.content
+    parts = [
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in message.content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    ]
+    return "\n".join(parts)
+
+
+def call_reason(messages: Sequence[BaseMessage], tool_call_id: str | None) -> str:
+    """The text of the ``AIMessage`` that made tool call ``tool_call_id``, stripped; the
+    last ``AIMessage``'s when the ID is unknown (a batched action not matched to a call);
+    ``""`` if the model said nothing."""
+    ai = [m for m in messages if isinstance(m, AIMessage)]
+    made = next(
+        (m for m in reversed(ai) if any(c["id"] == tool_call_id for c in m.tool_calls)), None
+    )
+    found = made or (ai[-1] if ai else None)
+    return message_text(found).strip() if found is not None else ""
