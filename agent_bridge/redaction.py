@@ -151,11 +151,13 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def _strings(value: Any) -> set[str]:
+    """Every string in ``value``, at any depth."""
     if isinstance(value, str):
         return {value}
-    items = value.values() if isinstance(value, Mapping) else value
-    if isinstance(value, Mapping | list):
-        return set().union(*(_strings(item) for item in items))
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(*(_strings(item) for item in value))
     return set()
 
 
