@@ -32,6 +32,7 @@ from agent_bridge.models import (
     Run,
 )
 from agent_bridge.policy import Policy
+from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
 
 REQUEST_ID_BYTES = 9
 """Request IDs are 12 URL-safe characters: short opaque button values."""
@@ -119,6 +120,7 @@ class Placement:
         args = dict(action.get("args") or {})
         channel_id, thread_ts = self.channel_of(name)
         tool_policy = self.policy.gated(name)
+        risk = self.risk_of(name, args)
         return ApprovalRequest(
             request_id=self.new_id(),
             run_id=self.run.run_id,
@@ -144,11 +146,30 @@ class Placement:
                 interrupt_id=interrupt.id,
                 tool_call_id=tool_call_id,
             ),
-            rules=tool_policy.rules() if tool_policy else ReviewRules(),
+            rules=tool_policy.rules(risk) if tool_policy else ReviewRules(),
             redact=self.policy.redaction(name),
             reason=reason,
+            risk=risk,
             **self._time_limit(name),
         )
+
+    def risk_of(self, tool_name: str, args: Mapping[str, Any]) -> SqlRisk | None:
+        """The SQL risk of a call, from the whole statement, for a tool whose policy has
+        ``sql``; ``None`` for other tools. A missing argument is *unparseable*."""
+        tool_policy = self.policy.gated(tool_name)
+        sql = tool_policy.sql if tool_policy else None
+        if sql is None:
+            return None
+        return analyse(args.get(sql.argument), dialect=sql.dialect, argument=sql.argument)
+
+    def with_rows(self, request: ApprovalRequest, rows: RowEstimate) -> ApprovalRequest:
+        """``request`` with its statement's affected rows, and the approvals they need
+        (``ToolPolicy.approvals_for``)."""
+        tool_policy = self.policy.gated(request.tool_name)
+        if request.risk is None or tool_policy is None:
+            return request
+        risk = request.risk.model_copy(update={"rows": rows})
+        return request.model_copy(update={"risk": risk, "rules": tool_policy.rules(risk)})
 
     def _time_limit(self, tool_name: str) -> dict[str, Any]:
         tool_policy = self.policy.gated(tool_name)

@@ -186,15 +186,15 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
     ),
     (
         # issue 10: the card's context (who asked, the run's Slack thread, the model's
-        # reason) and the call's result once it has run
+        # reason), the call's result once it has run, and the SQL risk of a call
+        # (``ApprovalRequest.risk``, JSON like ``rules``)
         "ALTER TABLE runs ADD COLUMN requester_name TEXT",
         "ALTER TABLE runs ADD COLUMN thread_link TEXT",
         "ALTER TABLE approval_requests ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE approval_requests ADD COLUMN result TEXT",
-    ),
-    (
-        # issue 10: the policy's redact rules stored with each request, so the web
-        # process masks secrets without the policy file (NULL: the defaults)
+        "ALTER TABLE approval_requests ADD COLUMN risk TEXT",
+        # the policy's redact rules stored with each request, so the web process masks
+        # secrets without the policy file (NULL: the defaults)
         "ALTER TABLE approval_requests ADD COLUMN redact TEXT",
     ),
 )

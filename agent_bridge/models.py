@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_bridge.redaction import DEFAULT_REDACT, redact, scrub, secret_values
+from agent_bridge.sql_risk import SqlRisk
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
@@ -252,6 +253,10 @@ class ApprovalRequest(BaseModel):
     """The model's own text in the message that made the call: its stated reason."""
     result: CallResult | None = None
     """The call's result once it ran (reviewed calls only)."""
+    risk: SqlRisk | None = None
+    """What the call's SQL would do (``agent_bridge.sql_risk``), for a tool whose policy
+    has ``sql``: computed from the whole statement when the request is made, with the
+    affected rows; ``rules.required_approvals`` already counts it."""
     redact: tuple[str, ...] = DEFAULT_REDACT
     """Argument keys whose values are never shown (``agent_bridge.redaction``), copied
     from the policy when the request is made; a request stored without them gets the

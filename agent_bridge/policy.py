@@ -28,6 +28,23 @@ default, per tool). A tool that is not reviewed but has such keys says ``gated: 
     tools:
       read_data: {gated: false, post_results: none}
 The same models are the Python API: ``Policy(tools={"execute_sql": ToolPolicy(...)})``.
+
+SQL risk (docs/architecture.md, "SQL risk"), per tool: ``sql`` names the argument holding
+the statement and its sqlglot dialect; the card then shows what the whole statement
+would do (``agent_bridge/sql_risk.py``), and with ``estimate_url`` (a read-only
+connection) how many rows an ``UPDATE``/``DELETE`` would touch
+(``agent_bridge/row_estimate.py``). The quorum can depend on both::
+
+    execute_sql:
+      sql: {argument: query, dialect: postgres, estimate_url: "postgresql://ro@db/app",
+            estimate_timeout_s: 2}
+      required_approvals: {read_only: 1, write: 1, destructive: 2, unparseable: 2}
+      approvals_above_rows: {1000: 2, 100000: 3}   # more than 1,000 rows: 2 people
+
+The number a request needs is the larger of its level's and that of the highest row
+threshold it passes; a write whose affected rows are not known (no estimate possible,
+or it failed) counts as above every threshold. ``{workspace_dir}`` in ``estimate_url``
+is the worker's ``WORKSPACE_DIR`` (the demo's database lives there).
 """
 
 from __future__ import annotations
@@ -35,12 +52,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+import sqlglot
 from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    SecretStr,
+    Tag,
+    field_validator,
     model_validator,
 )
 
@@ -56,10 +78,14 @@ from agent_bridge.models import (
     StartRules,
 )
 from agent_bridge.redaction import DEFAULT_REDACT
+from agent_bridge.sql_risk import RISK_LEVELS, RiskLevel, SqlRisk
 
 DEFAULT_MAX_ACTIVE_RUNS_PER_USER = 10
 """Runs one person may have queued, running or waiting at once, unless the policy says."""
 REQUIRED_APPROVALS_MAX = 10
+ESTIMATE_TIMEOUT_S = 2.0
+"""Default statement timeout of an affected-rows count, seconds (then the planner's)."""
+ESTIMATE_TIMEOUT_MAX_S = 30.0
 
 _PRINCIPAL = re.compile(r"[UWS][A-Z0-9]{2,20}")
 _CHANNEL = re.compile(r"[CGD][A-Z0-9]{2,20}")
@@ -115,6 +141,93 @@ KEEP_MIDDLEWARE_DEFAULT = "default"
 """``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
 
 
+ApprovalCount = Annotated[int, Field(ge=1, le=REQUIRED_APPROVALS_MAX, strict=True)]
+"""Distinct people who must approve (1 to ``REQUIRED_APPROVALS_MAX``)."""
+
+
+class ApprovalsByRisk(BaseModel):
+    """``required_approvals`` by the statement's risk level: every level named, each
+    at least as strict as the one below (``read_only`` ≤ ``write`` ≤ ``destructive``;
+    ``unparseable`` ≥ ``write``: a statement nobody could read is no easier)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read_only: ApprovalCount
+    write: ApprovalCount
+    destructive: ApprovalCount
+    unparseable: ApprovalCount
+
+    @model_validator(mode="after")
+    def _stricter_with_risk(self) -> ApprovalsByRisk:
+        steps = (("read_only", "write"), ("write", "destructive"), ("write", "unparseable"))
+        for lower, higher in steps:
+            if getattr(self, higher) < getattr(self, lower):
+                raise ValueError(
+                    f"{higher} ({getattr(self, higher)}) needs fewer approvals than {lower} "
+                    f"({getattr(self, lower)}): a riskier statement must not be easier to run"
+                )
+        return self
+
+    def of(self, level: RiskLevel) -> int:
+        """The approvals a statement of ``level`` needs."""
+        return int(getattr(self, level))
+
+
+def _approvals_shape(value: Any) -> str:
+    """Which form of ``required_approvals`` a value is: a mapping is by risk level."""
+    return "by_risk" if isinstance(value, dict | ApprovalsByRisk) else "count"
+
+
+RequiredApprovals = Annotated[
+    Annotated[int, Field(ge=1, le=REQUIRED_APPROVALS_MAX, strict=True), Tag("count")]
+    | Annotated[ApprovalsByRisk, Tag("by_risk")],
+    Discriminator(_approvals_shape),
+]
+"""``required_approvals``: one number, or one per risk level (``ApprovalsByRisk``)."""
+
+
+def _dialect(value: str) -> str:
+    try:
+        sqlglot.Dialect.get_or_raise(value)
+    except ValueError:
+        raise ValueError(
+            f"{value!r} is not a sqlglot dialect (e.g. postgres, sqlite, mysql, snowflake)"
+        ) from None
+    return value
+
+
+class SqlPolicy(BaseModel):
+    """The ``sql:`` block of a tool that runs SQL: where its statement is and how to
+    read it.
+
+    Attributes:
+        argument: The tool argument holding the statement.
+        dialect: The sqlglot dialect of the database it runs on; a statement sqlglot
+            cannot read in it is *unparseable*.
+        estimate_url: A **read-only** connection for affected-rows estimates
+            (``postgresql://...``, or ``sqlite:///path.db``, opened ``mode=ro``); a
+            secret: never shown, logged or sent to Slack. Unset: no estimate.
+        estimate_timeout_s: Statement timeout of the count (then of the planner's
+            estimate, on PostgreSQL), seconds.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    argument: str = Field(min_length=1)
+    dialect: Annotated[str, AfterValidator(_dialect)]
+    estimate_url: SecretStr | None = None
+    estimate_timeout_s: float = Field(default=ESTIMATE_TIMEOUT_S, gt=0, le=ESTIMATE_TIMEOUT_MAX_S)
+
+    @field_validator("estimate_url")
+    @classmethod
+    def _known_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://", "sqlite:///")
+        ):
+            raise ValueError("must be a postgresql://... or sqlite:///... URL")
+        return value
+
+
 def duration_text(seconds: float) -> str:
     """``3600`` -> ``1 h``, ``90`` -> ``90 s``: a timeout as people say it."""
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
@@ -150,6 +263,10 @@ class ToolPolicy(BaseModel):
         redact: Argument keys masked for this tool, on top of the policy's ``redact``.
         post_results: Whose output is posted (see ``PostResults``); unset: the
             policy's ``post_results``.
+        sql: Where the tool's SQL statement is and its dialect (``SqlPolicy``): the
+            card shows the statement's risk, and ``required_approvals`` may depend on it.
+        approvals_above_rows: ``{rows: approvals}``: a statement touching more than
+            ``rows`` rows needs at least that many approvals (needs ``sql.estimate_url``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -163,25 +280,88 @@ class ToolPolicy(BaseModel):
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
     channel: ChannelId | None = None
     approvers: Principals = None
-    required_approvals: int = Field(default=1, ge=1, le=REQUIRED_APPROVALS_MAX, strict=True)
+    required_approvals: RequiredApprovals = 1
     requester_may_approve: bool = False
     escalate_to: Principals = None
     escalate_after_s: float | None = Field(default=None, gt=0)
     gated: bool = True
     redact: list[str] = Field(default_factory=list)
     post_results: PostResults | None = None
+    sql: SqlPolicy | None = None
+    approvals_above_rows: dict[Annotated[int, Field(ge=0)], ApprovalCount] | None = None
+
+    @model_validator(mode="after")
+    def _risk_rules_have_their_sql(self) -> ToolPolicy:
+        if isinstance(self.required_approvals, ApprovalsByRisk) and self.sql is None:
+            raise ValueError(
+                "required_approvals by risk level needs a sql: block naming the statement's "
+                "argument and dialect"
+            )
+        rows = self.approvals_above_rows
+        if rows is not None:
+            if not rows:
+                raise ValueError("approvals_above_rows is empty: leave it out, or name a threshold")
+            if self.sql is None or self.sql.estimate_url is None:
+                raise ValueError(
+                    "approvals_above_rows needs sql.estimate_url: without it affected rows "
+                    "are never known, so every write would need the most approvals"
+                )
+            ordered = [rows[threshold] for threshold in sorted(rows)]
+            if ordered != sorted(ordered):
+                raise ValueError(
+                    "approvals_above_rows must not ask fewer approvals for more rows: "
+                    f"{dict(sorted(rows.items()))}"
+                )
+        return self
+
+    def most_approvals(self) -> int:
+        """The most approvals any call of this tool can need."""
+        base = self.required_approvals
+        most = (
+            max(base.of(level) for level in RISK_LEVELS)
+            if isinstance(base, ApprovalsByRisk)
+            else base
+        )
+        return max([most, *(self.approvals_above_rows or {}).values()])
+
+    def approvals_for(self, risk: SqlRisk | None) -> int:
+        """The approvals a call needs: its risk level's (``required_approvals``), raised
+        to that of the highest ``approvals_above_rows`` threshold its affected rows pass;
+        a write whose rows are not known counts as above every threshold (fails closed).
+
+        Args:
+            risk: The call's SQL risk (``None``: the tool has no ``sql``, or it could
+                not be read; then the strictest level applies).
+        """
+        base = self.required_approvals
+        if isinstance(base, ApprovalsByRisk):
+            needed = base.of(risk.level if risk else "unparseable")
+        else:
+            needed = base
+        thresholds = self.approvals_above_rows or {}
+        if not thresholds or (risk is not None and risk.level == "read_only"):
+            return needed
+        rows = risk.rows.rows if risk is not None and risk.rows is not None else None
+        passed = [n for limit, n in thresholds.items() if rows is None or rows > limit]
+        return max([needed, *passed])
 
     @model_validator(mode="after")
     def _quorum_is_reachable(self) -> ToolPolicy:
         named = self.approvers or []
         if named and not any(p.startswith("S") for p in named):
             people = len(set(named))
-            if people < self.required_approvals:
-                raise ValueError(
-                    f"required_approvals is {self.required_approvals} but approvers names "
-                    f"only {people} {'person' if people == 1 else 'people'}: no call could "
-                    "ever be approved"
+            most = self.most_approvals()
+            if people < most:
+                needs, outcome = (
+                    (f"required_approvals is {most}", "no call could ever be approved")
+                    if most == self.required_approvals
+                    else (
+                        f"a call may need {most} approvals (by risk or rows)",
+                        "such a call could never be approved",
+                    )
                 )
+                named_people = f"{people} {'person' if people == 1 else 'people'}"
+                raise ValueError(f"{needs} but approvers names only {named_people}: {outcome}")
         return self
 
     @model_validator(mode="after")
@@ -219,11 +399,16 @@ class ToolPolicy(BaseModel):
             type=self.on_timeout, message=None if self.on_timeout == "approve" else message
         )
 
-    def rules(self) -> ReviewRules:
-        """Who may decide this tool's calls, as stored with each request."""
+    def rules(self, risk: SqlRisk | None = None) -> ReviewRules:
+        """Who may decide this tool's calls, as stored with each request.
+
+        Args:
+            risk: The call's SQL risk, for a tool with ``sql``: ``required_approvals``
+                is then the effective number (``approvals_for``).
+        """
         return ReviewRules(
             approvers=tuple(self.approvers) if self.approvers is not None else None,
-            required_approvals=self.required_approvals,
+            required_approvals=self.approvals_for(risk),
             requester_may_approve=self.requester_may_approve,
             escalate_to=tuple(self.escalate_to or ()),
             escalate_after_s=self.escalate_after_s,

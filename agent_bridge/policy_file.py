@@ -24,8 +24,9 @@ POLICIES_DIR = Path(__file__).with_name("policies")
 DEMO_POLICY_PATH = POLICIES_DIR / "demo.yml"
 
 _REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-_UNION_BRANCHES = frozenset({"bool", "ToolPolicy"})
+_UNION_BRANCHES = frozenset({"bool", "ToolPolicy", "count", "by_risk"})
 """Names pydantic puts in an error's location for ``tools``' ``bool | ToolPolicy``
+and ``required_approvals``' tagged ``count | by_risk``
 (with a model validator, ``function-after[...]``)."""
 
 

@@ -2,15 +2,17 @@
 
 A predicate gets the middleware's ``ToolCallRequest`` and returns ``True`` to ask a
 person, ``False`` to let the call run (the run's Slack thread notes it ran without review).
-Both are pure functions of the call's arguments, so they give the same answer when the
-run resumes, as ``HumanInTheLoopMiddleware`` requires. These are the two examples of
-the LangChain HITL documentation::
+Each is a pure function of the call's arguments, so it gives the same answer when the
+run resumes, as ``HumanInTheLoopMiddleware`` requires. The first two are the examples of
+the LangChain HITL documentation; the SQL ones gate by the statement's risk level
+(``agent_bridge.sql_risk``), so a ``SELECT`` of a function that writes is never
+"read-only"::
 
     tools:
       write_file:
         when: agent_bridge.predicates:writes_outside_workspace
       execute_sql:
-        when: agent_bridge.predicates:sql_is_not_read_only
+        when: agent_bridge.predicates:sql_is_not_read_only   # or sql_is_destructive
 """
 
 from __future__ import annotations
@@ -18,28 +20,13 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from agent_bridge.sql_risk import RiskLevel, analyse
 
 SQL_DIALECTS = ("sqlite", "postgres", "mysql", "")
 """Dialects a query must read as read-only in ("" is sqlglot's default); include the
 dialect of the database your tool runs SQL on."""
 PATH_ARG = "path"
 SQL_ARG = "query"
-READ_ONLY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
-WRITING_NODES = (
-    exp.Insert,
-    exp.Update,
-    exp.Delete,
-    exp.Merge,
-    exp.Create,
-    exp.Drop,
-    exp.Alter,
-    exp.Into,
-    exp.Command,
-    exp.TruncateTable,
-)
 
 
 def writes_outside_workspace(request: Any) -> bool:
@@ -58,23 +45,28 @@ def writes_outside_workspace(request: Any) -> bool:
 
 
 def sql_is_not_read_only(request: Any) -> bool:
-    """Review SQL unless every statement is a plain read (``SELECT``, set operations).
+    """Review SQL unless its risk level is ``read_only`` (``agent_bridge.sql_risk``).
 
-    Parsed with sqlglot in each of ``SQL_DIALECTS``: dialects disagree on details such
-    as nested ``/* */`` comments, so a statement counts as read-only only if every one
-    of them reads it so. Anything unparsable is reviewed, as are ``SELECT ... INTO``
-    and writes hidden in a CTE.
+    Read in each of ``SQL_DIALECTS``: dialects disagree on details such as nested
+    ``/* */`` comments, so a statement counts as read-only only if every one of them
+    reads it so. Unparsable text is reviewed, as are ``SELECT ... INTO``, writes hidden
+    in a CTE, lock clauses and a call of any function outside
+    ``sql_risk.SAFE_FUNCTIONS`` (``SELECT dblink_exec(...)``, ``setval``, ``lo_unlink``,
+    a user's function: each may write).
     """
-    query = str(request.tool_call["args"].get(SQL_ARG, ""))
-    return not all(_reads_only(query, dialect) for dialect in SQL_DIALECTS)
+    return _at_least(request, "write")
 
 
-def _reads_only(query: str, dialect: str) -> bool:
-    """Whether sqlglot's ``dialect`` parses ``query`` as reads only."""
-    try:
-        statements = [s for s in sqlglot.parse(query, read=dialect or None) if s is not None]
-    except SqlglotError:
-        return False
-    return bool(statements) and all(
-        isinstance(s, READ_ONLY_ROOTS) and s.find(*WRITING_NODES) is None for s in statements
+def sql_is_destructive(request: Any) -> bool:
+    """Review only SQL whose risk level is ``destructive`` or ``unparseable`` in any of
+    ``SQL_DIALECTS`` (``UPDATE``/``DELETE`` without ``WHERE``, ``DROP``, ``TRUNCATE``,
+    ``ALTER ... DROP``, what cannot be read); other writes run without review."""
+    return _at_least(request, "destructive")
+
+
+def _at_least(request: Any, level: RiskLevel) -> bool:
+    query = request.tool_call["args"].get(SQL_ARG, "")
+    return any(
+        analyse(query, dialect=dialect, argument=SQL_ARG).at_least(level)
+        for dialect in SQL_DIALECTS
     )

@@ -26,7 +26,8 @@ from agent_bridge.interrupts import Placement, approval_requests, is_hitl
 from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
-from agent_bridge.policy import Policy
+from agent_bridge.policy import Policy, SqlPolicy
+from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
 
@@ -49,6 +50,8 @@ class RunDriver:
         policy: The approval policy the graph was built with.
         args_schemas: Tool name -> JSON schema of its arguments.
         approvals_channel: Channel for approval cards; ``None``: the run's Slack thread.
+        estimator: Affected rows of SQL statements, for tools whose policy's ``sql``
+            has an ``estimate_url``.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class RunDriver:
         policy: Policy,
         args_schemas: Mapping[str, dict[str, Any]],
         approvals_channel: str | None = None,
+        estimator: RowEstimator | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -67,6 +71,7 @@ class RunDriver:
         self.policy = policy
         self.args_schemas = dict(args_schemas)
         self.approvals_channel = approvals_channel
+        self.estimator = estimator or RowEstimator()
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
@@ -297,7 +302,7 @@ class RunDriver:
                 run.run_id,
                 other.id,
             )
-        requests = self._requests_of(run, snapshot)
+        requests = await self._with_rows(run, self._requests_of(run, snapshot))
         stored = await self.store.add_requests(requests)
         posted = [
             r for r in stored if r.message_ts is not None and r.state == ApprovalState.PENDING
@@ -309,17 +314,55 @@ class RunDriver:
             for request in posted:
                 await self.notifier.approval_updated(request, run=run)
 
-    def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:
-        """The approval requests of the checkpoint's pending interrupts, as they are now."""
-        placement = Placement(
+    def _placement(self, run: Run) -> Placement:
+        return Placement(
             run=run,
             policy=self.policy,
             args_schemas=self.args_schemas,
             approvals_channel=self.approvals_channel,
         )
+
+    def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:
+        """The approval requests of the checkpoint's pending interrupts, as they are now."""
         return approval_requests(
-            snapshot.interrupts, messages=snapshot.values.get("messages", []), placement=placement
+            snapshot.interrupts,
+            messages=snapshot.values.get("messages", []),
+            placement=self._placement(run),
         )
+
+    async def _with_rows(
+        self, run: Run, requests: Sequence[ApprovalRequest]
+    ) -> list[ApprovalRequest]:
+        """Add the affected rows to the writes of SQL tools with an ``estimate_url``,
+        for requests not stored yet (a stored request keeps the estimate it was posted
+        with: the stored row wins, and no drive estimates again)."""
+        estimating = [
+            r
+            for r in requests
+            if r.risk is not None and r.risk.level != "read_only" and self._estimate_policy(r)
+        ]
+        if not estimating:
+            return list(requests)
+        stored = {(r.interrupt_id, r.index) for r in await self.store.requests_for_run(run.run_id)}
+        placement = self._placement(run)
+        done: dict[str, ApprovalRequest] = {}
+        for request in estimating:
+            sql = self._estimate_policy(request)
+            if (request.interrupt_id, request.index) in stored or sql is None:
+                continue
+            rows = await self.estimator.estimate(
+                request.args.get(sql.argument),
+                sql,
+                log_context=f"run={run.run_id} thread_id={run.thread_id} "
+                f"interrupt={request.interrupt_id} index={request.index}",
+            )
+            done[request.request_id] = placement.with_rows(request, rows)
+        return [done.get(r.request_id, r) for r in requests]
+
+    def _estimate_policy(self, request: ApprovalRequest) -> SqlPolicy | None:
+        tool_policy = self.policy.gated(request.tool_name)
+        sql = tool_policy.sql if tool_policy else None
+        return sql if sql is not None and sql.estimate_url is not None else None
 
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.

@@ -125,7 +125,15 @@ def request_from_row(row: Row) -> ApprovalRequest:
     data["index"] = row["idx"]
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
-    for column in ("decision", "timeout_decision", "pending_edit", "rules", "redact", "result"):
+    for column in (
+        "decision",
+        "timeout_decision",
+        "pending_edit",
+        "rules",
+        "redact",
+        "result",
+        "risk",
+    ):
         data[column] = json.loads(row[column]) if row.get(column) else None
     for column in ("rules", "redact"):  # stored before these columns: the defaults
         if data[column] is None:
@@ -440,7 +448,8 @@ class ApprovalStore:
             note: Why (shown on its card).
             args_schema: The tool's current argument schema, if a deploy changed it.
             reissued: The call as the checkpoint now has it, if it changed since the
-                decision (its arguments, tool call ID and ``call_hash`` replace the old).
+                decision (its arguments, tool call ID, ``call_hash`` and SQL risk
+                replace the old).
 
         Returns:
             The reopened request, or ``None`` if it was not in the ``decided`` state.
@@ -457,6 +466,7 @@ class ApprovalStore:
             "args": json.dumps(reissued.args) if reissued else None,
             "call_hash": reissued.call_hash if reissued else None,
             "tool_call_id": reissued.tool_call_id if reissued else None,
+            "risk": reissued.risk.model_dump_json() if reissued and reissued.risk else None,
             "now": self.clock(),
         }
         async with self.db.transaction() as tx:
@@ -825,6 +835,7 @@ class ApprovalStore:
             "requester_id": request.requester_id,
             "team_id": request.team_id,
             "rules": request.rules.model_dump_json(),
+            "risk": request.risk.model_dump_json() if request.risk else None,
             "call_hash": request.call_hash,
             "version": version_hash(request.call_hash, None),
             "escalate_after_s": request.rules.escalate_after_s,

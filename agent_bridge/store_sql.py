@@ -39,11 +39,12 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
     args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision,
-    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason)
+    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason, risk)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
     'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision,
-    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact, :reason)
+    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact, :reason,
+    :risk)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -76,7 +77,7 @@ REOPEN_REQUEST = """UPDATE approval_requests
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
-        tool_call_id = COALESCE(:tool_call_id, tool_call_id)
+        tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk)
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)

@@ -33,6 +33,7 @@ from bot.context_blocks import context_blocks
 from bot.mrkdwn import code_block, escape, inline_code, slack_date, split_escaped, truncate
 from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
+from bot.risk_blocks import risk_blocks
 
 FALLBACK_TEXT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
@@ -255,6 +256,7 @@ def _card(
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = truncate(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
+    blocks.extend(risk_blocks(request))  # what the whole SQL would do, read first
     context, context_cut = context_blocks(request, run)
     blocks.extend(context)
     edit_cut = False

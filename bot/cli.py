@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # sqlglot's parse warnings quote the whole statement: agent text, which can hold
+    # secrets; the risk line on the card already says a statement was unparseable.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         if args.command == "web":
             asyncio.run(run_web(read_settings(WebSettings)))

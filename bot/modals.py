@@ -23,6 +23,7 @@ from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
 from bot.context_blocks import full_context_sections
 from bot.edit_form import render_inputs
 from bot.mrkdwn import ENTITIES, ZERO_WIDTH_SPACE, escape, inline_code, split_escaped, truncate
+from bot.risk_blocks import risk_blocks
 
 VIEW_MAX_BLOCKS = 100
 INPUT_MAX_CHARS = 3000
@@ -79,10 +80,12 @@ def render_respond_modal(request: ApprovalRequest, *, view_key: str) -> dict[str
 
 
 def _call_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
-    """The call a decision modal decides on: its arguments as they would run now,
-    shortened to ``CALL_BUDGET_CHARS`` (a note says so: the card shows them whole)."""
+    """The call a decision modal decides on: its SQL risk (``bot.risk_blocks``) and its
+    arguments as they would run now, shortened to ``CALL_BUDGET_CHARS`` (a note says so:
+    the card shows them whole)."""
     sections, cut = arg_sections(request.current_args, CALL_BUDGET_CHARS)
-    return [*sections, _context(wording.MODAL_SHORTENED)] if cut else sections
+    shortened = [_context(wording.MODAL_SHORTENED)] if cut else []
+    return [*risk_blocks(request), *sections, *shortened]
 
 
 def render_full_args_modal(request: ApprovalRequest, run: Run | None) -> dict[str, Any]:
@@ -99,7 +102,7 @@ def render_full_args_modal(request: ApprovalRequest, run: Run | None) -> dict[st
         the new arguments in full. When that is more than 100 blocks, the last block says
         how many characters of the call are left out.
     """
-    blocks = [_section(wording.full_args_intro(_tool(request)))]
+    blocks = [_section(wording.full_args_intro(_tool(request))), *risk_blocks(request)]
     blocks.extend(full_context_sections(request, run))
     if request.description.strip():
         blocks.extend(

@@ -26,6 +26,7 @@ from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
+from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import (
@@ -135,6 +136,7 @@ def build_worker(
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
+        estimator=RowEstimator(workspace_dir=settings.workspace_dir),
     )
     return Worker(
         store=store,
