@@ -6,6 +6,11 @@ tool, the call's hash, proposed and edited arguments, decision, reason, the acti
 and workspace, the requester, when the call was requested, and the call's outcome. The
 table refuses ``UPDATE`` and ``DELETE`` (triggers in ``migrations``), so nothing in it
 changes after the fact. ``agent-bridge audit export`` writes it as CSV or JSON Lines.
+
+Arguments are redacted when the event is written (``ApprovalStore._audit``, with the
+request's ``redact`` rules), so a secret never enters this append-only table, where it
+could never be removed; the ``call_hash`` is still over the real call. The export masks
+again with the default rules, for events written before requests carried their rules.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from agent_bridge.db import Database, Row
+from agent_bridge.redaction import DEFAULT_REDACT, redact
 
 OUTCOME_MAX_CHARS = 500
 """A call's result or error is kept short in the trail (it is in the checkpoint whole)."""
@@ -149,8 +155,13 @@ def _iso(seconds: float | None) -> str | None:
 
 
 def export_row(event: AuditEvent) -> dict[str, Any]:
-    """``event`` as exported: times in ISO 8601 (UTC), arguments as JSON values."""
+    """``event`` as exported: times in ISO 8601 (UTC), arguments as JSON values, with
+    the default ``redact`` keys masked (events are masked with their own rules when
+    written)."""
     row = event.model_dump(mode="json")
+    for column in ("proposed_args", "edited_args"):
+        if row[column] is not None:
+            row[column] = redact(row[column], DEFAULT_REDACT)
     row["at"] = _iso(event.at)
     row["requested_at"] = _iso(event.requested_at)
     return row

@@ -147,6 +147,7 @@ class Placement:
                 tool_call_id=tool_call_id,
             ),
             rules=tool_policy.rules(risk) if tool_policy else ReviewRules(),
+            redact=self.policy.redaction(name),
             reason=reason,
             risk=risk,
             **self._time_limit(name),

@@ -193,6 +193,9 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         "ALTER TABLE approval_requests ADD COLUMN reason TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE approval_requests ADD COLUMN result TEXT",
         "ALTER TABLE approval_requests ADD COLUMN risk TEXT",
+        # the policy's redact rules stored with each request, so the web process masks
+        # secrets without the policy file (NULL: the defaults)
+        "ALTER TABLE approval_requests ADD COLUMN redact TEXT",
     ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""

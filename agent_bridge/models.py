@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_bridge.redaction import DEFAULT_REDACT, redact, scrub, secret_values
 from agent_bridge.sql_risk import SqlRisk
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -256,6 +257,41 @@ class ApprovalRequest(BaseModel):
     """What the call's SQL would do (``agent_bridge.sql_risk``), for a tool whose policy
     has ``sql``: computed from the whole statement when the request is made, with the
     affected rows; ``rules.required_approvals`` already counts it."""
+    redact: tuple[str, ...] = DEFAULT_REDACT
+    """Argument keys whose values are never shown (``agent_bridge.redaction``), copied
+    from the policy when the request is made; a request stored without them gets the
+    defaults (fails closed)."""
+
+    def redacted(self) -> ApprovalRequest:
+        """This request as people may see it: every argument value the ``redact`` rules
+        name is masked, in the proposed arguments, a pending edit's and a decided
+        edit's (an edited secret reads "changed"), and scrubbed from the description (a
+        ``callable`` description may quote the call), the model's reason and the call's
+        result. Everything drawn or opened in Slack
+        is drawn from this copy; the call itself keeps the real values."""
+
+        def masked(decision: Decision | None) -> Decision | None:
+            if decision is None or decision.edited_args is None:
+                return decision
+            shown = redact(decision.edited_args, self.redact, before=self.args)
+            return decision.model_copy(update={"edited_args": shown})
+
+        secrets = secret_values(self.args, self.redact)
+        for decision in (self.pending_edit, self.decision):
+            if decision is not None and decision.edited_args:
+                secrets |= secret_values(decision.edited_args, self.redact)
+        return self.model_copy(
+            update={
+                "args": redact(self.args, self.redact),
+                "description": scrub(self.description, secrets),
+                "reason": scrub(self.reason, secrets),
+                "result": self.result.model_copy(update={"text": scrub(self.result.text, secrets)})
+                if self.result
+                else None,
+                "pending_edit": masked(self.pending_edit),
+                "decision": masked(self.decision),
+            }
+        )
 
     @property
     def current_args(self) -> dict[str, Any]:

@@ -58,12 +58,17 @@ class Notifier(Protocol):
         self, run: Run, *, key: str, tool_name: str, args: dict[str, Any]
     ) -> None:
         """Note in the run's Slack thread that a gated tool's call ran without review
-        (its ``when`` predicate let it through); once per ``key``."""
+        (its ``when`` predicate let it through); once per ``key``. ``args`` are already
+        redacted (``agent_bridge.redaction``)."""
         ...
 
-    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
+    async def tool_ran(
+        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+    ) -> None:
         """Post a tool's result (or the reviewer's rejection) in the run's Slack thread;
-        once per ``key``, even across crashes."""
+        once per ``key``, even across crashes. ``content`` ``None``: the output is not
+        shown (the policy's ``post_results``, or a failure whose details are only in the
+        worker's log), only a line that the tool ran or failed."""
         ...
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
@@ -71,6 +76,7 @@ class Notifier(Protocol):
         run's first message done (every time: a crash may have come in between)."""
         ...
 
-    async def run_failed(self, run: Run, *, error: str) -> None:
-        """Post that the run failed, and why, in its Slack thread."""
+    async def run_failed(self, run: Run) -> None:
+        """Post that the run failed in its Slack thread: one sentence naming the run, its
+        error only in the worker's log."""
         ...

@@ -18,6 +18,15 @@ Who decides (docs/architecture.md, "Who decides"), per tool: ``channel`` (where 
 cards go), ``approvers`` (Slack user and user-group IDs; unset: anyone in the
 workspace), ``required_approvals``, ``requester_may_approve``, ``escalate_to`` with
 ``escalate_after_s``; policy-wide: ``requesters`` and ``max_active_runs_per_user``.
+What people see: ``redact`` (argument keys whose values are masked everywhere,
+``agent_bridge.redaction``; policy-wide, extended per tool) and ``post_results``
+(``all | reviewed | none``: whose output goes to the run's Slack thread; policy-wide
+default, per tool). A tool that is not reviewed but has such keys says ``gated: false``::
+
+    redact: [password, passwd, secret, token, api_key, authorization, dsn]
+    post_results: reviewed           # the default
+    tools:
+      read_data: {gated: false, post_results: none}
 The same models are the Python API: ``Policy(tools={"execute_sql": ToolPolicy(...)})``.
 
 SQL risk (docs/architecture.md, "SQL risk"), per tool: ``sql`` names the argument holding
@@ -41,7 +50,7 @@ is the worker's ``WORKSPACE_DIR`` (the demo's database lives there).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import sqlglot
 from pydantic import (
@@ -68,6 +77,7 @@ from agent_bridge.models import (
     ReviewRules,
     StartRules,
 )
+from agent_bridge.redaction import DEFAULT_REDACT
 from agent_bridge.sql_risk import RISK_LEVELS, RiskLevel, SqlRisk
 
 DEFAULT_MAX_ACTIVE_RUNS_PER_USER = 10
@@ -120,6 +130,12 @@ def _not_empty(value: list[str] | None) -> list[str] | None:
 Principals = Annotated[
     list[Principal] | None, BeforeValidator(_one_or_many), AfterValidator(_not_empty)
 ]
+
+PostResults = Literal["all", "reviewed", "none"]
+"""Whose tool output is posted in the run's Slack thread: every call's (``all``), only
+calls a person decided (``reviewed``, the default: an ungated tool's output, such as
+customer rows, and a call its ``when`` let through stay out of the channel), or none.
+A call whose output is not posted gets a one-line note that it ran (or failed)."""
 
 KEEP_MIDDLEWARE_DEFAULT = "default"
 """``edit_notice: default`` keeps the middleware's own notice; ``null`` adds none."""
@@ -242,6 +258,11 @@ class ToolPolicy(BaseModel):
             edit or respond (four eyes when ``False``; rejecting is always allowed).
         escalate_to: Backup users or groups, mentioned on the card after
             ``escalate_after_s`` seconds; from then on they may decide too.
+        gated: ``False``: the tool's calls run without review (as ``tool: false``),
+            while its other keys (``redact``, ``post_results``) still apply.
+        redact: Argument keys masked for this tool, on top of the policy's ``redact``.
+        post_results: Whose output is posted (see ``PostResults``); unset: the
+            policy's ``post_results``.
         sql: Where the tool's SQL statement is and its dialect (``SqlPolicy``): the
             card shows the statement's risk, and ``required_approvals`` may depend on it.
         approvals_above_rows: ``{rows: approvals}``: a statement touching more than
@@ -263,6 +284,9 @@ class ToolPolicy(BaseModel):
     requester_may_approve: bool = False
     escalate_to: Principals = None
     escalate_after_s: float | None = Field(default=None, gt=0)
+    gated: bool = True
+    redact: list[str] = Field(default_factory=list)
+    post_results: PostResults | None = None
     sql: SqlPolicy | None = None
     approvals_above_rows: dict[Annotated[int, Field(ge=0)], ApprovalCount] | None = None
 
@@ -418,6 +442,11 @@ class Policy(BaseModel):
         requesters: Who may start runs (user and user-group IDs); unset: anyone in the
             workspace. Bots never start runs.
         max_active_runs_per_user: Runs one person may have queued, running or waiting.
+        redact: Argument keys whose values are never shown (in Slack, logs and the audit
+            trail), matched case-insensitively, ignoring ``_``/``-``, also as a key's
+            ending (``db_password``, ``GITHUB_TOKEN``); replaces the default list
+            (``redaction.DEFAULT_REDACT``), so keep its names when adding yours.
+        post_results: Whose tool output is posted, unless a tool says (``PostResults``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -427,6 +456,8 @@ class Policy(BaseModel):
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
     requesters: Principals = None
     max_active_runs_per_user: int = Field(default=DEFAULT_MAX_ACTIVE_RUNS_PER_USER, ge=1)
+    redact: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT))
+    post_results: PostResults = "reviewed"
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
 
     def start_rules(self) -> StartRules:
@@ -441,7 +472,22 @@ class Policy(BaseModel):
         entry = self.tools.get(tool_name)
         if entry is True:
             return ToolPolicy()
+        return entry if isinstance(entry, ToolPolicy) and entry.gated else None
+
+    def _entry(self, tool_name: str) -> ToolPolicy | None:
+        entry = self.tools.get(tool_name)
         return entry if isinstance(entry, ToolPolicy) else None
+
+    def redaction(self, tool_name: str) -> tuple[str, ...]:
+        """The ``redact`` rules of ``tool_name``'s arguments: the policy's, then the tool's."""
+        entry = self._entry(tool_name)
+        return tuple(dict.fromkeys([*self.redact, *(entry.redact if entry else [])]))
+
+    def posts_results(self, tool_name: str) -> PostResults:
+        """Whose output of ``tool_name`` is posted: the tool's ``post_results``, else the
+        policy's."""
+        entry = self._entry(tool_name)
+        return entry.post_results if entry and entry.post_results else self.post_results
 
     def middleware_kwargs(self) -> dict[str, Any]:
         """Return keyword arguments for ``HumanInTheLoopMiddleware(...)``."""

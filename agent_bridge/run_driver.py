@@ -96,7 +96,7 @@ class RunDriver:
             return RunState.WAITING, None
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
-            return await self._finish(run, snapshot)
+            return await self._finish(run, snapshot, calls)
         if not await self._resume(run, graph_input, config, plan, calls):
             return RunState.WAITING, None
         return await self._settle(run, config, plan, calls)
@@ -219,7 +219,7 @@ class RunDriver:
         if snapshot.interrupts:
             await self._post_approvals(run, snapshot, redraw_posted=bool(plan.applying))
             return RunState.WAITING, None
-        return await self._finish(run, snapshot)
+        return await self._finish(run, snapshot, calls)
 
     async def _stream(
         self, run: Run, graph_input: Any, config: dict[str, Any], calls: ToolCalls
@@ -253,14 +253,24 @@ class RunDriver:
             for r in await self.store.requests_for_run(run.run_id)
             if r.request_id in plan.applying and r.interrupt_id in pending
         ]
-        reason = f"{type(exc).__name__}: {exc}" if exc else wording.CONSUMED_NOTHING_REASON
+        # The card shows a sentence; the log has the details, without the refused input
+        # (a ValidationError's text repeats the answer, redacted arguments and all).
+        reason = wording.CONSUMED_NOTHING_REASON
+        detail = reason
+        if exc is not None:
+            reason = wording.refused_in_log_reason(type(exc).__name__, run.run_id)
+            detail = (
+                str(exc.errors(include_url=False, include_input=False))
+                if isinstance(exc, ValidationError)
+                else type(exc).__name__
+            )
         for request_id in refused:
             logger.error(
                 "run=%s thread_id=%s request=%s answer refused on resume: %s",
                 run.run_id,
                 run.thread_id,
                 request_id,
-                reason,
+                detail,
             )
             await self._reopen(run, request_id, wording.refused_answer_note(reason))
         plan.applying = [r for r in plan.applying if r not in refused]
@@ -382,10 +392,10 @@ class RunDriver:
             request.request_id,
         )
 
-    async def _finish(self, run: Run, snapshot: Any) -> tuple[RunState, str]:
+    async def _finish(self, run: Run, snapshot: Any, calls: ToolCalls) -> tuple[RunState, str]:
         messages = snapshot.values.get("messages", [])
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         answer = message_text(last) if last else ""
-        await self.messages.final_answer(run, answer)
+        await self.messages.final_answer(run, answer, messages, calls)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer

@@ -1,6 +1,10 @@
 """Ending a failed run, in one place: say so in its Slack thread, record it, close its
 cards.
 
+Slack gets one sentence naming the run (``wording.run_failed_text``), never the error:
+exception text can hold server paths and data. The error is logged here with the run's
+ID and ``thread_id``, and kept in ``runs.error``.
+
 The worker calls ``fail`` when the graph raised or Slack refused a message for good;
 nobody should then decide a call that will never run.
 """
@@ -31,18 +35,19 @@ class RunFailures:
         self.notifier = notifier
 
     async def fail(self, run: Run, *, owner: str, error: str) -> None:
-        """Post the failure in the run's Slack thread (best effort), release the run as failed
-        with ``error``, then close its open requests and redraw their cards.
+        """Post the failure in the run's Slack thread (best effort, without ``error``),
+        release the run as failed with ``error``, then close its open requests and redraw
+        their cards.
 
         Raises:
             StoreUnavailableError: The database failed; the lease expires and a later
                 sweep drives the run again.
         """
         with contextlib.suppress(NotifyError):
-            await self.notifier.run_failed(run, error=error)
+            await self.notifier.run_failed(run)
         await self.store.release_run(run.run_id, owner=owner, state=RunState.FAILED, error=error)
         for request in await self.store.cancel_open_requests(
-            run.run_id, note=run_failed_note(error)
+            run.run_id, note=run_failed_note(run.run_id)
         ):
             await self.notifier.approval_updated(request, run=run)
         logger.info("run=%s thread_id=%s failed: %s", run.run_id, run.thread_id, error)

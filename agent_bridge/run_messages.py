@@ -9,6 +9,14 @@ message has a key (``tool:<tool_call_id>``, ``unreviewed:<tool_call_id>``); the
 notifier posts it once per key (``bot.outbox``: an intention recorded first, the
 message found by its metadata if a dead worker posted it), so a replay never posts
 twice.
+
+What a message shows is the policy's: a tool's output only if its ``post_results``
+allows (``all``; ``reviewed``, the default: calls a person decided; ``none``), else a
+one-line note that it ran; a failed tool's error text never (it can hold server paths
+and data), only a sentence naming the run, the details going to the worker's log with
+the run and tool call IDs; arguments with their ``redact`` keys masked, and any text
+repeating a redacted value scrubbed of it (``agent_bridge.redaction``). The model gets
+every result as LangGraph made it: only what Slack shows changes.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
+from agent_bridge.redaction import redact, scrub, secret_values
 from agent_bridge.store import ApprovalStore
 
 logger = logging.getLogger(__name__)
@@ -42,24 +51,42 @@ class ToolCalls:
         reviewed: Tool call IDs that had an approval request.
         edited: Tool call IDs a reviewer replaced (their results carry the middleware's
             edit notice, meant for the model, which the Slack thread does not repeat).
+        answered: Tool call IDs a reviewer rejected or responded to: their "result" is
+            the reviewer's words, not the tool's output or error.
         args: Tool call ID -> arguments the model proposed.
         posted: Keys of results posted (or found posted) during this drive.
+        secrets: Values of the run's redacted arguments seen so far, scrubbed from
+            every text posted or logged.
     """
 
     reviewed: set[str | None]
     edited: set[str | None] = field(default_factory=set)
+    answered: set[str | None] = field(default_factory=set)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, requests: Sequence[ApprovalRequest], snapshot: Any) -> ToolCalls:
         """What the run's requests and its checkpoint say about the turn's tool calls."""
+        secrets: set[str] = set()
+        for request in requests:
+            secrets |= secret_values(request.args, request.redact)
+            for decision in (request.decision, request.pending_edit):
+                if decision is not None and decision.edited_args:
+                    secrets |= secret_values(decision.edited_args, request.redact)
         return cls(
             reviewed={r.tool_call_id for r in requests},
             edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
+            answered={
+                r.tool_call_id
+                for r in requests
+                if r.decision and r.decision.type in ("reject", "respond")
+            },
             args={
                 c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
             },
+            secrets=secrets,
         )
 
 
@@ -113,9 +140,7 @@ class RunMessages:
             NotifyError: Slack failed; the intention stays, and the next drive posts the
                 result (and the ones after it) from the checkpoint, in order.
         """
-        for message in messages:
-            if isinstance(message, AIMessage):
-                calls.args.update({c["id"]: c["args"] for c in message.tool_calls if c["id"]})
+        self.learn(messages, calls)
         per_call = self.policy.interrupt_mode == "per_call"
         for message in in_call_order(
             messages, reviewed_apart=lambda name: per_call and bool(self.policy.gated(name))
@@ -130,48 +155,84 @@ class RunMessages:
             )
             calls.posted.add(key)
 
+    def learn(self, messages: Sequence[BaseMessage], calls: ToolCalls) -> None:
+        """Note the arguments of every tool call in ``messages``, and their secrets."""
+        for message in messages:
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    if call["id"]:
+                        calls.args[call["id"]] = call["args"]
+                    rules = self.policy.redaction(call["name"])
+                    calls.secrets |= secret_values(call["args"], rules)
+
     async def _record_result(
         self, run: Run, message: ToolMessage, call_id: str, calls: ToolCalls
     ) -> None:
         """A reviewed call's result goes on its request, once (its card is redrawn to say
-        how the call went, wherever it is) and to the audit trail."""
+        how the call went, wherever it is) and to the audit trail, scrubbed of the run's
+        redacted values; its card shows none of its output if its ``post_results`` is
+        ``none``."""
         if call_id not in calls.reviewed:
             return
+        name = message.name or wording.UNNAMED_TOOL
         request = await self.store.record_outcome(
             run.run_id,
             call_id,
             ok=message.status != "error",
-            content=_result_text(message, edited=call_id in calls.edited),
+            content=scrub(_result_text(message, edited=call_id in calls.edited), calls.secrets),
+            shown=self.policy.posts_results(name) != "none",
         )
         if request is not None:
             await self.notifier.approval_updated(request, run=run)
 
-    async def final_answer(self, run: Run, answer: str) -> None:
-        """Post the final answer unless it was posted before, and mark the run's first
-        message done (again, if a dead worker posted the answer but not that).
+    async def final_answer(
+        self, run: Run, answer: str, messages: Sequence[BaseMessage], calls: ToolCalls
+    ) -> None:
+        """Post the final answer (scrubbed of the run's redacted values, seen in
+        ``messages`` and ``calls``) unless it was posted before, and mark the run's
+        first message done (again, if a dead worker posted the answer but not that).
 
         Raises:
             NotifyError: Slack failed; a retry posts what is missing.
         """
-        await self.notifier.run_finished(run, answer=answer)
+        self.learn(messages, calls)
+        await self.notifier.run_finished(run, answer=scrub(answer, calls.secrets))
 
     async def _post_result(
         self, run: Run, message: ToolMessage, name: str, call_id: str, calls: ToolCalls
     ) -> None:
         if self.policy.gated(name) and call_id not in calls.reviewed:
+            args = redact(calls.args.get(call_id, {}), self.policy.redaction(name))
             await self.notifier.ran_without_review(
-                run, key=f"unreviewed:{call_id}", tool_name=name, args=calls.args.get(call_id, {})
+                run, key=f"unreviewed:{call_id}", tool_name=name, args=args
             )
-        content = _result_text(message, edited=call_id in calls.edited)
-        if call_id in calls.edited:
-            name = wording.as_edited_tool_name(name)
+        ok = message.status != "error"
+        content: str | None = _result_text(message, edited=call_id in calls.edited)
+        shown_name = wording.as_edited_tool_name(name) if call_id in calls.edited else name
+        if not ok and call_id not in calls.answered:
+            logger.warning(
+                "run=%s thread_id=%s tool_call=%s %s failed: %s",
+                run.run_id,
+                run.thread_id,
+                call_id,
+                name,
+                scrub(content or "", calls.secrets),
+            )
+            content = None
+        elif call_id not in calls.answered and not self._shows_output(name, call_id, calls):
+            content = None
         await self.notifier.tool_ran(
             run,
             key=f"tool:{call_id}",
-            tool_name=name,
-            content=content,
-            ok=message.status != "error",
+            tool_name=shown_name,
+            content=None if content is None else scrub(content, calls.secrets),
+            ok=ok,
         )
+
+    def _shows_output(self, name: str, call_id: str, calls: ToolCalls) -> bool:
+        """Whether the tool's ``post_results`` lets this call's output be posted."""
+        posts = self.policy.posts_results(name)
+        return posts == "all" or (posts == "reviewed" and call_id in calls.reviewed)
 
 
 def _result_text(message: ToolMessage, *, edited: bool) -> str:

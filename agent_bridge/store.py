@@ -43,6 +43,7 @@ from agent_bridge.models import (
     StartRules,
     UnknownRequest,
 )
+from agent_bridge.redaction import redact
 from agent_bridge.store_sql import (
     APPROVE_REQUEST,
     CANCEL_OPEN_REQUESTS,
@@ -124,10 +125,19 @@ def request_from_row(row: Row) -> ApprovalRequest:
     data["index"] = row["idx"]
     for column in ("args", "allowed_decisions", "args_schema"):
         data[column] = json.loads(row[column])
-    for column in ("decision", "timeout_decision", "pending_edit", "rules", "result", "risk"):
+    for column in (
+        "decision",
+        "timeout_decision",
+        "pending_edit",
+        "rules",
+        "redact",
+        "result",
+        "risk",
+    ):
         data[column] = json.loads(row[column]) if row.get(column) else None
-    if data["rules"] is None:
-        del data["rules"]
+    for column in ("rules", "redact"):  # stored before these columns: the defaults
+        if data[column] is None:
+            del data[column]
     data["approved_by"] = json.loads(row.get("approved_by") or "[]")
     return ApprovalRequest.model_validate(data)
 
@@ -686,10 +696,11 @@ class ApprovalStore:
             )
 
     async def record_outcome(
-        self, run_id: str, tool_call_id: str, *, ok: bool, content: str
+        self, run_id: str, tool_call_id: str, *, ok: bool, content: str, shown: bool = True
     ) -> ApprovalRequest | None:
         """Keep how a reviewed call went: its ``result`` on the request (for its card,
-        once: a bumped ``revision``) and an ``outcome`` audit event (its output or error,
+        once: a bumped ``revision``; its output only if ``shown``, the tool's
+        ``post_results`` allowing) and an ``outcome`` audit event (its output or error,
         short). A call that was not reviewed has no request and nothing is kept.
 
         Returns:
@@ -702,7 +713,8 @@ class ApprovalStore:
         if row is None:
             return None
         now = self.clock()
-        result = CallResult(ok=ok, text=content[:RESULT_MAX_CHARS] if ok else "", at=now)
+        text = content[:RESULT_MAX_CHARS] if ok and shown else ""
+        result = CallResult(ok=ok, text=text, at=now)
         status = "ok" if ok else "error"
         async with self.db.transaction() as tx:
             updated = await tx.fetch_one(
@@ -749,8 +761,10 @@ class ApprovalStore:
             tool_call_id=request.tool_call_id,
             tool_name=request.tool_name,
             call_hash=request.call_hash or None,
-            proposed_args=request.args,
-            edited_args=decision.edited_args if decision else None,
+            proposed_args=redact(request.args, request.redact),
+            edited_args=redact(decision.edited_args, request.redact, before=request.args)
+            if decision and decision.edited_args is not None
+            else None,
             decision=decision.type if decision else None,
             reason=reason or (decision.message if decision else None),
             user_id=user_id,
@@ -825,5 +839,6 @@ class ApprovalStore:
             "call_hash": request.call_hash,
             "version": version_hash(request.call_hash, None),
             "escalate_after_s": request.rules.escalate_after_s,
+            "redact": json.dumps(request.redact),
             "reason": request.reason,
         }

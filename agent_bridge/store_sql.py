@@ -39,11 +39,12 @@ SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
     args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision,
-    requester_id, team_id, rules, call_hash, version, escalate_after_s, reason, risk)
+    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason, risk)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
     'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision,
-    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :reason, :risk)
+    :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact, :reason,
+    :risk)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests

@@ -76,9 +76,10 @@ def expiry_note(verb: str) -> str:
     return f"Expired: no reviewer decided in time, so the policy {verb} it."
 
 
-def run_failed_note(error: str) -> str:
-    """A request closed because its run failed."""
-    return f"The run failed, so this call will not run ({error[:300]})."
+def run_failed_note(run_id: str) -> str:
+    """A request closed because its run failed (the error itself is only in the
+    worker's log: exception text can hold server paths and data)."""
+    return f"The run failed, so this call will not run (details in the worker's log, run {run_id})."
 
 
 def invalid_answer_note(errors: dict[str, str]) -> str:
@@ -93,6 +94,11 @@ def invalid_answer_note(errors: dict[str, str]) -> str:
 def refused_answer_note(reason: str) -> str:
     """A decision the graph refused when resumed."""
     return f"the agent refused the answer ({reason})"
+
+
+def refused_in_log_reason(error_type: str, run_id: str) -> str:
+    """Why the graph refused an answer, as a card shows it: the error's type only."""
+    return f"{error_type}; details in the worker's log, run {run_id}"
 
 
 CONSUMED_NOTHING_REASON = "the graph consumed no answer"
@@ -173,11 +179,8 @@ def arg_removed(name: str) -> str:
 RUN_DONE_STATUS = (":white_check_mark: *Done*", "Done")
 RUN_FAILED_STATUS = (":x: *Failed*", "Failed")
 RUN_WORKING_STATUS = (":hourglass_flowing_sand: *Working on it*", "Working on")
-RUN_FAILED_HEADING = ":x: *The run failed*"
 NO_ANSWER = "(no answer)"
 NO_OUTPUT = "_no output_"
-UNKNOWN_ERROR = "unknown error"
-"""Shown for a run that failed with an empty error."""
 ARGUMENTS_SHORTENED = "Arguments shortened."
 NO_ARGUMENTS = "_No arguments._"
 ARGUMENTS_TITLE = "*Arguments*"
@@ -216,9 +219,42 @@ def tool_result_fallback(tool_name: str, content: str, *, ok: bool) -> str:
     return f"{tool_name} {'returned' if ok else 'failed'}: {content}"
 
 
-def run_failed_fallback(error: str) -> str:
+def run_failed_fallback(run_id: str) -> str:
     """Notification text of a run's failure (raw)."""
-    return f"The run failed: {error}"
+    return f"The run failed; details are in the worker's log (run {run_id})."
+
+
+def run_failed_text(run_id: str) -> str:
+    """A run's failure in its Slack thread: one sentence, never the exception's text
+    (it can hold server paths and data); ``run_id`` as inline code."""
+    return f":x: *The run failed*; details are in the worker's log (run {run_id})."
+
+
+def tool_failed_text(name: str, run_id: str) -> str:
+    """A tool's failure in the run's Slack thread, instead of its error text; ``name``
+    and ``run_id`` as inline code."""
+    return f":x: {name} failed; details are in the worker's log (run {run_id})."
+
+
+def output_not_posted_text(name: str) -> str:
+    """A tool call that ran whose output the policy keeps out of Slack (``post_results``)."""
+    return f":white_check_mark: {name} ran; its output is not posted here (policy `post_results`)."
+
+
+def tool_ran_fallback(tool_name: str, *, ok: bool) -> str:
+    """Notification text of a tool result shown without its output (raw)."""
+    return f"{tool_name} {'ran' if ok else 'failed'}"
+
+
+REDACTED = "•••• (redacted)"
+"""Shown instead of the value of an argument whose key the policy's ``redact`` names:
+never its length or any part of it."""
+REDACTED_CHANGED = "•••• (redacted, changed)"
+"""Shown instead of a redacted value an edit changed (the value itself stays hidden)."""
+REDACTED_HINT = "Redacted: leave empty to keep the current value, or type a new one."
+"""The hint of an edit form input whose value is redacted (shown empty)."""
+REDACTED_JSON_HINT = f"Leave “{REDACTED}” as it is to keep a redacted value."
+"""The hint of a JSON input holding redacted values."""
 
 
 def ran_without_review_fallback(tool_name: str) -> str:

@@ -166,7 +166,7 @@ class ActionListeners:
         elif why:
             await self.tell(payload, why)
         else:
-            await self._open_view(payload, render_full_args_modal(request, run))
+            await self._open_view(payload, render_full_args_modal(request.redacted(), run))
 
     async def tell(self, payload: BlockActions, text: str) -> None:
         """Answer the clicking user privately in the card's channel (and Slack thread);
@@ -252,7 +252,9 @@ class ActionListeners:
                 decision_type=decision_type,
                 version=version,
             )
-            view = MODALS[decision_type](request, view_key=opened.view_key)
+            # Drawn redacted; an edit's submission puts the real values back
+            # (SubmissionListeners._edit_decision).
+            view = MODALS[decision_type](request.redacted(), view_key=opened.view_key)
             view_id = await self._open_view(payload, view)
             if view_id is not None:
                 await self._remember_view_id(opened.view_key, view_id)

@@ -178,9 +178,31 @@ def render_run_started(run: Run) -> Message:
     return truncate(f"{verb}: {run.task}", TASK_MAX_CHARS)[0], blocks
 
 
-def render_tool_result(tool_name: str, content: str, *, ok: bool) -> Message:
-    """Render a tool's output (or failure) in the run's Slack thread. Returns ``(text, blocks)``."""
+def render_tool_result(
+    tool_name: str, content: str | None, *, ok: bool, run_id: str = ""
+) -> Message:
+    """Render a tool's output (or failure) in the run's Slack thread.
+
+    Args:
+        tool_name: The tool (agent text: shown as inline code).
+        content: Its output; ``None``: not shown, one line instead: that it ran (the
+            policy's ``post_results``) or that it failed, with the details in the
+            worker's log under ``run_id``.
+        ok: Whether it succeeded.
+        run_id: The run, named in a failure's line.
+
+    Returns:
+        ``(text, blocks)``.
+    """
     name = inline_code(tool_name, TOOL_NAME_MAX_CHARS)
+    if content is None:
+        line = (
+            wording.output_not_posted_text(name)
+            if ok
+            else wording.tool_failed_text(name, inline_code(run_id, 100))
+        )
+        fallback = wording.tool_ran_fallback(tool_name, ok=ok)
+        return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], [_section(line)]
     heading = wording.tool_result_heading(name, ok=ok)
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}" if content else f"{heading} {wording.NO_OUTPUT}")]
@@ -199,12 +221,13 @@ def render_final_answer(text: str) -> Message:
     return truncate(text or wording.NO_ANSWER, FALLBACK_TEXT_MAX_CHARS)[0], blocks
 
 
-def render_run_failed(error: str) -> Message:
-    """Render a run's failure with its error. Returns ``(text, blocks)``."""
-    heading = wording.RUN_FAILED_HEADING
-    body, _ = code_block(error or wording.UNKNOWN_ERROR, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
-    return truncate(wording.run_failed_fallback(error), FALLBACK_TEXT_MAX_CHARS)[0], [
-        _section(f"{heading}\n{body}")
+def render_run_failed(run_id: str) -> Message:
+    """Render a run's failure: one sentence naming the run, never the error (exception
+    text can hold server paths and data; it is in the worker's log). Returns
+    ``(text, blocks)``."""
+    text = wording.run_failed_text(inline_code(run_id, 100))
+    return truncate(wording.run_failed_fallback(run_id), FALLBACK_TEXT_MAX_CHARS)[0], [
+        _section(text)
     ]
 
 

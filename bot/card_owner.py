@@ -130,7 +130,7 @@ class CardOwner:
                 "run=%s request=%s no permalink: %s", run.run_id, request.request_id, exc
             )
             link = None
-        text, blocks = render_pointer(request, link=link)
+        text, blocks = render_pointer(request.redacted(), link=link)
         try:
             ts = await self.outbox.post_once(
                 run,
@@ -203,7 +203,7 @@ class CardOwner:
         pending = request.state == ApprovalState.PENDING
         if pending and request.escalated_at is None and request.reminded_at is None:
             return
-        text, blocks = render_pointer(request, link=request.card_link)
+        text, blocks = render_pointer(request.redacted(), link=request.card_link)
         try:
             await self.slack.update_message(
                 team_id=run.team_id,

@@ -29,7 +29,10 @@ def draw_card(
         siblings: Every request of its interrupt, itself included (batched progress,
             "n of m decided", counts the decided ones).
         run: Its run (who asked, the task, its Slack thread).
+
+    Drawn from ``request.redacted()``: no redacted argument value reaches a card.
     """
+    request = request.redacted()
     if request.state == ApprovalState.PENDING:
         decided_count = sum(1 for r in siblings if r.state != ApprovalState.PENDING)
         blocks = render_approval(request, run=run, decided_count=decided_count)

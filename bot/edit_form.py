@@ -76,6 +76,8 @@ def render_inputs(args_schema: dict[str, Any], args: dict[str, Any]) -> list[dic
     if form.mode == "json":
         element = _text_element(form.json_text, multiline=True)
         label, hint = wording.ARGS_JSON_LABEL, wording.ARGS_JSON_HINT
+        if wording.REDACTED in form.json_text:
+            hint = f"{hint} {wording.REDACTED_JSON_HINT}"
         return [_input(ids.ARGS_JSON_BLOCK, label, element, False, hint)]
     if form.mode == "kept":
         return [_section(wording.args_kept_text(len(form.json_text), INPUT_MAX_CHARS))]

@@ -15,6 +15,10 @@ Rules (the limits are Slack's, https://api.slack.com/reference/block-kit/block-e
   (a number where a string is wanted, a value missing from the enum...) → ``json``.
 - a value whose text is longer than an input holds (3,000 characters) → ``kept``: shown
   read-only and kept as proposed, never silently cut.
+- a redacted value (``agent_bridge.redaction``: the form is built from the redacted
+  arguments, so it holds the marker) → its widget as for an absent value, shown empty
+  with a hint that empty keeps it; a JSON value holding markers gets a hint to leave
+  them as they are. The submission listener puts the real values back (``restore``).
 - no ``properties`` → the whole arguments in one JSON input (``Form.mode == "json"``);
   if that is too long, one JSON field per argument; if even that cannot be laid out,
   ``"kept"`` (the arguments cannot be edited in Slack and stay as proposed).
@@ -25,11 +29,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Literal
 
 from agent_bridge import wording
+from agent_bridge.redaction import is_marker
 from bot import ids
 
 INPUT_MAX_CHARS = 3000
@@ -185,6 +190,11 @@ def _field(
 ) -> FormField:
     """Choose the widget for one argument from its resolved schema and proposed value."""
     present, value = name in args, args.get(name)
+    if present and is_marker(value):  # redacted: empty, and kept unless a value is typed
+        rest = {k: v for k, v in args.items() if k != name}
+        field = _field(name, schema, nullable, required, rest, note)
+        hint = " ".join(filter(None, [field.hint, wording.REDACTED_HINT]))
+        return replace(field, present=True, proposed=value, hint=hint, placeholder="")
     common: dict[str, Any] = {
         "name": name,
         "required": required,
@@ -219,6 +229,8 @@ def _field(
             kind, initial = ("integer" if is_int else "number"), text
     if initial is not None and len(initial) > INPUT_MAX_CHARS:
         kind = "kept"
+    if kind == "json" and initial is not None and wording.REDACTED in initial:
+        common["hint"] = " ".join(filter(None, [common["hint"], wording.REDACTED_JSON_HINT]))
     return FormField(kind=kind, initial=initial, **common)
 
 

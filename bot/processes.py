@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
+from langchain_core.language_models import BaseChatModel
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -109,8 +110,10 @@ def build_worker(
     bus: Bus,
     backend: Backend,
     client: AsyncWebClient,
+    model: BaseChatModel | None = None,
 ) -> Worker:
-    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``).
+    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``);
+    ``model``, when given, is used instead of ``MODEL``'s (a test's own chat model).
 
     Raises:
         ConfigurationError: If the agent, model or policy cannot be loaded.
@@ -119,7 +122,7 @@ def build_worker(
     tools = load_tools(settings)
     graph = build_agent(
         tools=tools,
-        model=load_model(settings.model),
+        model=model or load_model(settings.model),
         policy=policy,
         checkpointer=backend.checkpointer,
     )

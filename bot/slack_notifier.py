@@ -137,9 +137,11 @@ class SlackNotifier:
         message = render_ran_without_review(tool_name, args)
         await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
-    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
+    async def tool_ran(
+        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+    ) -> None:
         """See ``Notifier.tool_ran``."""
-        message = render_tool_result(tool_name, content, ok=ok)
+        message = render_tool_result(tool_name, content, ok=ok, run_id=run.run_id)
         await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
@@ -150,9 +152,9 @@ class SlackNotifier:
         await self._post(run, ANSWER_KEY, run.channel_id, message, thread_ts=run.thread_ts)
         await self._redraw_header(run.model_copy(update={"state": RunState.DONE}), strict=True)
 
-    async def run_failed(self, run: Run, *, error: str) -> None:
+    async def run_failed(self, run: Run) -> None:
         """See ``Notifier.run_failed``; also marks the run's first message failed."""
-        message = render_run_failed(error)
+        message = render_run_failed(run.run_id)
         await self._post(run, FAILED_KEY, run.channel_id, message, thread_ts=run.thread_ts)
         await self._redraw_header(run.model_copy(update={"state": RunState.FAILED}))
 

@@ -33,6 +33,7 @@ from agent_bridge.models import (
     Recorded,
 )
 from agent_bridge.opened_views import OpenedView, OpenedViews
+from agent_bridge.redaction import restore
 from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.actions import Ack
@@ -116,10 +117,14 @@ class SubmissionListeners:
 
     @staticmethod
     def _edit_decision(request: ApprovalRequest, state: ViewState) -> Draft:
-        parsed = parse_submission(request.args_schema, request.current_args, state.values)
+        # The form was drawn from the redacted arguments: read it against them, then put
+        # the real value back wherever the reviewer left a redacted one as it was.
+        shown = request.redacted().current_args
+        parsed = parse_submission(request.args_schema, shown, state.values)
         if parsed.args is None:
             return None, lambda _: parsed.errors
-        return Decision(type="edit", edited_args=parsed.args), parsed.placed
+        args = restore(parsed.args, request.current_args, request.redact)
+        return Decision(type="edit", edited_args=args), parsed.placed
 
     @staticmethod
     def _reject_decision(request: ApprovalRequest, state: ViewState) -> Draft:

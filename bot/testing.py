@@ -266,9 +266,11 @@ class RecordingNotifier:
     ) -> None:
         """See ``Notifier.ran_without_review``: once per ``key``."""
         if self._first(run, key):
-            self.events.append(("unreviewed", tool_name))
+            self.events.append(("unreviewed", (tool_name, args)))
 
-    async def tool_ran(self, run: Run, *, key: str, tool_name: str, content: str, ok: bool) -> None:
+    async def tool_ran(
+        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+    ) -> None:
         """See ``Notifier.tool_ran``: once per ``key``."""
         if self._first(run, key):
             self.events.append(("result", (tool_name, content)))
@@ -285,6 +287,6 @@ class RecordingNotifier:
         if self._first(run, "final_answer"):
             self.events.append(("answer", answer))
 
-    async def run_failed(self, run: Run, *, error: str) -> None:
+    async def run_failed(self, run: Run) -> None:
         """See ``Notifier.run_failed``."""
-        self.events.append(("failed", error))
+        self.events.append(("failed", run.run_id))

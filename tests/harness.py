@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from agent_bridge.backend import Backend, open_backend
@@ -127,6 +128,7 @@ class Harness:
         worker_settings: Per-worker changes to ``settings`` (another agent, policy,
             ``agent_name``); when given, one worker each and ``workers`` is ignored.
         directory: Builds the web app's user-group resolver (a test moves its clock).
+        model: The workers' chat model instead of ``settings.model``'s (a test's own).
     """
 
     def __init__(
@@ -143,6 +145,7 @@ class Harness:
         users: dict[str, str] | None = None,
         worker_settings: list[dict[str, Any]] | None = None,
         directory: Callable[[Slack], Directory] | None = None,
+        model: BaseChatModel | None = None,
     ) -> None:
         self.settings = settings
         self.web_settings = web_settings
@@ -162,6 +165,7 @@ class Harness:
         self.workers: list[Worker] = []
         self.worker_settings = worker_settings or [{} for _ in range(workers)]
         self.directory = directory
+        self.model = model
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._buses: list[Bus] = [self.web_bus]
@@ -210,6 +214,7 @@ class Harness:
                 bus=bus,
                 backend=self.backend,
                 client=client,
+                model=self.model,
             )
             self.workers.append(worker)
             await worker.publish_start_rules()  # the web refuses runs until it has them

@@ -127,8 +127,9 @@ class TestPerCall:
         write, sql = await harness.requests(run, count=2)
         assert write.interrupt_id != sql.interrupt_id
         assert (write.mode, write.batch_size, sql.index) == ("per_call", 1, 0)
-        # read_data is not gated: it ran before anyone decided.
-        await harness.wait_for(lambda: _slack_thread_has(harness, run, "read_data returned"))
+        # read_data is not gated: it ran before anyone decided (its output stays out of
+        # the channel: post_results defaults to reviewed calls only).
+        await harness.wait_for(lambda: _slack_thread_has(harness, run, "read_data ran"))
         await harness.click(write, "approve")
         written = harness.settings.workspace_dir / "files/archive/old_orders.csv"
         await harness.wait_for(lambda: _exists(written))
@@ -147,7 +148,11 @@ class TestPerCall:
         assert len(cards) == 2  # the re-raised SQL interrupt was not posted again
         results = [m.name for m in await harness.tool_messages(run)]
         assert sorted(results) == ["execute_sql", "read_data", "write_file"]
-        posted = [t for t in harness.slack_thread_texts(done) if "returned" in t or "failed" in t]
+        posted = [
+            t
+            for t in harness.slack_thread_texts(done)
+            if "returned" in t or "failed" in t or t.endswith(" ran")
+        ]
         assert len(posted) == 3, posted  # replayed results are not posted twice
 
     async def test_an_edit_against_a_since_changed_schema_goes_back_to_pending(

@@ -96,9 +96,10 @@ async def test_a_run_s_messages_are_posted_in_its_slack_thread(
     )
     await notifier.tool_ran(run, key="tool:c1", tool_name="read_data", content="5 rows", ok=True)
     await notifier.tool_ran(run, key="tool:c2", tool_name="write_file", content="boom", ok=False)
+    await notifier.tool_ran(run, key="tool:c3", tool_name="read_data", content=None, ok=True)
     await notifier.run_finished(run, answer="Done.")
-    await notifier.run_failed(run, error="RuntimeError: late")
-    assert run.thread_ts is not None and subject.replies(run.thread_ts) == 5
+    await notifier.run_failed(run)
+    assert run.thread_ts is not None and subject.replies(run.thread_ts) == 6
 
 
 async def test_a_message_is_posted_once_per_key(store: ApprovalStore, subject: Subject) -> None:

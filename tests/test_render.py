@@ -399,7 +399,9 @@ def test_run_messages_are_valid_and_safe() -> None:
         render_tool_result("noop", "", ok=True),
         render_final_answer(f"Done. {EVIL}\n" * 5000),
         render_final_answer(RTL),
-        render_run_failed(f"ValueError: {EVIL}\n" + BIG),
+        render_run_failed(f"run-{EVIL}"),
+        render_tool_result(f"bad {EVIL}", None, ok=False, run_id=f"run-{EVIL}"),
+        render_tool_result(f"quiet {EVIL}", None, ok=True),
         render_ran_without_review("read_file", {"path": EVIL, "data": BIG}),
     ]
     for text, blocks in messages:

@@ -193,7 +193,8 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     closed = {r.tool_name: r for r in await store.requests_for_run(run.run_id)}
     assert {r.state for r in closed.values()} == {ApprovalState.CANCELLED}
     assert (closed["execute_sql"].note or "").startswith("The run failed")
+    assert str(tmp_path) not in (closed["execute_sql"].note or "")  # no server path on a card
     redrawn = [e for e, _ in notifier.events if e == "updated"]
-    assert len(redrawn) == 2 and ("failed", failed.error) in notifier.events
+    assert len(redrawn) == 2 and ("failed", run.run_id) in notifier.events
     late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing

@@ -41,8 +41,10 @@ def test_notes_say_what_happened_to_the_call() -> None:
     assert (
         expiry_note(rejected) == "Expired: no reviewer decided in time, so the policy rejected it."
     )
-    note = wording.run_failed_note("E" * 1000)
-    assert note.startswith("The run failed, so this call will not run (") and len(note) < 400
+    note = wording.run_failed_note("run-1a2b")
+    assert note == (
+        "The run failed, so this call will not run (details in the worker's log, run run-1a2b)."
+    )
     assert wording.invalid_answer_note({"path": "Must be a string.", "": "Too long."}) == (
         "the answer no longer fits the tool's arguments (path: Must be a string.; Too long.)"
     )
@@ -76,7 +78,11 @@ def test_decided_cards_and_fallbacks_say_what_happened() -> None:
     )
     assert wording.tool_result_fallback("t", "out", ok=True) == "t returned: out"
     assert wording.tool_result_fallback("t", "bad", ok=False) == "t failed: bad"
-    assert wording.run_failed_fallback("boom") == "The run failed: boom"
+    assert wording.run_failed_fallback("run-1") == (
+        "The run failed; details are in the worker's log (run run-1)."
+    )
+    assert wording.tool_ran_fallback("t", ok=True) == "t ran"
+    assert wording.tool_ran_fallback("t", ok=False) == "t failed"
     assert wording.ran_without_review_fallback("t") == "t ran without review"
     assert wording.as_edited_tool_name("write_file") == "write_file (as edited)"
     assert wording.output_shortened_text(12000) == "Output shortened: 12,000 characters in all."

@@ -1,0 +1,124 @@
+"""An agent whose calls carry secrets, for the redaction tests.
+
+``make_tools`` (``AGENT=tests.secret_agent:make_tools``, with
+``tests/fixtures/secret_policy.yml``) gives three tools working in the workspace:
+``connect`` records every input it really receives in ``connect_calls.jsonl`` (so a
+test sees the real values reached the tool) and repeats the password in its result (so
+a test sees the result is scrubbed before Slack); ``lookup`` returns customer rows (its
+output is what ``post_results`` keeps out of the channel); ``explode`` fails with an
+absolute server path in its error.
+
+The secrets cannot come from the task: the requester's task is their own text and is
+shown as typed. ``PlannedModel`` is the tests' chat model instead of the scripted one:
+it proposes the calls planned for the task's name, then answers quoting the results
+that succeeded (so the answer repeats the password too).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+
+from agent_bridge.settings import WorkerConfig
+
+PASSWORD = "hunter2-Pa55-q7Zr"
+API_KEY = "sk-live-9b8c7d6e5f4a"
+TOKEN = "ghp-Tok3n-0a1b2c3d"
+TYPED_PASSWORD = "typed-N3w-Pass-4411"
+"""What a reviewer types into the redacted field of an edit form."""
+SECRETS = (PASSWORD, API_KEY, TOKEN, TYPED_PASSWORD)
+CALLS_FILE = "connect_calls.jsonl"
+CUSTOMER_ROWS = "Ada Lovelace, ada@example.com, card 4242-4242"
+
+
+def connect_args(*, notes_chars: int = 0) -> dict[str, Any]:
+    """``connect``'s proposed arguments: a top-level password, an API key nested in an
+    object, a token in an object in a list; ``notes`` long enough to cut the card."""
+    return {
+        "host": "db1.internal",
+        "password": PASSWORD,
+        "options": {"tls": True, "auth": {"api_key": API_KEY}, "replicas": [{"token": TOKEN}]},
+        "notes": "n" * notes_chars,
+    }
+
+
+def received(workspace_dir: Path) -> list[dict[str, Any]]:
+    """Every input ``connect`` really received, oldest first."""
+    path = workspace_dir / CALLS_FILE
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def make_tools(settings: WorkerConfig) -> list[BaseTool]:
+    """The secret agent's tools, recording under ``settings.workspace_dir``."""
+    workspace = settings.workspace_dir
+
+    def connect(host: str, password: str, options: dict[str, Any], notes: str = "") -> str:
+        """Connect to a database host."""
+        workspace.mkdir(parents=True, exist_ok=True)
+        record = {"host": host, "password": password, "options": options}
+        with (workspace / CALLS_FILE).open("a") as out:
+            out.write(json.dumps(record) + "\n")
+        return f"connected to {host} as admin/{password}"
+
+    def lookup(customer: str) -> str:
+        """Look a customer up."""
+        return CUSTOMER_ROWS
+
+    def explode(name: str) -> str:
+        """Open a report (always fails, naming a server path)."""
+        raise ToolException(f"cannot open {workspace.resolve()}/reports/{name}: no such file")
+
+    tools = (connect, lookup, explode)
+    return [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
+
+
+class PlannedModel(BaseChatModel):
+    """A chat model proposing, for a task named in ``plans``, its calls turn by turn.
+
+    Attributes:
+        plans: Task text -> the tool calls of each turn (``{"name", "args"}``); after
+            the last turn, the answer quotes each result that succeeded.
+    """
+
+    plans: dict[str, list[list[dict[str, Any]]]]
+
+    @property
+    def _llm_type(self) -> str:
+        return "planned"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlannedModel:
+        """Return this model unchanged; the plan names the tools."""
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        task = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
+        turns = self.plans.get(task, [])
+        turn = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        if turn >= len(turns):
+            quoted = [
+                f"- {m.name}: {m.content}"
+                for m in messages
+                if isinstance(m, ToolMessage) and m.status != "error"
+            ]
+            message = AIMessage(content="\n".join(["Done.", *quoted]))
+        else:
+            calls = [
+                {**call, "id": f"call_{task}_{turn}_{i}", "type": "tool_call"}
+                for i, call in enumerate(turns[turn])
+            ]
+            message = AIMessage(content="", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=message)])

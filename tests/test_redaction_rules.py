@@ -1,0 +1,243 @@
+"""Redaction's rules alone: which keys match, what a masked value reads, the policy's
+``redact`` list, the request's masked copy, and the edit form of a redacted call (left
+empty: the real value kept; typed: the new one). End to end: ``tests/test_redaction.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_bridge import wording
+from agent_bridge.models import ApprovalRequest, Decision
+from agent_bridge.policy import Policy, ToolPolicy
+from agent_bridge.policy_file import load_policy
+from agent_bridge.redaction import (
+    DEFAULT_REDACT,
+    is_redacted,
+    redact,
+    restore,
+    scrub,
+    secret_values,
+)
+from bot import ids
+from bot.edit_form import parse_submission, render_inputs
+from bot.modals import render_edit_modal, render_full_args_modal
+from tests.secret_agent import API_KEY, PASSWORD, TOKEN, TYPED_PASSWORD, connect_args
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "host": {"type": "string"},
+        "password": {"type": "string"},
+        "options": {"type": "object"},
+        "notes": {"type": "string", "default": ""},
+    },
+    "required": ["host", "password", "options"],
+}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "db_password",
+        "GITHUB_TOKEN",
+        "Authorization",
+        "apiKey",
+        "X-Api-Key",
+        "client_secret",
+        "passwd",
+        "accessToken",
+    ],
+)
+def test_keys_naming_a_secret_are_redacted(key: str) -> None:
+    assert is_redacted(key, DEFAULT_REDACT)
+
+
+@pytest.mark.parametrize("key", ["host", "author", "max_tokens", "password_hint", "key", ""])
+def test_other_keys_are_not(key: str) -> None:
+    assert not is_redacted(key, DEFAULT_REDACT)
+
+
+def test_a_rule_without_letters_matches_nothing() -> None:
+    assert not is_redacted("anything", ["__"])
+
+
+def test_values_are_masked_at_any_depth_without_length_or_prefix() -> None:
+    masked = redact(connect_args(), DEFAULT_REDACT)
+    assert masked == {
+        "host": "db1.internal",
+        "password": wording.REDACTED,
+        "options": {
+            "tls": True,
+            "auth": {"api_key": wording.REDACTED},
+            "replicas": [{"token": wording.REDACTED}],
+        },
+        "notes": "",
+    }
+    short, long = redact({"token": "ab"}, DEFAULT_REDACT), redact({"token": "x" * 500}, ["token"])
+    assert short == long  # the marker says nothing of the value's length
+    assert redact({"secret": {"nested": [1, 2]}}, DEFAULT_REDACT) == {"secret": wording.REDACTED}
+    assert connect_args()["password"] == PASSWORD  # the original is untouched
+
+
+def test_an_edited_secret_reads_changed_and_masking_twice_keeps_it() -> None:
+    before = connect_args()
+    after = {**before, "password": TYPED_PASSWORD}
+    shown = redact(after, DEFAULT_REDACT, before=before)
+    assert shown["password"] == wording.REDACTED_CHANGED
+    assert shown["options"]["auth"]["api_key"] == wording.REDACTED  # unchanged
+    assert redact(shown, DEFAULT_REDACT) == shown
+
+
+def test_restore_puts_back_the_real_values_the_form_left_as_shown() -> None:
+    real = connect_args()
+    submitted = {**redact(real, DEFAULT_REDACT), "host": "db2"}
+    assert restore(submitted, real, DEFAULT_REDACT) == {**real, "host": "db2"}
+    typed = {**submitted, "password": TYPED_PASSWORD}
+    assert restore(typed, real, DEFAULT_REDACT)["password"] == TYPED_PASSWORD
+    # A marker with no real value at its place (typed by the reviewer) stays as typed.
+    assert restore({"token": wording.REDACTED}, {}, DEFAULT_REDACT) == {"token": wording.REDACTED}
+
+
+def test_scrub_hides_a_secret_repeated_in_free_text() -> None:
+    secrets = secret_values(connect_args(), DEFAULT_REDACT)
+    assert secrets == {PASSWORD, API_KEY, TOKEN}
+    text = scrub(f"logged in with {PASSWORD}; key {API_KEY}", secrets)
+    assert text == f"logged in with {wording.REDACTED}; key {wording.REDACTED}"
+    assert scrub("a b c", {"b"}) == "a b c"  # too short to scrub without mangling text
+
+
+def test_the_policy_s_list_replaces_the_default_and_a_tool_adds_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yml"
+    path.write_text(
+        "redact: [password]\n"
+        "post_results: none\n"
+        "tools:\n"
+        "  connect: {redact: [dsn], post_results: all}\n"
+        "  lookup: {gated: false, post_results: reviewed}\n"
+    )
+    policy = load_policy(path)
+    assert policy.redaction("connect") == ("password", "dsn")
+    assert policy.redaction("other") == ("password",)
+    assert Policy().redaction("x") == DEFAULT_REDACT
+    assert (policy.posts_results("connect"), policy.posts_results("lookup")) == ("all", "reviewed")
+    assert policy.posts_results("unlisted") == "none"
+    assert Policy().posts_results("x") == "reviewed"
+    assert (
+        policy.gated("lookup") is None
+        and "lookup" not in policy.middleware_kwargs()["interrupt_on"]
+    )
+
+
+def test_post_results_takes_only_its_three_values() -> None:
+    with pytest.raises(ValueError, match="post_results"):
+        ToolPolicy.model_validate({"post_results": "some"})
+
+
+def request_with(args: dict[str, Any], **changes: Any) -> ApprovalRequest:
+    return ApprovalRequest(
+        request_id="r1",
+        run_id="run-1",
+        thread_id="t1",
+        interrupt_id="i1",
+        tool_name="connect",
+        args=args,
+        allowed_decisions=["approve", "edit", "reject"],
+        args_schema=SCHEMA,
+        **changes,
+    )
+
+
+def test_a_request_s_redacted_copy_masks_proposal_pending_edit_and_decision() -> None:
+    real = connect_args()
+    edit = Decision(type="edit", edited_args={**real, "password": TYPED_PASSWORD})
+    request = request_with(
+        real, pending_edit=edit, decision=edit, description=f"Connect with {PASSWORD}"
+    )
+    shown = request.redacted()
+    assert shown.description == f"Connect with {wording.REDACTED}"  # a callable's text
+    assert shown.args["password"] == wording.REDACTED
+    assert shown.current_args["password"] == wording.REDACTED_CHANGED
+    assert shown.decision and shown.decision.edited_args
+    assert shown.decision.edited_args["password"] == wording.REDACTED_CHANGED
+    assert request.current_args["password"] == TYPED_PASSWORD  # the call is unchanged
+    views = [render_full_args_modal(shown, None), render_edit_modal(shown, view_key="k")]
+    dumped = json.dumps(views)
+    for secret in (PASSWORD, API_KEY, TOKEN, TYPED_PASSWORD):
+        assert secret not in dumped
+
+
+def test_the_rules_stored_with_a_request_are_the_ones_it_masks_with() -> None:
+    request = request_with({"dsn": "postgres://u:pw@h/db", "password": "x"}, redact=("dsn",))
+    assert request.redacted().args == {"dsn": wording.REDACTED, "password": "x"}
+
+
+def edit_form(real: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The edit form's blocks as the reviewer gets them, and the arguments it shows."""
+    shown = redact(real, DEFAULT_REDACT)
+    return render_inputs(SCHEMA, shown), shown
+
+
+def text_state(value: str | None) -> dict[str, Any]:
+    return {"type": "plain_text_input", "value": value}
+
+
+def submit(real: dict[str, Any], values: dict[str, str | None]) -> dict[str, Any]:
+    """What an edit submission with ``values`` (block ID -> text) sends to the tool."""
+    _, shown = edit_form(real)
+    state = {b: {ids.ARG_ACTION: text_state(v)} for b, v in values.items()}
+    parsed = parse_submission(SCHEMA, shown, state)
+    assert parsed.args is not None and not parsed.errors, parsed.errors
+    sent: dict[str, Any] = restore(parsed.args, real, DEFAULT_REDACT)
+    return sent
+
+
+def test_a_redacted_field_is_shown_empty_with_a_hint() -> None:
+    blocks, _ = edit_form(connect_args())
+    by_id = {b["block_id"]: b for b in blocks}
+    password = by_id[ids.arg_block_id("password")]
+    assert "initial_value" not in password["element"]
+    assert password["optional"] is True
+    assert wording.REDACTED_HINT in password["hint"]["text"]
+    options = by_id[ids.arg_block_id("options")]
+    assert wording.REDACTED in options["element"]["initial_value"]
+    assert wording.REDACTED_JSON_HINT in options["hint"]["text"]
+    for secret in (PASSWORD, API_KEY, TOKEN):
+        assert secret not in json.dumps(blocks)
+
+
+def test_an_edit_leaving_the_redacted_field_empty_keeps_the_real_value() -> None:
+    real = connect_args()
+    sent = submit(real, {ids.arg_block_id("password"): None, ids.arg_block_id("host"): "db2"})
+    assert sent == {**real, "host": "db2"}
+
+
+def test_an_edit_typing_a_new_value_sends_it() -> None:
+    real = connect_args()
+    sent = submit(real, {ids.arg_block_id("password"): TYPED_PASSWORD})
+    assert sent == {**real, "password": TYPED_PASSWORD}
+
+
+def test_an_edited_json_value_keeps_the_secrets_left_as_shown() -> None:
+    real = connect_args()
+    _, shown = edit_form(real)
+    options = {**shown["options"], "tls": False}
+    sent = submit(real, {ids.arg_block_id("options"): json.dumps(options)})
+    assert sent["options"] == {**real["options"], "tls": False}
+    assert sent["options"]["auth"]["api_key"] == API_KEY
+
+
+def test_a_form_of_one_json_object_keeps_the_secrets_too() -> None:
+    real = {"password": PASSWORD, "target": "x"}
+    shown = redact(real, DEFAULT_REDACT)
+    (block,) = render_inputs({"type": "object"}, shown)
+    assert PASSWORD not in json.dumps(block) and wording.REDACTED_JSON_HINT in block["hint"]["text"]
+    edited = json.dumps({**shown, "target": "y"})
+    state = {ids.ARGS_JSON_BLOCK: {ids.ARG_ACTION: text_state(edited)}}
+    parsed = parse_submission({"type": "object"}, shown, state)
+    assert parsed.args is not None
+    assert restore(parsed.args, real, DEFAULT_REDACT) == {"password": PASSWORD, "target": "y"}
