@@ -21,12 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
 
 PASSWORD = "hunter2-Pa55-q7Zr"
@@ -80,8 +78,10 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
     return [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
 
 
-class PlannedModel(BaseChatModel):
-    """A chat model proposing, for a task named in ``plans``, its calls turn by turn.
+class PlannedModel(ScriptedChatModel):
+    """A chat model proposing, for a task named in ``plans``, its calls turn by turn (the
+    scripted model, with its plans given here rather than in the task, whose text Slack
+    shows).
 
     Attributes:
         plans: Task text -> the tool calls of each turn (``{"name", "args"}``); after
@@ -90,21 +90,8 @@ class PlannedModel(BaseChatModel):
 
     plans: dict[str, list[list[dict[str, Any]]]]
 
-    @property
-    def _llm_type(self) -> str:
-        return "planned"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlannedModel:
-        """Return this model unchanged; the plan names the tools."""
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def next_turn(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        """The next turn of the task's plan, or the answer after its last turn."""
         task = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
         turns = self.plans.get(task, [])
         turn = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
@@ -114,11 +101,9 @@ class PlannedModel(BaseChatModel):
                 for m in messages
                 if isinstance(m, ToolMessage) and m.status != "error"
             ]
-            message = AIMessage(content="\n".join(["Done.", *quoted]))
-        else:
-            calls = [
-                {**call, "id": f"call_{task}_{turn}_{i}", "type": "tool_call"}
-                for i, call in enumerate(turns[turn])
-            ]
-            message = AIMessage(content="", tool_calls=calls)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return AIMessage(content="\n".join(["Done.", *quoted]))
+        calls = [
+            {**call, "id": f"call_{task}_{turn}_{i}", "type": "tool_call"}
+            for i, call in enumerate(turns[turn])
+        ]
+        return AIMessage(content="", tool_calls=calls)

@@ -120,11 +120,19 @@ def test_who_decides_keys_are_read_into_each_requests_rules(tmp_path: Path) -> N
 def test_a_bad_key_or_value_is_refused_with_its_name_and_line(
     tmp_path: Path, yaml_text: str, line: int, problem: str
 ) -> None:
+    assert_refused(tmp_path, yaml_text, line=line, problem=problem)
+
+
+def assert_refused(tmp_path: Path, yaml_text: str, *, line: int, problem: str) -> str:
+    """Loading ``yaml_text`` as a policy file is refused, naming ``line`` and ``problem``;
+    return the refusal."""
     path = tmp_path / "policy.yml"
     path.write_text(yaml_text)
     with pytest.raises(ConfigurationError) as refused:
         load_policy(path)
-    assert f"line {line}, " in str(refused.value) and problem in str(refused.value)
+    assert f"line {line}, " in str(refused.value), str(refused.value)
+    assert problem in str(refused.value), str(refused.value)
+    return str(refused.value)
 
 
 def test_the_python_api_is_the_same_policy() -> None:

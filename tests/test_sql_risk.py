@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from agent_bridge.errors import ConfigurationError
 from agent_bridge.interrupts import Placement
 from agent_bridge.models import ApprovalState, Decision, Run
 from agent_bridge.policy import ApprovalsByRisk, Policy, SqlPolicy, ToolPolicy
@@ -29,6 +28,7 @@ from agent_bridge.sql_risk import (
 from bot.blocks import render_approval, render_decided
 from bot.modals import render_full_args_modal
 from bot.risk_blocks import risk_blocks
+from tests.test_policy import assert_refused
 from tests.test_render import (
     RUN,
     assert_no_markup,
@@ -532,13 +532,8 @@ def test_the_sql_keys_are_read_from_yaml(tmp_path: Path) -> None:
 def test_nonsense_sql_keys_are_refused_with_their_name_and_line(
     tmp_path: Path, yaml_text: str, line: int, problem: str
 ) -> None:
-    path = tmp_path / "policy.yml"
-    path.write_text(yaml_text)
-    with pytest.raises(ConfigurationError) as refused:
-        load_policy(path)
-    assert f"line {line}, " in str(refused.value), str(refused.value)
-    assert problem in str(refused.value), str(refused.value)
-    assert "h/d" not in str(refused.value)  # never the URL
+    refusal = assert_refused(tmp_path, yaml_text, line=line, problem=problem)
+    assert "h/d" not in refusal  # never the URL
 
 
 # --- the predicates -------------------------------------------------------------------
