@@ -20,6 +20,7 @@ before it is posted or logged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -57,7 +58,14 @@ def is_redacted(key: str, rules: Iterable[str]) -> bool:
 
 
 def redact(value: Any, rules: Iterable[str], *, before: Any = _ABSENT) -> Any:
-    """Return a copy of ``value`` with every redacted key's value replaced by the marker.
+    """Return a copy of ``value`` with every secret in it replaced by the marker.
+
+    A secret is: the value under a redacted key; the ``value`` of a name/value pair
+    whose name is a redacted key (``{"name": "DB_PASSWORD", "value": …}``, as in
+    environment lists); the second item of a two-item list whose first is a redacted
+    key (``["Authorization", "Bearer …"]``, as in header lists); the password of a URL
+    (``postgresql://app:…@db/prod``); and, in any other string, a redacted value
+    repeated (``scrub``).
 
     Args:
         value: Arguments (a dict), or any JSON-like value; dicts and lists are walked at
@@ -71,31 +79,51 @@ def redact(value: Any, rules: Iterable[str], *, before: Any = _ABSENT) -> Any:
         The masked copy; ``value`` itself is not changed.
     """
     rules = tuple(rules)
+    secrets = secret_values(value, rules)
+    if before is not _ABSENT:
+        secrets |= secret_values(before, rules)
+    return _masked(value, rules, before, secrets)
+
+
+def _masked(value: Any, rules: tuple[str, ...], before: Any, secrets: set[str]) -> Any:
     if isinstance(value, Mapping):
         masked = {}
+        pair = _pair_name(value, rules)
         for key, item in value.items():
             was = before.get(key, _ABSENT) if isinstance(before, Mapping) else _ABSENT
-            if is_redacted(str(key), rules):
-                changed = before is not _ABSENT and was != item
-                shown = wording.REDACTED_CHANGED if changed else wording.REDACTED
-                masked[key] = item if is_marker(item) else shown  # masking twice is a no-op
+            if is_redacted(str(key), rules) or (pair and str(key).casefold() in PAIR_VALUE_KEYS):
+                masked[key] = _marker(item, was, before)
             else:
-                masked[key] = redact(item, rules, before=was)
+                masked[key] = _masked(item, rules, was, secrets)
         return masked
     if isinstance(value, list):
+        if _is_header(value, rules):
+            return [value[0], _marker(value[1], _at(before, 1), before)]
         return [
-            redact(item, rules, before=_at(before, index) if before is not _ABSENT else _ABSENT)
-            for index, item in enumerate(value)
+            _masked(item, rules, _at(before, index), secrets) for index, item in enumerate(value)
         ]
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(rf"\1{wording.REDACTED}\3", scrub(value, secrets))
     return value
 
 
+def _marker(item: Any, was: Any, before: Any) -> str:
+    """What a secret is shown as: "changed" when an edit changed it (masking twice is a
+    no-op)."""
+    if is_marker(item):
+        return str(item)
+    changed = before is not _ABSENT and was != item
+    return wording.REDACTED_CHANGED if changed else wording.REDACTED
+
+
 def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:
-    """Put the real values back where an edit left a redacted value's marker.
+    """Put the real values back where an edit left what the form showed of them.
 
     Walks ``submitted`` (what the reviewer sent, read from a form rendered from
-    ``redact(real)``) beside ``real``: under a redacted key whose submitted value is a
-    marker, the real value at the same place (dict key, or list position) is used. A
+    ``redact(real)``) beside ``real``: any part the reviewer left exactly as shown (a
+    marker, a scrubbed text, a whole object) gets the real value back; in a list whose
+    items were removed, added or moved, an item left as shown gets the real item it was
+    shown for, never the one at its position (so a secret stays with its own object). A
     marker with no real value at its place (the reviewer typed it) is kept as typed.
 
     Args:
@@ -107,18 +135,47 @@ def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:
         The arguments to send to the tool.
     """
     rules = tuple(rules)
+    return _restored(submitted, real, rules, secret_values(real, rules))
+
+
+def _restored(submitted: Any, real: Any, rules: tuple[str, ...], secrets: set[str]) -> Any:
+    if real is not _ABSENT and submitted == _masked(real, rules, _ABSENT, secrets):
+        return real  # left as shown
     if isinstance(submitted, Mapping):
         merged = {}
         for key, item in submitted.items():
             was = real.get(key, _ABSENT) if isinstance(real, Mapping) else _ABSENT
-            if is_redacted(str(key), rules) and is_marker(item) and was is not _ABSENT:
-                merged[key] = was
-            else:
-                merged[key] = restore(item, was, rules)
+            merged[key] = _restored(item, was, rules, secrets)
         return merged
     if isinstance(submitted, list):
-        return [restore(item, _at(real, index), rules) for index, item in enumerate(submitted)]
+        return _restored_items(submitted, real if isinstance(real, list) else [], rules, secrets)
     return submitted
+
+
+def _restored_items(
+    submitted: list[Any], real: list[Any], rules: tuple[str, ...], secrets: set[str]
+) -> list[Any]:
+    """A list: each item left as shown gets the real item it was shown for (the one at
+    its own place first). An item the reviewer changed takes the secrets of the real
+    item at its place only if the list kept its shape (same length, every unchanged item
+    at its own place); otherwise it is taken as typed, its markers kept, so a secret never
+    moves to another object."""
+    shown = [_masked(r, rules, _ABSENT, secrets) for r in real]
+    unused = set(range(len(real)))
+    matched: dict[int, int] = {}
+    for i, item in enumerate(submitted):
+        order = ([i] if i in unused else []) + sorted(unused - {i})
+        j = next((j for j in order if shown[j] == item), None)
+        if j is not None:
+            unused.discard(j)
+            matched[i] = j
+    kept_shape = len(submitted) == len(real) and all(i == j for i, j in matched.items())
+    return [
+        real[matched[i]]
+        if i in matched
+        else _restored(item, real[i] if kept_shape else _ABSENT, rules, secrets)
+        for i, item in enumerate(submitted)
+    ]
 
 
 SCRUB_MIN_CHARS = 4
@@ -127,17 +184,48 @@ mangle ordinary words)."""
 
 
 def secret_values(value: Any, rules: Iterable[str]) -> set[str]:
-    """The string values under redacted keys in ``value``, at any depth (a redacted
-    object's or list's strings included), for ``scrub``."""
+    """The secret strings in ``value`` (see ``redact``: under redacted keys, in name/value
+    pairs and header pairs, URL passwords), at any depth, for ``scrub``."""
     rules = tuple(rules)
     found: set[str] = set()
     if isinstance(value, Mapping):
+        pair = _pair_name(value, rules)
         for key, item in value.items():
-            found |= _strings(item) if is_redacted(str(key), rules) else secret_values(item, rules)
+            hidden = is_redacted(str(key), rules) or (
+                pair and str(key).casefold() in PAIR_VALUE_KEYS
+            )
+            found |= _strings(item) if hidden else secret_values(item, rules)
     elif isinstance(value, list):
+        if _is_header(value, rules):
+            return _strings(value[1])
         for item in value:
             found |= secret_values(item, rules)
+    elif isinstance(value, str):
+        found |= {m.group(2) for m in _URL_PASSWORD.finditer(value)}
     return found
+
+
+PAIR_NAME_KEYS = frozenset({"name", "key"})
+PAIR_VALUE_KEYS = frozenset({"value", "val"})
+"""A dict ``{"name": <redacted key>, "value": …}`` is a name/value pair (environment
+variables, parameters): its value is a secret."""
+_URL_PASSWORD = re.compile(
+    r"(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)([^\s@/]{1,1024})(@)", re.IGNORECASE
+)
+"""The password in a URL's ``user:password@`` (bounded repeats: agent text can be long)."""
+
+
+def _pair_name(value: Mapping[Any, Any], rules: tuple[str, ...]) -> bool:
+    """Whether ``value`` is a name/value pair naming a redacted key."""
+    names = [v for k, v in value.items() if str(k).casefold() in PAIR_NAME_KEYS]
+    return any(isinstance(n, str) and is_redacted(n, rules) for n in names) and any(
+        str(k).casefold() in PAIR_VALUE_KEYS for k in value
+    )
+
+
+def _is_header(value: list[Any], rules: tuple[str, ...]) -> bool:
+    """Whether ``value`` is a ``[name, value]`` pair naming a redacted key."""
+    return len(value) == 2 and isinstance(value[0], str) and is_redacted(value[0], rules)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -241,3 +241,38 @@ def test_a_form_of_one_json_object_keeps_the_secrets_too() -> None:
     parsed = parse_submission({"type": "object"}, shown, state)
     assert parsed.args is not None
     assert restore(parsed.args, real, DEFAULT_REDACT) == {"password": PASSWORD, "target": "y"}
+
+
+def test_secrets_outside_a_redacted_key_are_masked_too() -> None:
+    args = {
+        "env": [{"name": "DB_PASSWORD", "value": "env-secret-1"}, {"name": "HOME", "value": "/h"}],
+        "headers": [["Authorization", "Bearer hdr-secret-2"], ["Accept", "*/*"]],
+        "dsn": "postgresql://app:dsn-secret-3@db/prod",
+        "password": "pw-secret-4",
+        "note": "connect with pw-secret-4 please",
+    }
+    shown = json.dumps(redact(args, DEFAULT_REDACT))
+    for secret in ("env-secret-1", "hdr-secret-2", "dsn-secret-3", "pw-secret-4"):
+        assert secret not in shown
+    assert '"/h"' in shown and '"*/*"' in shown and "postgresql://app:" in shown
+    found = secret_values(args, DEFAULT_REDACT)
+    assert {"env-secret-1", "Bearer hdr-secret-2", "dsn-secret-3"} <= found
+
+
+def test_a_list_reshaped_by_an_edit_keeps_each_secret_with_its_own_object() -> None:
+    real = {
+        "users": [{"name": "alice", "password": "ALICE-PW"}, {"name": "bob", "password": "BOB-PW"}]
+    }
+    shown = redact(real, DEFAULT_REDACT)
+    without_alice = {"users": [shown["users"][1]]}
+    assert restore(without_alice, real, DEFAULT_REDACT) == {"users": [real["users"][1]]}
+    swapped = {"users": [shown["users"][1], shown["users"][0]]}
+    assert restore(swapped, real, DEFAULT_REDACT) == {"users": real["users"][::-1]}
+
+
+def test_a_scrubbed_text_left_as_shown_gets_its_real_text_back() -> None:
+    real = {"password": "pw-secret-4", "note": "connect with pw-secret-4 please"}
+    shown = redact(real, DEFAULT_REDACT)
+    assert "pw-secret-4" not in shown["note"]
+    assert restore(shown, real, DEFAULT_REDACT) == real
+    assert restore({**shown, "note": "typed"}, real, DEFAULT_REDACT)["note"] == "typed"
