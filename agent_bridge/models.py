@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_bridge.redaction import DEFAULT_REDACT, redact, scrub, secret_values
-from agent_bridge.sql_risk import SqlRisk
+from agent_bridge.sql_risk import RiskLevel, SqlRisk, analyse
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 """The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
@@ -110,6 +110,10 @@ class ReviewRules(BaseModel):
     """Backup users or groups, who may decide too once the request is escalated."""
     escalate_after_s: float | None = None
     """Seconds after the card's first post before it is escalated; ``None``: never."""
+    edited_approvals: dict[RiskLevel, int] | None = None
+    """For a SQL tool (policy ``sql``): the approvals an edited statement needs, by its
+    risk level (``ToolPolicy.edited_approvals``), so an edit that turns a read into a
+    ``DELETE`` needs what a ``DELETE`` needs; ``None``: ``required_approvals``."""
 
 
 class StartRules(BaseModel):
@@ -299,10 +303,23 @@ class ApprovalRequest(BaseModel):
         edit = self.pending_edit
         return dict(edit.edited_args or {}) if edit is not None else self.args
 
+    def approvals_required(self, edit: Decision | None = None) -> int:
+        """Distinct approvals the call needs as ``edit`` would make it (``None``: as it
+        stands now, with its pending edit if any): ``rules.required_approvals``, or for an
+        edited SQL statement what its own risk level needs (``rules.edited_approvals``,
+        read again from the edited statement), whichever is more."""
+        edit = edit or self.pending_edit
+        by_level = self.rules.edited_approvals
+        if edit is None or edit.type != "edit" or by_level is None or self.risk is None:
+            return self.rules.required_approvals
+        edited = (edit.edited_args or {}).get(self.risk.argument)
+        level = analyse(edited, dialect=self.risk.dialect, argument=self.risk.argument).level
+        return max(self.rules.required_approvals, by_level[level])
+
     @property
     def approvals_needed(self) -> int:
         """How many more distinct approvals the current version needs."""
-        return max(self.rules.required_approvals - len(self.approved_by), 0)
+        return max(self.approvals_required() - len(self.approved_by), 0)
 
 
 @dataclass(frozen=True)

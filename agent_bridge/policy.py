@@ -333,15 +333,23 @@ class ToolPolicy(BaseModel):
             risk: The call's SQL risk (``None``: the tool has no ``sql``, or it could
                 not be read; then the strictest level applies).
         """
-        base = self.required_approvals
-        if isinstance(base, ApprovalsByRisk):
-            needed = base.of(risk.level if risk else "unparseable")
-        else:
-            needed = base
-        thresholds = self.approvals_above_rows or {}
-        if not thresholds or (risk is not None and risk.level == "read_only"):
-            return needed
         rows = risk.rows.rows if risk is not None and risk.rows is not None else None
+        return self._approvals(risk.level if risk else "unparseable", rows)
+
+    def edited_approvals(self) -> dict[RiskLevel, int] | None:
+        """For a tool with ``sql``: the approvals an *edited* statement needs, by its risk
+        level (an edit's rows are not estimated, so a write counts as above every row
+        threshold); ``None`` for other tools."""
+        if self.sql is None:
+            return None
+        return {level: self._approvals(level, None) for level in RISK_LEVELS}
+
+    def _approvals(self, level: RiskLevel, rows: int | None) -> int:
+        base = self.required_approvals
+        needed = base.of(level) if isinstance(base, ApprovalsByRisk) else base
+        thresholds = self.approvals_above_rows or {}
+        if not thresholds or level == "read_only":
+            return needed
         passed = [n for limit, n in thresholds.items() if rows is None or rows > limit]
         return max([needed, *passed])
 
@@ -409,6 +417,7 @@ class ToolPolicy(BaseModel):
         return ReviewRules(
             approvers=tuple(self.approvers) if self.approvers is not None else None,
             required_approvals=self.approvals_for(risk),
+            edited_approvals=self.edited_approvals(),
             requester_may_approve=self.requester_may_approve,
             escalate_to=tuple(self.escalate_to or ()),
             escalate_after_s=self.escalate_after_s,

@@ -20,6 +20,8 @@ LEVEL_LABELS: Mapping[str, tuple[str, str]] = {
 
 WARNINGS: Mapping[str, str] = {
     "no_where": "{names} without WHERE: every row of the table",
+    "constant_where": "{names} with a WHERE that names no column: every row of the table",
+    "rename_in_alter": "ALTER ... RENAME renames {names}: what uses its old name breaks",
     "ddl": "Changes the schema ({names})",
     "truncate": "TRUNCATE empties {names}",
     "drop_in_alter": "ALTER ... DROP removes part of {names}",

@@ -34,7 +34,6 @@ from typing import Literal
 import sqlglot
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from agent_bridge import risk_wording
 
@@ -44,6 +43,8 @@ RISK_LEVELS: tuple[RiskLevel, ...] = ("read_only", "write", "destructive", "unpa
 
 WarningCode = Literal[
     "no_where",
+    "constant_where",
+    "rename_in_alter",
     "ddl",
     "truncate",
     "drop_in_alter",
@@ -222,8 +223,11 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
         statements = _parse(sql, dialect)
         if not statements:
             found.warn("unparseable", "unparseable", dialect or "generic")
-        for statement in statements or ():
-            found.statement(statement)
+        try:
+            for statement in statements or ():
+                found.statement(statement)
+        except Exception:  # sqlglot's own bug on a tree it built: nothing is known
+            found.warn("unparseable", "unparseable", dialect or "generic")
         if statements and len(statements) > 1:
             found.warn("write", "several_statements", str(len(statements)))
     return SqlRisk(
@@ -277,7 +281,9 @@ def _parse(sql: str, dialect: str) -> list[exp.Expr] | None:
     """The statements of ``sql`` in ``dialect``; ``None`` if sqlglot cannot read it."""
     try:
         return [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
-    except (SqlglotError, RecursionError, ValueError):
+    except Exception:  # SqlglotError, RecursionError, and sqlglot's own bugs
+        # (``SELECT date_add(x,`` in MySQL raised AttributeError): the text is agent
+        # input, so no exception may escape; nothing is known about it
         return None
 
 
@@ -319,8 +325,13 @@ class _Findings:
             self.warn("unparseable", "opaque_command", _kind(root))
 
     def _node(self, root: exp.Expr, node: exp.Expr) -> None:
-        if isinstance(node, exp.Update | exp.Delete) and not node.args.get("where"):
-            self.warn("destructive", "no_where", f"{_kind(node)} {_table_of(node, self.dialect)}")
+        if isinstance(node, exp.Update | exp.Delete):
+            where = node.args.get("where")
+            target = f"{_kind(node)} {_table_of(node, self.dialect)}"
+            if not where:
+                self.warn("destructive", "no_where", target)
+            elif where.find(exp.Column) is None:  # WHERE true, WHERE 1 = 1: every row
+                self.warn("destructive", "constant_where", target)
         if isinstance(node, _WRITES) and node is not root:
             self.kinds.append(_kind(node))
             self.warn("write", "cte_write", _kind(node))
@@ -331,8 +342,11 @@ class _Findings:
                 self.warn("destructive", "ddl", f"DROP {_table_of(node, self.dialect)}".strip())
         elif isinstance(node, exp.Alter):
             self.warn("write", "ddl", f"ALTER {_table_of(node, self.dialect)}")
-            if any(isinstance(a, exp.Drop) for a in node.args.get("actions") or ()):
+            actions = node.args.get("actions") or ()
+            if any(isinstance(a, exp.Drop) for a in actions):
                 self.warn("destructive", "drop_in_alter", _table_of(node, self.dialect))
+            if any(isinstance(a, exp.AlterRename | exp.RenameColumn) for a in actions):
+                self.warn("destructive", "rename_in_alter", _table_of(node, self.dialect))
         elif isinstance(node, _DDL):
             self.warn("write", "ddl", _kind(node))
         if isinstance(node, exp.Select) and node.args.get("into"):

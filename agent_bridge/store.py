@@ -615,7 +615,7 @@ class ApprovalStore:
                 u for u in current.approved_by if still_approvers is None or u in still_approvers
             ]
             approved_by = [user_id] if edit else [*earlier, user_id]
-            decide = len(approved_by) >= current.rules.required_approvals
+            decide = len(approved_by) >= current.approvals_required(pending_edit)
             decision = pending_edit or Decision(type="approve")
             params = {
                 "request_id": request_id,

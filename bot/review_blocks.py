@@ -48,10 +48,11 @@ def review_lines(request: ApprovalRequest) -> list[str]:
         lines.append(review_wording.approvers_line(mentions(rules.approvers)))
     if request.pending_edit is not None and request.approved_by:
         lines.append(review_wording.edit_pending_line(mention(request.approved_by[0])))
-    if rules.required_approvals > 1:
+    required = request.approvals_required()
+    if required > 1:
         lines.append(
             review_wording.quorum_line(
-                mentions(request.approved_by), request.approvals_needed, rules.required_approvals
+                mentions(request.approved_by), request.approvals_needed, required
             )
         )
     if request.escalated_at is not None and rules.escalate_to:

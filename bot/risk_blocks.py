@@ -34,6 +34,22 @@ TABLES_SHOWN_MAX = 8
 NAMES_SHOWN_MAX = 5
 """Names one warning shows; the rest are counted."""
 WARNINGS_SHOWN_MAX = 8
+ALWAYS_SHOWN = (
+    "several_statements",
+    "no_where",
+    "constant_where",
+    "truncate",
+    "drop_in_alter",
+    "rename_in_alter",
+    "unparseable",
+    "opaque_command",
+    "too_long",
+    "not_text",
+    "ddl",
+)
+"""Warnings listed first, in this order, and never counted away however many others
+there are: that the call is several statements (a harmless first one must not explain
+away a later one), then what makes a statement destructive or not understood."""
 KINDS_MAX_CHARS = 200
 
 
@@ -50,10 +66,11 @@ def risk_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
         risk_wording.level_line(risk.level, one_line(", ".join(risk.kinds), KINDS_MAX_CHARS)[0])
     ]
     lines.append(f"{risk_wording.TABLES_LEAD} {_names(risk.tables, TABLES_SHOWN_MAX)}")
-    for warning in risk.warnings[:WARNINGS_SHOWN_MAX]:
-        lines.append(f"• {_warning(warning)}")
-    if len(risk.warnings) > WARNINGS_SHOWN_MAX:
-        lines.append(f"• +{len(risk.warnings) - WARNINGS_SHOWN_MAX}")
+    warnings = sorted(risk.warnings, key=_priority)
+    shown = [w for i, w in enumerate(warnings) if i < WARNINGS_SHOWN_MAX or w.code in ALWAYS_SHOWN]
+    lines.extend(f"• {_warning(warning)}" for warning in shown)
+    if len(warnings) > len(shown):
+        lines.append(f"• +{len(warnings) - len(shown)}")
     if risk.rows is not None:
         lines.append(risk_wording.rows_text(risk.rows.rows, risk.rows.method, risk.rows.reason))
     elif _edited_args(request) is not None and request.risk and request.risk.rows:
@@ -78,6 +95,12 @@ def _edited_args(request: ApprovalRequest) -> dict[str, Any] | None:
     if edit is None or edit.type != "edit":
         return None
     return dict(edit.edited_args or {})
+
+
+def _priority(warning: RiskWarning) -> int:
+    """Where ``warning`` goes in the list (``ALWAYS_SHOWN`` first, in its order)."""
+    code = warning.code
+    return ALWAYS_SHOWN.index(code) if code in ALWAYS_SHOWN else len(ALWAYS_SHOWN)
 
 
 def _warning(warning: RiskWarning) -> str:

@@ -25,6 +25,8 @@ from agent_bridge.models import (
     ReviewRules,
     StartRules,
 )
+from agent_bridge.policy import Policy
+from agent_bridge.sql_risk import analyse
 from agent_bridge.store import ApprovalStore
 from tests.clocks import ManualClock
 from tests.test_store import make_request, make_run
@@ -216,3 +218,44 @@ async def test_start_rules_are_published_by_agent(store: ApprovalStore) -> None:
     await store.publish_start_rules("dba", StartRules(max_active_runs_per_user=1))
     assert await store.start_rules("default") == rules
     assert await store.start_rules("dba") == StartRules(max_active_runs_per_user=1)
+
+
+async def test_an_edit_that_makes_a_statement_destructive_needs_what_destructive_needs(
+    store: ApprovalStore,
+) -> None:
+    # Found by a hostile review: an approver edited a SELECT (one approval) into a DELETE
+    # (two by the policy) and it was decided by that one person.
+    tool = Policy.model_validate(
+        {
+            "tools": {
+                "execute_sql": {
+                    "allowed_decisions": ["approve", "edit", "reject"],
+                    "approvers": ["S0DBA"],
+                    "sql": {"argument": "query", "dialect": "sqlite"},
+                    "required_approvals": {
+                        "read_only": 1,
+                        "write": 2,
+                        "destructive": 3,
+                        "unparseable": 3,
+                    },
+                }
+            }
+        }
+    ).gated("execute_sql")
+    assert tool is not None
+    args = {"query": "SELECT count(*) FROM orders"}
+    risk = analyse(args["query"], dialect="sqlite", argument="query")
+    request = quorum_request().model_copy(
+        update={"tool_name": "execute_sql", "args": args, "risk": risk, "rules": tool.rules(risk)}
+    )
+    assert request.approvals_required() == 1
+    await store.create_run(make_run())
+    (stored,) = await store.add_requests([request])
+    edit = Decision(type="edit", edited_args={"query": "DELETE FROM orders"})
+    first = await store.propose_edit("q1", edit, user_id="UA", team_id="T1", version=stored.version)
+    assert isinstance(first, Counted) and first.request.approvals_needed == 2
+    version = first.request.version
+    second = await store.approve("q1", user_id="UB", team_id="T1", version=version)
+    assert isinstance(second, Counted) and second.request.approvals_needed == 1
+    third = await store.approve("q1", user_id="UC", team_id="T1", version=version)
+    assert isinstance(third, Recorded) and third.request.decision == edit

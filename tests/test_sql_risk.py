@@ -693,3 +693,48 @@ def test_many_warnings_and_tables_fit_the_card() -> None:
     blocks = render_approval(sql_request(query), run=RUN)
     assert_valid_message("x", blocks)
     assert len(blocks[1]["text"]["text"]) <= 1500
+
+
+def test_a_harmless_first_statement_cannot_hide_a_later_destructive_one_on_the_card() -> None:
+    # Found by a hostile review: tables and warnings were capped in the order found, and
+    # the statement is cut, so a DELETE of a scratch table explained the level away.
+    filler = "-- nightly cleanup of scratch data, reviewed by DBA team\n" * 80
+    query = (
+        "DELETE FROM scratch_tmp;\n"
+        "SELECT s1(), s2(), s3(), s4(), s5(), s6(), s7() FROM a, b, c, d, e, f, g;\n"
+        f"{filler}DELETE FROM users;"
+    )
+    risk_line = risk_blocks(sql_request(query))[0]["text"]["text"]
+    assert "`DELETE users` without WHERE" in risk_line
+    assert "`3` statements in one call" in risk_line.split("\n")[2]  # right under Tables
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DELETE FROM users WHERE true",
+        "DELETE FROM users WHERE 1 = 1",
+        "UPDATE users SET password_hash = '' WHERE 'a' = 'a'",
+        "WITH d AS (DELETE FROM users WHERE TRUE RETURNING *) SELECT count(*) FROM d",
+        "ALTER TABLE users RENAME TO users_gone",
+        "ALTER TABLE users RENAME COLUMN email TO email_old",
+    ],
+)
+def test_every_row_or_a_renamed_table_is_destructive(query: str) -> None:
+    assert analyse(query, dialect="postgres", argument="query").level == "destructive"
+    assert sql_is_destructive(SimpleNamespace(tool_call={"args": {"query": query}}))
+
+
+def test_a_where_naming_a_column_is_not_every_row() -> None:
+    risk = analyse("DELETE FROM users WHERE id = 1", dialect="postgres", argument="query")
+    assert risk.level == "write"
+
+
+@pytest.mark.parametrize("dialect", ["mysql", "postgres", "sqlite", ""])
+def test_text_that_breaks_sqlglot_itself_is_unparseable_not_a_crash(dialect: str) -> None:
+    # ``SELECT date_add(x,`` raised AttributeError inside sqlglot's MySQL parser.
+    risk = analyse("SELECT date_add(x,", dialect=dialect, argument="query")
+    assert risk.level in ("unparseable", "write")
+    assert sql_is_not_read_only(
+        SimpleNamespace(tool_call={"args": {"query": "SELECT date_add(x,"}})
+    )
