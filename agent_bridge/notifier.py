@@ -8,10 +8,13 @@ crash finds the message its dead predecessor posted (``bot.outbox``).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.models import ApprovalRequest, Run
+
+Answered = Literal["reject", "respond"]
+"""How a reviewer decided a call that did not run: its "result" is their words."""
 
 
 class NotifyError(BridgeError):
@@ -63,12 +66,21 @@ class Notifier(Protocol):
         ...
 
     async def tool_ran(
-        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+        self,
+        run: Run,
+        *,
+        key: str,
+        tool_name: str,
+        content: str | None,
+        ok: bool,
+        answered: Answered | None = None,
     ) -> None:
         """Post a tool's result (or the reviewer's rejection) in the run's Slack thread;
         once per ``key``, even across crashes. ``content`` ``None``: the output is not
         shown (the policy's ``post_results``, or a failure whose details are only in the
-        worker's log), only a line that the tool ran or failed."""
+        worker's log), only a line that the tool ran or failed. ``answered``: a reviewer
+        rejected the call or answered instead of running it, and ``content`` is their
+        words (the middleware's message to the model is not repeated)."""
         ...
 
     async def run_finished(self, run: Run, *, answer: str) -> None:

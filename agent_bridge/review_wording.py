@@ -163,6 +163,11 @@ def pointer_outcome_text(outcome: str, tool_name: str, channel: str, link: str |
     return f"{outcome}: {tool_name} in {channel}{card}"
 
 
+def decided_by_text(who: str) -> str:
+    """After the pointer's outcome: who decided (``who`` a mention of the reviewer)."""
+    return f"by {who}"
+
+
 def cannot_post_text(tool_name: str, channel: str, code: str) -> str:
     """Told privately to the person who started the run when its card cannot be posted."""
     return (

@@ -31,7 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from agent_bridge import wording
 from agent_bridge.interrupts import pending_tool_calls
 from agent_bridge.message_text import message_text
-from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.models import ApprovalRequest, Decision, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
 from agent_bridge.redaction import redact, scrub, secret_values
@@ -51,8 +51,8 @@ class ToolCalls:
         reviewed: Tool call IDs that had an approval request.
         edited: Tool call IDs a reviewer replaced (their results carry the middleware's
             edit notice, meant for the model, which the Slack thread does not repeat).
-        answered: Tool call IDs a reviewer rejected or responded to: their "result" is
-            the reviewer's words, not the tool's output or error.
+        answered: Tool call ID -> the reviewer's reject or respond decision: the call's
+            "result" is their words, not the tool's output or error.
         args: Tool call ID -> arguments the model proposed.
         posted: Keys of results posted (or found posted) during this drive.
         secrets: Values of the run's redacted arguments seen so far, scrubbed from
@@ -61,7 +61,7 @@ class ToolCalls:
 
     reviewed: set[str | None]
     edited: set[str | None] = field(default_factory=set)
-    answered: set[str | None] = field(default_factory=set)
+    answered: dict[str | None, Decision] = field(default_factory=dict)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
@@ -79,7 +79,7 @@ class ToolCalls:
             reviewed={r.tool_call_id for r in requests},
             edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
             answered={
-                r.tool_call_id
+                r.tool_call_id: r.decision
                 for r in requests
                 if r.decision and r.decision.type in ("reject", "respond")
             },
@@ -206,10 +206,21 @@ class RunMessages:
             await self.notifier.ran_without_review(
                 run, key=f"unreviewed:{call_id}", tool_name=name, args=args
             )
+        answer = calls.answered.get(call_id)
+        if answer is not None and answer.type in ("reject", "respond"):
+            await self.notifier.tool_ran(
+                run,
+                key=f"tool:{call_id}",
+                tool_name=name,
+                content=scrub(answer.message or "", calls.secrets),
+                ok=answer.type == "respond",
+                answered=answer.type,
+            )
+            return
         ok = message.status != "error"
         content: str | None = _result_text(message, edited=call_id in calls.edited)
         shown_name = wording.as_edited_tool_name(name) if call_id in calls.edited else name
-        if not ok and call_id not in calls.answered:
+        if not ok:
             logger.warning(
                 "run=%s thread_id=%s tool_call=%s %s failed: %s",
                 run.run_id,
@@ -219,7 +230,7 @@ class RunMessages:
                 scrub(content or "", calls.secrets),
             )
             content = None
-        elif call_id not in calls.answered and not self._shows_output(name, call_id, calls):
+        elif not self._shows_output(name, call_id, calls):
             content = None
         await self.notifier.tool_ran(
             run,

@@ -281,6 +281,18 @@ def call_position_text(index: int, batch_size: int) -> str:
     return f"Call {index + 1} of {batch_size}"
 
 
+def answered_heading(name: str, answered: str) -> str:
+    """The heading of a call a reviewer decided not to run, in the run's Slack thread."""
+    if answered == "reject":
+        return f":x: {name} was rejected by its reviewer; the agent is told:"
+    return f":speech_balloon: {name} was answered by its reviewer instead of running:"
+
+
+def answered_fallback(tool_name: str, answered: str) -> str:
+    """Notification text of a call a reviewer decided not to run (raw)."""
+    return f"{tool_name} {'rejected' if answered == 'reject' else 'answered'}"
+
+
 def tool_result_heading(name: str, *, ok: bool) -> str:
     """The heading of a tool's result in the run's Slack thread."""
     return f":white_check_mark: {name} returned:" if ok else f":x: {name} failed:"

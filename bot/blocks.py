@@ -30,6 +30,7 @@ from agent_bridge.models import (
     Run,
     RunState,
 )
+from agent_bridge.notifier import Answered
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, arg_text
 from bot.context_blocks import context_blocks
@@ -179,7 +180,12 @@ def render_run_started(run: Run) -> Message:
 
 
 def render_tool_result(
-    tool_name: str, content: str | None, *, ok: bool, run_id: str = ""
+    tool_name: str,
+    content: str | None,
+    *,
+    ok: bool,
+    run_id: str = "",
+    answered: Answered | None = None,
 ) -> Message:
     """Render a tool's output (or failure) in the run's Slack thread.
 
@@ -190,6 +196,8 @@ def render_tool_result(
             worker's log under ``run_id``.
         ok: Whether it succeeded.
         run_id: The run, named in a failure's line.
+        answered: The call did not run: a reviewer rejected it or answered instead, and
+            ``content`` is their reason or answer (quoted).
 
     Returns:
         ``(text, blocks)``.
@@ -203,6 +211,13 @@ def render_tool_result(
         )
         fallback = wording.tool_ran_fallback(tool_name, ok=ok)
         return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], [_section(line)]
+    if answered is not None:
+        heading = wording.answered_heading(name, answered)
+        words = quote(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)[0] if content else ""
+        fallback = wording.answered_fallback(tool_name, answered)
+        return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], [
+            _section(f"{heading}\n{words}" if words else heading)
+        ]
     heading = wording.tool_result_heading(name, ok=ok)
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}" if content else f"{heading} {wording.NO_OUTPUT}")]

@@ -15,10 +15,12 @@ from typing import Any
 
 from agent_bridge import review_wording, wording
 from agent_bridge.models import ApprovalRequest, ApprovalState
-from bot.mrkdwn import inline_code, slack_date, text_object
+from bot.mrkdwn import inline_code, quote, slack_date, text_object
 from bot.outcome_blocks import changes_text, ran_result, result_text
 
 TOOL_NAME_MAX_CHARS = 200
+POINTER_WORDS_MAX_CHARS = 500
+"""Characters of a reviewer's reason or answer repeated on the pointer."""
 _USER = re.compile(r"[UW][A-Z0-9]{2,20}")
 _GROUP = re.compile(r"S[A-Z0-9]{2,20}")
 
@@ -116,6 +118,11 @@ def render_pointer(
         if decision is not None and request.decided_by is None:  # the policy's default
             outcome = review_wording.expired_outcome(outcome)
         text = review_wording.pointer_outcome_text(outcome, name, channel, link)
+        by = request.decided_by
+        if decision is not None and by is not None and _USER.fullmatch(by):
+            text += f" {review_wording.decided_by_text(mention(by))}"
+        if decision is not None and decision.type in ("reject", "respond") and decision.message:
+            text += f"\n{quote(decision.message, POINTER_WORDS_MAX_CHARS)[0]}"
         if decision is not None and decision.type == "edit":
             text += f"\n{wording.EDIT_CHANGED_LEAD}\n{changes_text(request, decision)[0]}"
         result = ran_result(request)

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_bridge import review_wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
+from agent_bridge.notifier import Answered
 from agent_bridge.policy import duration_text
 from bot.blocks import (
     Message,
@@ -138,10 +139,19 @@ class SlackNotifier:
         await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
     async def tool_ran(
-        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+        self,
+        run: Run,
+        *,
+        key: str,
+        tool_name: str,
+        content: str | None,
+        ok: bool,
+        answered: Answered | None = None,
     ) -> None:
         """See ``Notifier.tool_ran``."""
-        message = render_tool_result(tool_name, content, ok=ok, run_id=run.run_id)
+        message = render_tool_result(
+            tool_name, content, ok=ok, run_id=run.run_id, answered=answered
+        )
         await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
 
     async def run_finished(self, run: Run, *, answer: str) -> None:

@@ -16,6 +16,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.notifier import Answered
 from agent_bridge.store import ApprovalStore
 from bot.errors import (
     ChannelUnreachableError,
@@ -269,7 +270,14 @@ class RecordingNotifier:
             self.events.append(("unreviewed", (tool_name, args)))
 
     async def tool_ran(
-        self, run: Run, *, key: str, tool_name: str, content: str | None, ok: bool
+        self,
+        run: Run,
+        *,
+        key: str,
+        tool_name: str,
+        content: str | None,
+        ok: bool,
+        answered: Answered | None = None,
     ) -> None:
         """See ``Notifier.tool_ran``: once per ``key``."""
         if self._first(run, key):

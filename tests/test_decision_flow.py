@@ -151,9 +151,10 @@ class TestPerCall:
         posted = [
             t
             for t in harness.slack_thread_texts(done)
-            if "returned" in t or "failed" in t or t.endswith(" ran")
+            if "returned" in t or "failed" in t or t.endswith((" ran", " rejected"))
         ]
         assert len(posted) == 3, posted  # replayed results are not posted twice
+        assert any(t == "execute_sql rejected" for t in posted)  # not "failed"
 
     async def test_an_edit_against_a_since_changed_schema_goes_back_to_pending(
         self, harness: Harness

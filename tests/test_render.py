@@ -403,9 +403,18 @@ def test_run_messages_are_valid_and_safe() -> None:
         render_tool_result(f"bad {EVIL}", None, ok=False, run_id=f"run-{EVIL}"),
         render_tool_result(f"quiet {EVIL}", None, ok=True),
         render_ran_without_review("read_file", {"path": EVIL, "data": BIG}),
+        render_tool_result(f"sql {EVIL}", f"not today {EVIL}\n" * 500, ok=False, answered="reject"),
+        render_tool_result("ask_user", "", ok=True, answered="respond"),
     ]
     for text, blocks in messages:
         assert_valid_message(text, blocks)
+
+
+def test_a_rejected_call_says_rejected_with_the_reviewer_s_words_not_failed() -> None:
+    text, blocks = render_tool_result("execute_sql", "Not on a Friday", ok=False, answered="reject")
+    shown = blocks[0]["text"]["text"]
+    assert "was rejected by its reviewer" in shown and "> Not on a Friday" in shown
+    assert "failed" not in shown and text == "execute_sql rejected"
 
 
 def test_long_outputs_say_they_were_shortened() -> None:
