@@ -38,11 +38,11 @@ from bot.mrkdwn import (
     code_block,
     escape,
     inline_code,
+    one_line,
     quote,
     quote_pieces,
     slack_date,
     text_object,
-    truncate,
 )
 from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
@@ -131,13 +131,13 @@ def approval_text(request: ApprovalRequest) -> str:
     """Notification text of an approval card (escaped, ≤ 3,000 characters)."""
     raw = wording.approval_fallback(request.tool_name, request.description)
     notify = notify_text(request)  # the approvers' mentions: built from the policy, live
-    return truncate(raw, FALLBACK_TEXT_MAX_CHARS - len(notify))[0] + notify
+    return _fallback(raw, FALLBACK_TEXT_MAX_CHARS - len(notify)) + notify
 
 
 def decided_text(request: ApprovalRequest) -> str:
     """Notification text of a decided card, e.g. "✅ Approved: write_file"."""
     emoji, verb = _outcome(request)
-    return truncate(f"{emoji} {verb}: {request.tool_name}", FALLBACK_TEXT_MAX_CHARS)[0]
+    return _fallback(f"{emoji} {verb}: {request.tool_name}")
 
 
 def already_decided_text(request: ApprovalRequest) -> str:
@@ -176,7 +176,7 @@ def render_run_started(run: Run) -> Message:
         _section(f"{status}\n{task}"),
         {"type": "context", "elements": [text_object(wording.run_context_text(run_id))]},
     ]
-    return truncate(f"{verb}: {run.task}", TASK_MAX_CHARS)[0], blocks
+    return _fallback(f"{verb}: {run.task}", TASK_MAX_CHARS), blocks
 
 
 def render_tool_result(
@@ -210,12 +210,12 @@ def render_tool_result(
             else wording.tool_failed_text(name, inline_code(run_id, 100))
         )
         fallback = wording.tool_ran_fallback(tool_name, ok=ok)
-        return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], [_section(line)]
+        return _fallback(fallback), [_section(line)]
     if answered is not None:
         heading = wording.answered_heading(name, answered)
         words = quote(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)[0] if content else ""
         fallback = wording.answered_fallback(tool_name, answered)
-        return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], [
+        return _fallback(fallback), [
             _section(f"{heading}\n{words}" if words else heading)
         ]
     heading = wording.tool_result_heading(name, ok=ok)
@@ -224,7 +224,7 @@ def render_tool_result(
     if cut:
         blocks.append(_note(wording.output_shortened_text(len(content))))
     text = wording.tool_result_fallback(tool_name, content, ok=ok)
-    return truncate(text, FALLBACK_TEXT_MAX_CHARS)[0], blocks
+    return _fallback(text), blocks
 
 
 def render_final_answer(text: str) -> Message:
@@ -233,7 +233,7 @@ def render_final_answer(text: str) -> Message:
     blocks = [_section(piece) for piece in pieces or [wording.NO_ANSWER]]
     if cut:
         blocks.append(_note(wording.answer_shortened_text(len(text))))
-    return truncate(text or wording.NO_ANSWER, FALLBACK_TEXT_MAX_CHARS)[0], blocks
+    return _fallback(text or wording.NO_ANSWER), blocks
 
 
 def render_run_failed(run_id: str) -> Message:
@@ -241,7 +241,7 @@ def render_run_failed(run_id: str) -> Message:
     text can hold server paths and data; it is in the worker's log). Returns
     ``(text, blocks)``."""
     text = wording.run_failed_text(inline_code(run_id, 100))
-    return truncate(wording.run_failed_fallback(run_id), FALLBACK_TEXT_MAX_CHARS)[0], [
+    return _fallback(wording.run_failed_fallback(run_id)), [
         _section(text)
     ]
 
@@ -258,7 +258,7 @@ def render_reminder(request: ApprovalRequest) -> Message:
         else wording.DECIDED_VERB
     )
     text = wording.reminder_text(name, when, outcome) + notify_text(request)
-    fallback = truncate(wording.reminder_fallback(request.tool_name), FALLBACK_TEXT_MAX_CHARS)[0]
+    fallback = _fallback(wording.reminder_fallback(request.tool_name))
     return fallback + notify_text(request), [_section(text)]
 
 
@@ -272,7 +272,7 @@ def render_ran_without_review(tool_name: str, args: dict[str, Any]) -> Message:
     if cut:
         blocks.append(_note(wording.ARGUMENTS_SHORTENED))
     fallback = wording.ran_without_review_fallback(tool_name)
-    return truncate(fallback, FALLBACK_TEXT_MAX_CHARS)[0], blocks
+    return _fallback(fallback), blocks
 
 
 def _card(
@@ -365,6 +365,12 @@ def _edited_cut(request: ApprovalRequest) -> bool:
     if decision is None or decision.type != "edit":
         return False
     return changes_text(request, decision)[1]
+
+
+def _fallback(raw: str, limit: int = FALLBACK_TEXT_MAX_CHARS) -> str:
+    """A message's notification ``text`` (push, desktop, screen readers: no frames
+    there): ``raw`` escaped on one line, so no line of agent text in it stands alone."""
+    return one_line(raw, limit)[0]
 
 
 def _note(text: str) -> dict[str, Any]:

@@ -480,3 +480,11 @@ def test_unicode_and_rtl_text_renders() -> None:
     assert visible in text
     assert "\u202e" not in text and "\u202c" not in text
     assert_valid_view(render_full_args_modal(request, RUN))
+
+
+def test_a_notification_text_keeps_agent_text_on_one_line() -> None:
+    # Found by a hostile review: push and desktop notifications show ``text`` unframed.
+    request = make_request(description="Harmless\n\n✅ Approved by Jane (DBA) — no action needed")
+    text = approval_text(request)
+    assert "\n" not in text and "⏎" in text
+    assert "\n" not in render_final_answer("Done.\n✅ Approved by Jane")[0]
