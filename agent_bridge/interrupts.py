@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge.binding import call_hash
-from agent_bridge.message_text import call_reason
+from agent_bridge.message_text import call_message, call_reason
 from agent_bridge.models import (
     DECISION_TYPES,
     ApprovalRequest,
@@ -32,6 +32,7 @@ from agent_bridge.models import (
     Run,
 )
 from agent_bridge.policy import Policy
+from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
 
 REQUEST_ID_BYTES = 9
@@ -221,7 +222,7 @@ def _per_call_request(
         batch_size=1,
         tool_call_id=value.get("tool_call_id"),
         allowed=allowed,
-        reason=call_reason(messages, value.get("tool_call_id")),
+        reason=_reason(messages, value.get("tool_call_id"), placement.policy),
     )
 
 
@@ -242,7 +243,17 @@ def _batched_requests(
             tool_call_id=call_id,
             allowed=(configs[index] if index < len(configs) else {}).get("allowed_decisions")
             or DECISION_TYPES,
-            reason=call_reason(messages, call_id),
+            reason=_reason(messages, call_id, placement.policy),
         )
         for index, (action, call_id) in enumerate(zip(actions, call_ids, strict=True))
     ]
+
+
+def _reason(messages: Sequence[BaseMessage], tool_call_id: str | None, policy: Policy) -> str:
+    """The model's text with the call, scrubbed of every redacted value of its turn's
+    calls: the text is shared by all of them, and each card masks only its own call's."""
+    turn = call_message(messages, tool_call_id)
+    secrets: set[str] = set()
+    for call in turn.tool_calls if turn is not None else ():
+        secrets |= secret_values(call["args"], policy.redaction(call["name"]))
+    return scrub(call_reason(messages, tool_call_id), secrets)

@@ -25,13 +25,18 @@ def message_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
-def call_reason(messages: Sequence[BaseMessage], tool_call_id: str | None) -> str:
-    """The text of the ``AIMessage`` that made tool call ``tool_call_id``, stripped; the
-    last ``AIMessage``'s when the ID is unknown (a batched action not matched to a call);
-    ``""`` if the model said nothing."""
+def call_message(messages: Sequence[BaseMessage], tool_call_id: str | None) -> AIMessage | None:
+    """The ``AIMessage`` that made tool call ``tool_call_id``; the last one when the ID is
+    unknown (a batched action not matched to a call); ``None`` if there is none."""
     ai = [m for m in messages if isinstance(m, AIMessage)]
     made = next(
         (m for m in reversed(ai) if any(c["id"] == tool_call_id for c in m.tool_calls)), None
     )
-    found = made or (ai[-1] if ai else None)
+    return made or (ai[-1] if ai else None)
+
+
+def call_reason(messages: Sequence[BaseMessage], tool_call_id: str | None) -> str:
+    """The text of the ``AIMessage`` that made tool call ``tool_call_id`` (``call_message``),
+    stripped; ``""`` if the model said nothing."""
+    found = call_message(messages, tool_call_id)
     return message_text(found).strip() if found is not None else ""

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.types import Interrupt
 
 from agent_bridge import wording
-from agent_bridge.models import ApprovalRequest, Decision
+from agent_bridge.interrupts import Placement, approval_requests
+from agent_bridge.models import ApprovalRequest, Decision, Run
 from agent_bridge.policy import Policy, ToolPolicy
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redaction import (
@@ -276,3 +279,28 @@ def test_a_scrubbed_text_left_as_shown_gets_its_real_text_back() -> None:
     assert "pw-secret-4" not in shown["note"]
     assert restore(shown, real, DEFAULT_REDACT) == real
     assert restore({**shown, "note": "typed"}, real, DEFAULT_REDACT)["note"] == "typed"
+
+
+def test_the_model_s_reason_is_scrubbed_of_every_secret_of_its_turn() -> None:
+    # Found by a careless-admin review: the reason is shared by the turn's calls, and the
+    # card of a call without the secret showed it.
+    secret = "sk-live-SECRET-987654"
+    calls = [
+        {"name": "write_file", "args": {"path": "a", "api_key": secret}, "id": "c1"},
+        {"name": "execute_sql", "args": {"query": "SELECT 1"}, "id": "c2"},
+    ]
+    messages = [
+        HumanMessage("go"),
+        AIMessage(content=f"I will use the admin token {secret} for both.", tool_calls=calls),
+    ]
+    interrupt = Interrupt(
+        value={"action_requests": [{"name": c["name"], "args": c["args"]} for c in calls]},
+        id="i1",
+    )
+    run = Run(run_id="r", thread_id="t", task="go", channel_id="C1", user_id="U1")
+    policy = Policy(tools={"write_file": True, "execute_sql": True})
+    placement = Placement(run=run, policy=policy, args_schemas={})
+    requests = approval_requests([interrupt], messages=messages, placement=placement)
+    assert [r.tool_name for r in requests] == ["write_file", "execute_sql"]
+    for request in requests:
+        assert secret not in request.reason and "the admin token" in request.reason
