@@ -82,7 +82,8 @@ def build_agent(
         A compiled LangGraph graph (``ainvoke``/``astream``/``aget_state``).
 
     Raises:
-        ConfigurationError: If the policy gates a tool the agent does not have.
+        ConfigurationError: If the policy gates a tool the agent does not have, or its
+            ``sql`` names an argument the tool does not take.
     """
     names = {t.name for t in tools}
     unknown = sorted(n for n in policy.tools if policy.gated(n) and n not in names)
@@ -91,6 +92,14 @@ def build_agent(
             f"The policy gates {', '.join(unknown)}, which the agent does not have "
             f"(its tools: {', '.join(sorted(names))})."
         )
+    for tool in tools:
+        tool_policy = policy.gated(tool.name)
+        if tool_policy and tool_policy.sql and tool_policy.sql.argument not in tool.args:
+            raise ConfigurationError(
+                f"tools.{tool.name}.sql.argument is {tool_policy.sql.argument!r}, but "
+                f"{tool.name} takes {', '.join(sorted(tool.args)) or 'no arguments'}: name "
+                "the argument that holds the statement."
+            )
     middleware = HumanInTheLoopMiddleware(**policy.middleware_kwargs())
     return create_agent(
         model,

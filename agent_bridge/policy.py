@@ -225,7 +225,33 @@ class SqlPolicy(BaseModel):
             ("postgresql://", "postgres://", "sqlite:///")
         ):
             raise ValueError("must be a postgresql://... or sqlite:///... URL")
+        fields = set(_FIELD.findall(value.get_secret_value())) if value is not None else set()
+        if fields - {"workspace_dir"}:
+            unknown = ", ".join(f"{{{f}}}" for f in sorted(fields - {"workspace_dir"}))
+            raise ValueError(f"{unknown} is not known here; the one field is {{workspace_dir}}")
         return value
+
+
+_FIELD = re.compile(r"\{([^{}]*)\}")
+"""A ``{field}`` in ``estimate_url`` (only ``{workspace_dir}`` is filled in)."""
+_REVIEW_KEYS = (
+    "allowed_decisions",
+    "description",
+    "description_callable",
+    "when",
+    "review_timeout_s",
+    "on_timeout",
+    "timeout_message",
+    "channel",
+    "approvers",
+    "required_approvals",
+    "requester_may_approve",
+    "escalate_to",
+    "escalate_after_s",
+    "sql",
+    "approvals_above_rows",
+)
+"""``ToolPolicy`` keys about reviewing a call: meaningless with ``gated: false``."""
 
 
 def duration_text(seconds: float) -> str:
@@ -289,6 +315,17 @@ class ToolPolicy(BaseModel):
     post_results: PostResults | None = None
     sql: SqlPolicy | None = None
     approvals_above_rows: dict[Annotated[int, Field(ge=0)], ApprovalCount] | None = None
+
+    @model_validator(mode="after")
+    def _ungated_has_no_review_keys(self) -> ToolPolicy:
+        if not self.gated:
+            given = [k for k in _REVIEW_KEYS if k in self.model_fields_set]
+            if given:
+                raise ValueError(
+                    f"gated: false runs the tool without review, so {', '.join(given)} "
+                    "would never apply; remove them, or remove gated: false"
+                )
+        return self
 
     @model_validator(mode="after")
     def _risk_rules_have_their_sql(self) -> ToolPolicy:

@@ -117,7 +117,11 @@ def render_decided(request: ApprovalRequest, *, run: Run) -> list[dict[str, Any]
         and once the call ran, whether it succeeded (with the start of its output) or
         failed.
     """
-    blocks = _card(request, run, wording.CARD_DECIDED_LABEL, request.args)
+    edit = request.decision if request.decision and request.decision.type == "edit" else None
+    if edit is not None:  # the call as it ran; what the edit changed follows the outcome
+        blocks = _card(request, run, wording.CARD_EDITED_LABEL, edit.edited_args or {})
+    else:
+        blocks = _card(request, run, wording.CARD_DECIDED_LABEL, request.args)
     approvals = approvals_line(request)
     text = f"{_outcome_line(request)}{_outcome_details(request)}"
     blocks.append(_section(f"{text}\n{approvals}" if approvals else text))

@@ -58,6 +58,20 @@ def test_a_policy_gating_a_missing_tool_is_refused(tmp_path: Path) -> None:
         )
 
 
+def test_a_sql_block_naming_an_argument_the_tool_does_not_take_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "policy.yml"
+    path.write_text("tools:\n  execute_sql:\n    sql: {argument: statement, dialect: sqlite}\n")
+    with pytest.raises(ConfigurationError, match="'statement', but execute_sql takes query"):
+        build_agent(
+            tools=load_tools(agent_config(tmp_path)),
+            model=ScriptedChatModel(),
+            policy=load_policy(path),
+            checkpointer=InMemorySaver(),
+        )
+
+
 @pytest.mark.parametrize(
     ("edit_notice", "expected"),
     [

@@ -502,6 +502,17 @@ def test_the_sql_keys_are_read_from_yaml(tmp_path: Path) -> None:
         ),
         ("tools:\n  x:\n    sql: {dialect: postgres}\n", 3, "sql.argument: Field required"),
         (
+            "tools:\n  x:\n    sql: {argument: q, dialect: sqlite, "
+            "estimate_url: 'sqlite:///{workspace}/o.db'}\n",
+            3,
+            "{workspace} is not known here; the one field is {workspace_dir}",
+        ),
+        (
+            "tools:\n  x:\n    gated: false\n    approvers: [S0DBA]\n",
+            2,
+            "gated: false runs the tool without review, so approvers would never apply",
+        ),
+        (
             "tools:\n  x:\n    sql: {argument: q, dialect: postgres, estimate_url: 'mysql://h/d'}\n",
             3,
             "must be a postgresql://... or sqlite:///... URL",
