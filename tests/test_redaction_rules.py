@@ -54,13 +54,20 @@ SCHEMA: dict[str, Any] = {
         "client_secret",
         "passwd",
         "accessToken",
+        "AWS_SECRET_ACCESS_KEY",  # a rule's words inside the key, not only at its end
+        "SECRET_KEY",
+        "new_password_confirm",
+        "password_hint",  # a hint can give the password away
+        "dbpassword",
     ],
 )
 def test_keys_naming_a_secret_are_redacted(key: str) -> None:
     assert is_redacted(key, DEFAULT_REDACT)
 
 
-@pytest.mark.parametrize("key", ["host", "author", "max_tokens", "password_hint", "key", ""])
+@pytest.mark.parametrize(
+    "key", ["host", "author", "max_tokens", "tokens_used", "secretary", "key", ""]
+)
 def test_other_keys_are_not(key: str) -> None:
     assert not is_redacted(key, DEFAULT_REDACT)
 
@@ -304,3 +311,32 @@ def test_the_model_s_reason_is_scrubbed_of_every_secret_of_its_turn() -> None:
     assert [r.tool_name for r in requests] == ["write_file", "execute_sql"]
     for request in requests:
         assert secret not in request.reason and "the admin token" in request.reason
+
+
+def test_secrets_inside_strings_are_masked_once_and_left_values_restored_whatever_their_type() -> (
+    None
+):
+    # Found by a second hostile review.
+    args = {
+        "env": ["DB_PASSWORD=hunter2-prod"],
+        "dsn": "host=db user=app password=hunter2-prod",
+        "cmd": "curl -H 'Authorization: Bearer sk-live-abcdef' https://x",
+    }
+    shown = redact(args, DEFAULT_REDACT)
+    text = json.dumps(shown, ensure_ascii=False)
+    assert "hunter2" not in text and "sk-live" not in text
+    assert text.count(wording.REDACTED) == 3 and "(redacted) (redacted)" not in text
+    for real_password in ("abc", "", None, 42, {"a": 1}):
+        real = {"username": "a", "password": real_password}
+        edited = {"username": "b", "password": wording.REDACTED}
+        assert restore(edited, real, DEFAULT_REDACT) == {"username": "b", "password": real_password}
+
+
+def test_a_value_nested_too_deep_is_shown_as_the_marker_not_a_crash() -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(900):
+        node["a"] = {}
+        node = node["a"]  # type: ignore[assignment]
+    assert wording.REDACTED in json.dumps(redact(deep, DEFAULT_REDACT), ensure_ascii=False)
+    assert secret_values(deep, DEFAULT_REDACT) == set()
