@@ -68,8 +68,7 @@ def is_redacted(key: str, rules: Iterable[str]) -> bool:
     """
     name, words = _normal(key), _words(key)
     return any(
-        (rule := _normal(r)) and (name.endswith(rule) or _has_run(words, _words(r)))
-        for r in rules
+        (rule := _normal(r)) and (name.endswith(rule) or _has_run(words, _words(r))) for r in rules
     )
 
 

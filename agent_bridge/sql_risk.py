@@ -34,6 +34,7 @@ from typing import Literal
 import sqlglot
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
 
 from agent_bridge import risk_wording
 
@@ -45,6 +46,9 @@ WarningCode = Literal[
     "no_where",
     "constant_where",
     "rename_in_alter",
+    "merge_every_row",
+    "replace_table",
+    "executable_comment",
     "ddl",
     "truncate",
     "drop_in_alter",
@@ -63,6 +67,9 @@ WarningCode = Literal[
 RowMethod = Literal["exact_count", "planner_estimate", "unavailable"]
 UnavailableReason = Literal["timeout", "error", "unsupported", "unreachable"]
 
+EXECUTABLE_COMMENT = "/*!"
+"""MySQL runs the text of a ``/*! … */`` comment (https://dev.mysql.com/doc/refman/8.0/en/comments.html);
+sqlglot drops it as a comment, so a statement holding one is not understood."""
 SQL_ANALYSIS_MAX_CHARS = 100_000
 """Longer statements are not parsed: *unparseable*. sqlglot takes about a second for
 100,000 characters of real SQL on the development machine, on the worker's event loop
@@ -219,6 +226,8 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
         found.warn("unparseable", "not_text", argument)
     elif len(sql) > SQL_ANALYSIS_MAX_CHARS:
         found.warn("unparseable", "too_long", f"{len(sql):,}")
+    elif EXECUTABLE_COMMENT in sql:  # MySQL runs what sqlglot reads as a comment
+        found.warn("unparseable", "executable_comment", EXECUTABLE_COMMENT)
     else:
         statements = _parse(sql, dialect)
         if not statements:
@@ -238,6 +247,25 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
         argument=argument,
         dialect=dialect,
     )
+
+
+def every_row(condition: exp.Expr | None) -> bool:
+    """Whether a ``WHERE`` (or ``MERGE ... ON``) condition holds for every row by its text
+    alone: none, one naming no column (``WHERE true``, ``WHERE 1 = 1``), or one that
+    sqlglot's simplifier reduces to ``TRUE`` once a column compared to itself counts as
+    true (``id = id``, ``id = 5 OR 1 = 1``, ``x IS NOT NULL OR true``). A condition true
+    for every row only by the data (``id > -1``) is not seen here: the affected-rows
+    estimate shows it."""
+    if condition is None or condition.find(exp.Column) is None:
+        return True
+    probe = exp.Paren(this=condition.copy())  # a parent, so the condition itself can go
+    for node in list(probe.find_all(exp.EQ, exp.GTE, exp.LTE)):
+        if node.left == node.right:
+            node.replace(exp.true())
+    try:
+        return bool(simplify(probe) == exp.true())
+    except Exception:  # the simplifier's own failure: say nothing more
+        return False
 
 
 def count_statements(sql: str, *, dialect: str) -> tuple[str, str] | None:
@@ -325,13 +353,17 @@ class _Findings:
             self.warn("unparseable", "opaque_command", _kind(root))
 
     def _node(self, root: exp.Expr, node: exp.Expr) -> None:
-        if isinstance(node, exp.Update | exp.Delete):
+        if isinstance(node, exp.Update | exp.Delete) and node.find_ancestor(exp.Merge) is None:
             where = node.args.get("where")
             target = f"{_kind(node)} {_table_of(node, self.dialect)}"
             if not where:
                 self.warn("destructive", "no_where", target)
-            elif where.find(exp.Column) is None:  # WHERE true, WHERE 1 = 1: every row
+            elif every_row(where.this):
                 self.warn("destructive", "constant_where", target)
+        if isinstance(node, exp.Merge) and every_row(node.args.get("on")):
+            self.warn("destructive", "merge_every_row", _table_of(node, self.dialect))
+        if isinstance(node, exp.Create) and node.args.get("replace"):
+            self.warn("destructive", "replace_table", _table_of(node, self.dialect))
         if isinstance(node, _WRITES) and node is not root:
             self.kinds.append(_kind(node))
             self.warn("write", "cte_write", _kind(node))

@@ -46,7 +46,7 @@ from bot.mrkdwn import (
 )
 from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
-from bot.risk_blocks import risk_blocks
+from bot.risk_blocks import risk_blocks, risk_shortened
 
 FALLBACK_TEXT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
@@ -219,9 +219,7 @@ def render_tool_result(
         heading = wording.answered_heading(name, answered)
         words = quote(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)[0] if content else ""
         fallback = wording.answered_fallback(tool_name, answered)
-        return _fallback(fallback), [
-            _section(f"{heading}\n{words}" if words else heading)
-        ]
+        return _fallback(fallback), [_section(f"{heading}\n{words}" if words else heading)]
     heading = wording.tool_result_heading(name, ok=ok)
     body, cut = code_block(content, SECTION_TEXT_MAX_CHARS - len(heading) - 1)
     blocks = [_section(f"{heading}\n{body}" if content else f"{heading} {wording.NO_OUTPUT}")]
@@ -245,9 +243,7 @@ def render_run_failed(run_id: str) -> Message:
     text can hold server paths and data; it is in the worker's log). Returns
     ``(text, blocks)``."""
     text = wording.run_failed_text(inline_code(run_id, 100))
-    return _fallback(wording.run_failed_fallback(run_id)), [
-        _section(text)
-    ]
+    return _fallback(wording.run_failed_fallback(run_id)), [_section(text)]
 
 
 def render_reminder(request: ApprovalRequest) -> Message:
@@ -296,7 +292,8 @@ def _card(
         blocks.append(_section(f"{wording.PENDING_EDIT_LEAD}\n{changed}"))
     sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
-    if description_cut or context_cut or args_cut or edit_cut or _edited_cut(request):
+    cuts = (description_cut, context_cut, args_cut, edit_cut, _edited_cut(request))
+    if any(cuts) or risk_shortened(request):
         blocks.append(
             {
                 **_section(wording.CARD_SHORTENED),

@@ -111,7 +111,7 @@ def render_full_args_modal(request: ApprovalRequest, run: Run | None) -> dict[st
         the new arguments in full. When that is more than 100 blocks, the last block says
         how many characters of the call are left out.
     """
-    blocks = [_section(wording.full_args_intro(_tool(request))), *risk_blocks(request)]
+    blocks = [_section(wording.full_args_intro(_tool(request))), *risk_blocks(request, whole=True)]
     blocks.extend(full_context_sections(request, run))
     pieces, _ = quote_pieces(
         request.description.strip(), FULL_TEXT_MAX_CHARS, piece_chars=SECTION_TEXT_MAX_CHARS

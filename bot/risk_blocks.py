@@ -24,8 +24,9 @@ from typing import Any
 from agent_bridge import risk_wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.sql_risk import RiskWarning, SqlRisk, analyse
-from bot.mrkdwn import inline_code, one_line, text_object
+from bot.mrkdwn import inline_code, one_line, split_escaped, text_object
 
+SECTION_TEXT_MAX_CHARS = 3000
 RISK_MAX_CHARS = 1500
 """Characters of the risk section (of a card's ~12,000; ``bot.blocks``' budgets)."""
 NAME_MAX_CHARS = 80
@@ -36,8 +37,11 @@ NAMES_SHOWN_MAX = 5
 WARNINGS_SHOWN_MAX = 8
 ALWAYS_SHOWN = (
     "several_statements",
+    "executable_comment",
     "no_where",
     "constant_where",
+    "merge_every_row",
+    "replace_table",
     "truncate",
     "drop_in_alter",
     "rename_in_alter",
@@ -53,32 +57,68 @@ away a later one), then what makes a statement destructive or not understood."""
 KINDS_MAX_CHARS = 200
 
 
-def risk_blocks(request: ApprovalRequest) -> list[dict[str, Any]]:
+def risk_blocks(request: ApprovalRequest, *, whole: bool = False) -> list[dict[str, Any]]:
     """The risk section of ``request``'s card or modal; ``[]`` for a tool without ``sql``.
 
-    Returns:
-        One mrkdwn section of at most ``RISK_MAX_CHARS`` characters.
+    Args:
+        request: The request.
+        whole: Every table, warning and name in full, over as many sections as it takes
+            (the full-arguments modal); else one section of at most ``RISK_MAX_CHARS``,
+            the rest counted (``risk_shortened`` says whether anything was).
     """
+    lines, _ = _lines(request, whole=whole)
+    if not lines:
+        return []
+    if whole:
+        pieces = split_escaped("\n".join(lines), SECTION_TEXT_MAX_CHARS)
+        return [{"type": "section", "text": text_object(piece)} for piece in pieces]
+    text = "\n".join(lines)
+    if len(text) > RISK_MAX_CHARS:  # only names can make it long; they are escaped already
+        text = text[: RISK_MAX_CHARS - 1].rsplit("\n", 1)[0] + "\n…"
+    return [{"type": "section", "text": text_object(text)}]
+
+
+def risk_shortened(request: ApprovalRequest) -> bool:
+    """Whether the card's risk section leaves anything out (a table, a warning, a name
+    cut, or the section's length): the card then offers the full-arguments modal,
+    which shows it whole."""
+    lines, omitted = _lines(request, whole=False)
+    return omitted or len("\n".join(lines)) > RISK_MAX_CHARS
+
+
+def _lines(request: ApprovalRequest, *, whole: bool) -> tuple[list[str], bool]:
+    """The risk section's lines, and whether a cap left something out."""
     risk = shown_risk(request)
     if risk is None:
-        return []
+        return [], False
+    name_chars = SECTION_TEXT_MAX_CHARS // 2 if whole else NAME_MAX_CHARS
+    most_tables = len(risk.tables) if whole else TABLES_SHOWN_MAX
+    most_names = None if whole else NAMES_SHOWN_MAX
     lines = [
         risk_wording.level_line(risk.level, one_line(", ".join(risk.kinds), KINDS_MAX_CHARS)[0])
     ]
-    lines.append(f"{risk_wording.TABLES_LEAD} {_names(risk.tables, TABLES_SHOWN_MAX)}")
+    lines.append(f"{risk_wording.TABLES_LEAD} {_names(risk.tables, most_tables, name_chars)}")
     warnings = sorted(risk.warnings, key=_priority)
-    shown = [w for i, w in enumerate(warnings) if i < WARNINGS_SHOWN_MAX or w.code in ALWAYS_SHOWN]
-    lines.extend(f"• {_warning(warning)}" for warning in shown)
+    shown = [
+        w
+        for i, w in enumerate(warnings)
+        if whole or i < WARNINGS_SHOWN_MAX or w.code in ALWAYS_SHOWN
+    ]
+    lines.extend(f"• {_warning(warning, most_names, name_chars)}" for warning in shown)
     if len(warnings) > len(shown):
         lines.append(f"• +{len(warnings) - len(shown)}")
     if risk.rows is not None:
         lines.append(risk_wording.rows_text(risk.rows.rows, risk.rows.method, risk.rows.reason))
     elif _edited_args(request) is not None and request.risk and request.risk.rows:
         lines.append(f"{risk_wording.ROWS_LEAD} {risk_wording.EDIT_NOT_ESTIMATED}")
-    text = "\n".join(lines)
-    if len(text) > RISK_MAX_CHARS:  # only names can make it long; they are escaped already
-        text = text[: RISK_MAX_CHARS - 1].rsplit("\n", 1)[0] + "\n…"
-    return [{"type": "section", "text": text_object(text)}]
+    names = [*risk.tables, *(n for w in risk.warnings for n in w.names)]
+    omitted = (
+        len(warnings) > len(shown)
+        or len(risk.tables) > most_tables
+        or any(len(w.names) > NAMES_SHOWN_MAX for w in risk.warnings)
+        or any(len(inline_code(n, 10**6)) > name_chars for n in names)
+    )
+    return lines, omitted and not whole
 
 
 def shown_risk(request: ApprovalRequest) -> SqlRisk | None:
@@ -103,14 +143,16 @@ def _priority(warning: RiskWarning) -> int:
     return ALWAYS_SHOWN.index(code) if code in ALWAYS_SHOWN else len(ALWAYS_SHOWN)
 
 
-def _warning(warning: RiskWarning) -> str:
-    names = _names(warning.names, NAMES_SHOWN_MAX) if warning.names else ""
+def _warning(warning: RiskWarning, most: int | None, name_chars: int) -> str:
+    names = ""
+    if warning.names:
+        names = _names(warning.names, most or len(warning.names), name_chars)
     return f":warning: {risk_wording.warning_text(warning.code, names)}"
 
 
-def _names(names: tuple[str, ...], most: int) -> str:
+def _names(names: tuple[str, ...], most: int, name_chars: int) -> str:
     """Names as escaped inline code, ``most`` of them, then how many more."""
     if not names:
         return risk_wording.NO_TABLES
-    shown = ", ".join(inline_code(n, NAME_MAX_CHARS) for n in names[:most])
+    shown = ", ".join(inline_code(n, name_chars) for n in names[:most])
     return shown + (f" +{len(names) - most}" if len(names) > most else "")

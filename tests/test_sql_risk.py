@@ -4,6 +4,7 @@ modals, escaped, even where the statement shown is cut (issue 10, items 3 and 9)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -749,3 +750,43 @@ def test_text_that_breaks_sqlglot_itself_is_unparseable_not_a_crash(dialect: str
     assert sql_is_not_read_only(
         SimpleNamespace(tool_call={"args": {"query": "SELECT date_add(x,"}})
     )
+
+
+def test_a_target_beyond_the_risk_line_s_room_is_in_the_full_view_and_the_card_offers_it() -> None:
+    # Found by a second hostile review: twenty long-named decoys filled the line's room.
+    decoys = "".join(
+        f"DELETE FROM sandbox_scratch_table_for_tests_{'x' * 60}_{i};\n" for i in range(20)
+    )
+    request = sql_request(decoys + "DELETE FROM users;")
+    card = card_text(render_approval(request, run=RUN))
+    assert "View full arguments" in card
+    full = json.dumps(render_full_args_modal(request, RUN)["blocks"])
+    assert "`DELETE users` without WHERE" in full
+
+
+@pytest.mark.parametrize(
+    ("query", "dialect", "level"),
+    [
+        ("DELETE FROM users WHERE id = id", "postgres", "destructive"),
+        ("UPDATE users SET a = 1 WHERE a = a OR false", "postgres", "destructive"),
+        (
+            "MERGE INTO users u USING accounts a ON true WHEN MATCHED THEN DELETE",
+            "postgres",
+            "destructive",
+        ),
+        ("CREATE OR REPLACE TABLE users AS SELECT 1", "postgres", "destructive"),
+        ("SELECT 1 /*!; DELETE FROM users */", "mysql", "unparseable"),
+        ("DELETE FROM users WHERE id = 5 /*! OR 1=1 */", "mysql", "unparseable"),
+        ("DELETE FROM users WHERE id = 5 AND id = id", "postgres", "write"),
+    ],
+)
+def test_conditions_true_for_every_row_and_mysql_executable_comments(
+    query: str, dialect: str, level: str
+) -> None:
+    assert analyse(query, dialect=dialect, argument="query").level == level
+
+
+def test_a_mysql_executable_comment_is_never_read_only_nor_counted() -> None:
+    query = "SELECT 1 /*!; DELETE FROM users */"
+    assert sql_is_not_read_only(SimpleNamespace(tool_call={"args": {"query": query}}))
+    assert count_statements("DELETE FROM users WHERE id = 5 /*! OR 1=1 */", dialect="mysql") is None
