@@ -365,7 +365,9 @@ def safe_prefix(escaped: str, size: int) -> str:
     when the first grapheme alone is longer."""
     if size >= len(escaped):
         return escaped
-    return escaped[: _last_end(_UNIT, escaped, size)]
+    # A zero-width space left at the end is the one break_fences put between two
+    # backticks, the second of which did not fit: it would only be an invisible extra.
+    return escaped[: _last_end(_UNIT, escaped, size)].removesuffix(ZERO_WIDTH_SPACE)
 
 
 def slack_date(unix_s: float) -> str:

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 import redis
 
@@ -17,6 +18,11 @@ from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services
 from tests.harness import OPEN_POLICY, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
+
+# Property tests draw the same examples on every run (hypothesis' ``derandomize``): a
+# new counterexample is found by a developer widening a search, never by chance in CI.
+hypothesis.settings.register_profile("repeatable", derandomize=True)
+hypothesis.settings.load_profile("repeatable")
 
 
 @pytest.fixture(scope="session")
