@@ -58,7 +58,7 @@ def _rows_read(plan: Any) -> dict[str, int]:
     return read
 
 
-SWEEP_QUERIES = {
+SWEEP_QUERIES: dict[str, tuple[str, dict[str, Any]]] = {
     "runs needing work": (SELECT_RUNS_NEEDING_WORK, {"agent": "default", "limit": SWEEP_BATCH}),
     "startable runs": (SELECT_STARTABLE_RUNS, {"agent": "default", "limit": SWEEP_BATCH}),
     "next lease end": (SELECT_NEXT_LEASE_END, {"agent": "default", "owner": "worker-1"}),
