@@ -88,6 +88,7 @@ class ExpiryKeeper:
         for request in reminders:
             if stopping():
                 break
+            await self.pacer.update()  # the card is redrawn first, then the post under it
             await self.pacer.post(request.channel_id)
             if await self.store.mark_reminded(request.request_id):
                 await self._tell(request, reminder=True)
@@ -95,6 +96,7 @@ class ExpiryKeeper:
         for request in escalations:
             if stopping():
                 break
+            await self.pacer.update()  # the card is redrawn first, then the post under it
             await self.pacer.post(request.channel_id)
             escalated = await self.store.escalate(request.request_id)
             if escalated is not None:

@@ -38,6 +38,9 @@ CARD_REDRAW_GRACE_S = 2.0
 """How old a change must be before the sweep redraws a card that does not show it, s."""
 CARD_REDRAW_MAX = 20
 """Most lagging cards redrawn per time-keeping pass (``chat.update`` is Tier 3; paced)."""
+TIME_KEEPING_S = 1.0
+"""Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
+each is a few indexed queries, whatever the number of paused runs."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
@@ -195,7 +198,8 @@ class Worker:
 
     async def _keep_time(self, stop: asyncio.Event) -> None:
         """``keep_time`` until ``stop`` is set: at once again while a backlog lasts, else
-        every ``poll_interval_s`` (after a database failure, with backoff)."""
+        every ``TIME_KEEPING_S`` or ``poll_interval_s``, the shorter (after a database
+        failure, with backoff)."""
         backoff_s = 0.0
         while not stop.is_set():
             try:
@@ -211,7 +215,9 @@ class Worker:
                 )
             if not more:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), backoff_s or self.poll_interval_s)
+                    await asyncio.wait_for(
+                        stop.wait(), backoff_s or min(self.poll_interval_s, TIME_KEEPING_S)
+                    )
 
     async def _redraw_lagging_cards(self, stop: asyncio.Event | None = None) -> bool:
         """Redraw cards whose last change they may not show (the process that made the
