@@ -213,6 +213,10 @@ class Worker:
                     exc,
                     backoff_s,
                 )
+            except Exception:  # one bad request must not end time keeping for good
+                more = False
+                backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
+                logger.exception("time keeping failed; retry in %.1f s", backoff_s)
             if not more:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
