@@ -4,17 +4,23 @@ deployment; background Slack calls are paced."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from agent_bridge.bus import Signal
+from agent_bridge.bus import InProcessBus, Signal
 from agent_bridge.models import Run, RunState
 from agent_bridge.pacing import Pacer
 from agent_bridge.redis_bus import RedisBus, signal_channel
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from agent_bridge.worker import Worker
 from bot.processes import open_bus
 from tests import services
 from tests.harness import DBA, Harness
@@ -150,6 +156,50 @@ async def test_a_signal_for_another_agents_run_is_not_claimed(
         "r1", owner="w", lease_s=10, from_state=RunState.QUEUED, agent="sql"
     )
     assert own is not None and own.state == RunState.RUNNING
+
+
+class HeldDriver:
+    """A driver whose drives each wait for the test to let them end, in order."""
+
+    def __init__(self) -> None:
+        self.started: asyncio.Queue[asyncio.Event] = asyncio.Queue()
+
+    async def drive(self, run: Run) -> tuple[RunState, str | None]:
+        done = asyncio.Event()
+        await self.started.put(done)
+        await done.wait()
+        return RunState.WAITING, None
+
+
+async def test_a_decision_signalled_while_its_run_is_advanced_is_advanced_after(
+    sqlite_store: ApprovalStore,
+) -> None:
+    await sqlite_store.create_run(
+        Run(run_id="r1", thread_id="t1", task="t", channel_id="C1", user_id="U1")
+    )
+    claimed = await sqlite_store.claim_run("r1", owner="w", lease_s=60, from_state=RunState.QUEUED)
+    assert claimed is not None
+    await sqlite_store.release_run("r1", owner="w", state=RunState.WAITING)
+    bus, driver, stop = InProcessBus(), HeldDriver(), asyncio.Event()
+    worker = Worker(
+        store=sqlite_store,
+        bus=bus,
+        driver=cast(RunDriver, driver),
+        failures=cast(RunFailures, SimpleNamespace()),
+        poll_interval_s=3600.0,
+    )
+    running = asyncio.create_task(worker.run(stop))
+    await bus.publish(Signal(kind="decision_recorded", run_id="r1"))
+    first = await driver.started.get()
+    await bus.publish(Signal(kind="decision_recorded", run_id="r1"))  # while it is driven
+    while "r1" not in worker._again:  # the second signal heard (no other event to wait on)
+        await asyncio.sleep(0)
+    first.set()
+    second = await asyncio.wait_for(driver.started.get(), 10.0)  # driven again
+    second.set()
+    stop.set()
+    await running
+    assert worker.sweeps == 1
 
 
 async def _swept_once(harness: Harness) -> bool:
