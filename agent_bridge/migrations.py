@@ -197,6 +197,15 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         # secrets without the policy file (NULL: the defaults)
         "ALTER TABLE approval_requests ADD COLUMN redact TEXT",
     ),
+    (
+        # issue 11: the sweep reads only requests with work (a decision to apply, a card
+        # to post) and only reminders that are due, however many runs are paused
+        """CREATE INDEX approval_requests_work ON approval_requests (run_id)
+            WHERE state = 'decided' OR (state = 'pending' AND message_ts IS NULL)""",
+        """CREATE INDEX approval_requests_reminder
+            ON approval_requests ((expires_at - review_timeout_s / 2))
+            WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from urllib.parse import urlsplit
 
 import redis.asyncio as redis
 from pydantic import ValidationError
@@ -19,9 +20,29 @@ from agent_bridge.bus import Signal
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "agent_bridge:signals"
+CHANNEL_PREFIX = "agent_bridge:signals:"
 CONNECT_TIMEOUT_S = 2.0
 RECONNECT_BACKOFF_MAX_S = 5.0
+
+
+def signal_channel(database_url: str) -> str:
+    """Return the deployment's pub/sub channel, named after its database: deployments
+    sharing a Redis server but not a database never wake each other's workers (a
+    signal names a run of its own database only).
+
+    Only the database's host, port and name are used, never its user or password:
+    ``postgresql://u:secret@db.internal:5432/approvals`` gives
+    ``agent_bridge:signals:db.internal:5432/approvals``; ``sqlite:///path`` its path.
+    """
+    parts = urlsplit(database_url)
+    where = parts.hostname or ""
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None:
+        where += f":{port}"
+    return f"{CHANNEL_PREFIX}{where}{parts.path or '/'}"
 
 
 class RedisBus:
@@ -29,10 +50,11 @@ class RedisBus:
 
     Args:
         url: ``redis://host:port/db``.
-        channel: Pub/sub channel name (tests use one per test).
+        channel: Pub/sub channel name: the deployment's (``SIGNAL_CHANNEL``, else
+            ``signal_channel`` of its database); tests use one per test.
     """
 
-    def __init__(self, url: str, *, channel: str = CHANNEL) -> None:
+    def __init__(self, url: str, *, channel: str) -> None:
         self.channel = channel
         self._redis = redis.Redis.from_url(
             url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CONNECT_TIMEOUT_S

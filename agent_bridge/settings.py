@@ -63,6 +63,10 @@ class ProcessConfig(BaseModel):
     """``postgresql://...`` or ``sqlite:///path``; may hold a password, so never shown."""
     redis_url: str | None = Field(default=None, repr=False)
     """Unset: no signals between processes (the worker finds decisions by its sweep)."""
+    signal_channel: str | None = None
+    """The Redis pub/sub channel of this deployment's signals; unset: one named after
+    ``DATABASE_URL``'s host, port and database (``agent_bridge.redis_bus.signal_channel``),
+    so deployments sharing a Redis server do not wake each other's workers."""
 
     @field_validator("redis_url")
     @classmethod

@@ -112,6 +112,9 @@ Clock = Callable[[], float]
 """Returns Unix time in seconds; tests pass their own."""
 APPROVAL_ATTEMPTS = 8
 """Times an approval is retried when other approvals of the same request land first."""
+SWEEP_BATCH = 500
+"""Most rows one sweep query returns (runs to take up, requests due): a worker's memory
+does not grow with the backlog, and the next sweep takes the rest."""
 
 
 def run_from_row(row: Row) -> Run:
@@ -214,9 +217,16 @@ class ApprovalStore:
         return run_from_row(row) if row else None
 
     async def claim_run(
-        self, run_id: str, *, owner: str, lease_s: float, from_state: RunState
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        lease_s: float,
+        from_state: RunState,
+        agent: str = DEFAULT_AGENT,
     ) -> Run | None:
-        """Take the run for ``owner`` if it is in ``from_state`` or its lease expired.
+        """Take the run for ``owner`` if it is ``agent``'s and in ``from_state`` or its
+        lease expired (a signal may name another agent's run: it is left alone).
 
         Returns:
             The run, now ``running`` under ``owner`` until ``now + lease_s`` seconds, or
@@ -231,6 +241,7 @@ class ApprovalStore:
                 "until": now + lease_s,
                 "now": now,
                 "from_state": from_state.value,
+                "agent": agent,
             },
         )
         return run_from_row(row) if row else None
@@ -297,10 +308,14 @@ class ApprovalStore:
         """Remember the permalink of the run's first Slack message (``Run.thread_link``)."""
         await self.db.execute(SET_RUN_THREAD_LINK, {"run_id": run_id, "thread_link": thread_link})
 
-    async def startable_runs(self, agent: str = DEFAULT_AGENT) -> list[str]:
+    async def startable_runs(
+        self, agent: str = DEFAULT_AGENT, *, limit: int = SWEEP_BATCH
+    ) -> list[str]:
         """Return IDs of ``agent``'s queued runs and of its running runs whose lease
-        expired, oldest first."""
-        rows = await self.db.fetch_all(SELECT_STARTABLE_RUNS, {"now": self.clock(), "agent": agent})
+        expired, oldest first, at most ``limit`` (the next sweep takes the rest)."""
+        rows = await self.db.fetch_all(
+            SELECT_STARTABLE_RUNS, {"now": self.clock(), "agent": agent, "limit": limit}
+        )
         return [r["run_id"] for r in rows]
 
     async def next_lease_end(self, agent: str = DEFAULT_AGENT, *, other_than: str) -> float | None:
@@ -310,13 +325,17 @@ class ApprovalStore:
         value = row["lease_until"] if row else None
         return float(value) if value is not None else None
 
-    async def runs_needing_work(self, agent: str = DEFAULT_AGENT) -> list[str]:
-        """Return IDs of ``agent``'s waiting runs with something for a worker to do.
+    async def runs_needing_work(
+        self, agent: str = DEFAULT_AGENT, *, limit: int = SWEEP_BATCH
+    ) -> list[str]:
+        """Return IDs of ``agent``'s waiting runs with something for a worker to do, at
+        most ``limit`` (the next sweep takes the rest).
 
         That is: a decision that can be sent now (per-call, or the last of a batched
-        interrupt), or an approval message that was never posted.
+        interrupt), or an approval message that was never posted. Read through a partial
+        index holding only such requests: paused runs with nothing to do cost nothing.
         """
-        rows = await self.db.fetch_all(SELECT_RUNS_NEEDING_WORK, {"agent": agent})
+        rows = await self.db.fetch_all(SELECT_RUNS_NEEDING_WORK, {"agent": agent, "limit": limit})
         return [r["run_id"] for r in rows]
 
     # -- approval requests ---------------------------------------------------
@@ -488,9 +507,10 @@ class ApprovalStore:
         )
         return changed == 1
 
-    async def due_reminders(self) -> list[ApprovalRequest]:
-        """Return posted pending requests past half their review time, not yet reminded."""
-        rows = await self.db.fetch_all(SELECT_DUE_REMINDERS, {"now": self.clock()})
+    async def due_reminders(self, *, limit: int = SWEEP_BATCH) -> list[ApprovalRequest]:
+        """Return posted pending requests past half their review time, not yet reminded,
+        the longest due first, at most ``limit``."""
+        rows = await self.db.fetch_all(SELECT_DUE_REMINDERS, {"now": self.clock(), "limit": limit})
         return [request_from_row(r) for r in rows]
 
     async def mark_reminded(self, request_id: str) -> bool:
@@ -504,9 +524,10 @@ class ApprovalStore:
         """Forget a reminder whose post failed, so the next sweep posts it."""
         await self.db.execute(UNMARK_REMINDED, {"request_id": request_id})
 
-    async def due_expiries(self) -> list[ApprovalRequest]:
-        """Return pending requests whose review time is over."""
-        rows = await self.db.fetch_all(SELECT_DUE_EXPIRIES, {"now": self.clock()})
+    async def due_expiries(self, *, limit: int = SWEEP_BATCH) -> list[ApprovalRequest]:
+        """Return pending requests whose review time is over, the longest over first, at
+        most ``limit``."""
+        rows = await self.db.fetch_all(SELECT_DUE_EXPIRIES, {"now": self.clock(), "limit": limit})
         return [request_from_row(r) for r in rows]
 
     async def expire(self, request_id: str, *, note: str) -> ApprovalRequest | None:
@@ -648,11 +669,14 @@ class ApprovalStore:
             "being counted; try again"
         )
 
-    async def due_escalations(self) -> list[ApprovalRequest]:
+    async def due_escalations(self, *, limit: int = SWEEP_BATCH) -> list[ApprovalRequest]:
         """Return posted pending requests whose ``escalates_at`` has come, not escalated
         and not due to expire (after an outage, a request past both only expires: no one
-        is called in to decide a card closed in the same sweep)."""
-        rows = await self.db.fetch_all(SELECT_DUE_ESCALATIONS, {"now": self.clock()})
+        is called in to decide a card closed in the same sweep); at most ``limit``, the
+        longest due first."""
+        rows = await self.db.fetch_all(
+            SELECT_DUE_ESCALATIONS, {"now": self.clock(), "limit": limit}
+        )
         return [request_from_row(r) for r in rows]
 
     async def escalate(self, request_id: str) -> ApprovalRequest | None:

@@ -12,7 +12,7 @@ INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, 
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
 CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
     updated_at = :now
-    WHERE run_id = :run_id AND (state = :from_state
+    WHERE run_id = :run_id AND agent = :agent AND (state = :from_state
         OR (state = 'running' AND lease_until < :now))
     RETURNING *"""
 RENEW_LEASE = """UPDATE runs SET lease_until = :until
@@ -27,14 +27,19 @@ SET_RUN_THREAD_TS = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_
 SET_RUN_THREAD_LINK = "UPDATE runs SET thread_link = :thread_link WHERE run_id = :run_id"
 SELECT_STARTABLE_RUNS = """SELECT run_id FROM runs
     WHERE agent = :agent AND (state = 'queued' OR (state = 'running' AND lease_until < :now))
-    ORDER BY created_at"""
-SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT r.run_id FROM runs r
-    JOIN approval_requests a ON a.run_id = r.run_id
-    WHERE r.agent = :agent AND r.state = 'waiting' AND (
-        (a.state = 'pending' AND a.message_ts IS NULL)
-        OR (a.state = 'decided' AND (a.mode = 'per_call' OR NOT EXISTS (
-            SELECT 1 FROM approval_requests b
-            WHERE b.interrupt_id = a.interrupt_id AND b.state = 'pending'))))"""
+    ORDER BY created_at LIMIT :limit"""
+"""Reads ``runs_agent_state`` for the queued and the running runs only (never the waiting)."""
+SELECT_RUNS_NEEDING_WORK = """SELECT DISTINCT a.run_id FROM approval_requests a
+    JOIN runs r ON r.run_id = a.run_id
+    WHERE (a.state = 'decided' OR (a.state = 'pending' AND a.message_ts IS NULL))
+    AND r.agent = :agent AND r.state = 'waiting'
+    AND (a.state = 'pending' OR a.mode = 'per_call' OR NOT EXISTS (
+        SELECT 1 FROM approval_requests b
+        WHERE b.interrupt_id = a.interrupt_id AND b.state = 'pending'))
+    LIMIT :limit"""
+"""Its first condition is the predicate of the partial index ``approval_requests_work``
+(migration 11): the requests of a run with nothing to do (pending and posted, or
+applied) are not in it, so the sweep's cost does not grow with paused runs."""
 
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
@@ -84,12 +89,16 @@ INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
 SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL
-    AND expires_at - review_timeout_s / 2 <= :now AND expires_at > :now"""
+    AND expires_at - review_timeout_s / 2 <= :now AND expires_at > :now
+    ORDER BY expires_at - review_timeout_s / 2 LIMIT :limit"""
+"""Uses the expression index ``approval_requests_reminder`` (same expression, same
+predicate): only requests whose half-time has come are read."""
 MARK_REMINDED = """UPDATE approval_requests SET reminded_at = :now
     WHERE request_id = :request_id AND reminded_at IS NULL"""
 UNMARK_REMINDED = "UPDATE approval_requests SET reminded_at = NULL WHERE request_id = :request_id"
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
-    WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now"""
+    WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
+    ORDER BY expires_at LIMIT :limit"""
 EXPIRE_REQUEST = """UPDATE approval_requests
     SET state = 'decided', decision = timeout_decision, decided_by = NULL, decided_at = :now,
         note = :note, revision = revision + 1, changed_at = :now
@@ -127,7 +136,8 @@ SET_OPENED_VIEW_ID = "UPDATE opened_views SET view_id = :view_id WHERE view_key 
 SELECT_OPENED_VIEW = "SELECT * FROM opened_views WHERE view_key = :view_key"
 SELECT_DUE_ESCALATIONS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND escalated_at IS NULL AND escalates_at IS NOT NULL
-    AND escalates_at <= :now AND (expires_at IS NULL OR expires_at > :now)"""
+    AND escalates_at <= :now AND (expires_at IS NULL OR expires_at > :now)
+    ORDER BY escalates_at LIMIT :limit"""
 ESCALATE_REQUEST = """UPDATE approval_requests
     SET escalated_at = :now, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending' AND escalated_at IS NULL

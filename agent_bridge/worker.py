@@ -1,9 +1,12 @@
 """The worker loop: which runs to advance, when, and under whose lease.
 
-It waits on "signal, poll interval or stop" (the bus rings, the database is swept),
-then starts queued runs and advances waiting runs that have decisions to apply or
-messages to post. A run is advanced only under its lease (a per-run lock in the
-database, so two workers never drive one ``thread_id``); ``RunDriver`` does the advancing.
+It waits on "signal, sweep time or stop". A signal names its run, which is advanced at
+once (the click path: no sweep on the way). The sweep, every poll interval, starts queued
+runs and advances waiting runs that have decisions to apply or messages to post: the
+safety net for lost signals, reading indexes only. Reminders, expiries and card redraws
+run in a task of their own, paced to Slack's rate limits. A run is advanced only under
+its lease (a per-run lock in the database, so two workers never drive one
+``thread_id``); ``RunDriver`` does the advancing.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import contextlib
 import logging
 import secrets
 
-from agent_bridge.bus import Bus
+from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.lease import LeaseLost, hold
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
+from agent_bridge.pacing import Pacer
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.store import ApprovalStore
@@ -33,7 +37,10 @@ seconds (and the shortest wait between sweeps)."""
 CARD_REDRAW_GRACE_S = 2.0
 """How old a change must be before the sweep redraws a card that does not show it, s."""
 CARD_REDRAW_MAX = 20
-"""Most lagging cards redrawn per sweep (``chat.update`` is rate limited, Tier 3)."""
+"""Most lagging cards redrawn per time-keeping pass (``chat.update`` is Tier 3; paced)."""
+TIME_KEEPING_S = 1.0
+"""Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
+each is a few indexed queries, whatever the number of paused runs."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
@@ -55,6 +62,8 @@ class Worker:
         owner: This worker's name in leases (random by default).
         start_rules: Who may start runs of this agent (its policy's ``requesters`` and
             ``max_active_runs_per_user``); published for the web process on the first sweep.
+        pacer: Spaces out the redraws of lagging cards (share the ``ExpiryKeeper``'s, so
+            all background Slack calls keep to one budget).
     """
 
     def __init__(
@@ -70,6 +79,7 @@ class Worker:
         lease_s: float = 3.0,
         owner: str | None = None,
         start_rules: StartRules | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -81,8 +91,15 @@ class Worker:
         self.lease_s = lease_s
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
         self.start_rules = start_rules
+        self.pacer = pacer or Pacer()
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._stopping = False
+        self.sweeps = 0
+        """Sweeps finished (tests wait on it to prove something was not due)."""
+        self.time_kept = 0
+        """Time-keeping passes finished (``keep_time``)."""
 
     async def publish_start_rules(self) -> None:
         """Publish this agent's start rules (the web process refuses runs of an agent that
@@ -96,45 +113,127 @@ class Worker:
         self._published = True
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sweep and wait for signals until ``stop`` is set, then let runs finish."""
+        """Advance signalled runs, sweep, and keep time until ``stop`` is set, then let
+        runs finish.
+
+        A signal names its run, which is advanced at once, with no sweep on the way (the
+        click path). The sweep runs every ``poll_interval_s`` (sooner when another
+        worker's lease ends) and whenever a wait ends with no signal (a broken bus): the
+        safety net for lost signals. Reminders, expiries and card redraws run in their
+        own task (``keep_time``), so a backlog of them never delays a decision.
+        """
+        loop = asyncio.get_running_loop()
+        keeper = asyncio.create_task(self._keep_time(stop))
         backoff_s = 0.0
+        next_sweep = loop.time()
         while not stop.is_set():
-            try:
-                await self.sweep()
-                backoff_s = 0.0
-            except StoreUnavailableError as exc:
-                backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
-                logger.warning(
-                    "sweep failed, database unavailable (%s); retry in %.1f s", exc, backoff_s
-                )
-            await self._wait(stop, backoff_s or await self._until_next_sweep())
+            if loop.time() >= next_sweep:
+                try:
+                    await self.sweep()
+                    backoff_s = 0.0
+                    next_sweep = loop.time() + await self._until_next_sweep()
+                except StoreUnavailableError as exc:
+                    backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
+                    next_sweep = loop.time() + backoff_s
+                    logger.warning(
+                        "sweep failed, database unavailable (%s); retry in %.1f s", exc, backoff_s
+                    )
+            signals = await self._wait(stop, max(0.0, next_sweep - loop.time()))
+            if signals:
+                self._advance_signalled(signals)
+            elif not backoff_s:
+                next_sweep = loop.time()  # no signal: the bus may be broken; sweep now
+        self._stopping = True
+        await asyncio.wait([keeper], timeout=STOP_GRACE_S)
+        keeper.cancel()
         if self._active:
             await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
         for task in list(self._active.values()):
             task.cancel()
 
+    def _advance_signalled(self, signals: list[Signal]) -> None:
+        """Advance each signalled run from the state its signal implies: a requested run
+        from ``queued``, a decided one from ``waiting``. A run this worker is advancing
+        now is advanced again once that ends (the decision may have come too late for
+        it). A signal of another agent's run is left to its workers (``claim_run``)."""
+        for signal in signals:
+            state = RunState.QUEUED if signal.kind == "run_requested" else RunState.WAITING
+            if signal.run_id in self._active:
+                self._again.add(signal.run_id)
+            else:
+                self._spawn(signal.run_id, state)
+
     async def sweep(self) -> None:
-        """Remind and expire due requests; start every queued run and advance every
-        waiting run that has work; redraw cards that missed a redraw."""
+        """Start queued runs and advance waiting runs that have work (the safety net for
+        lost signals): indexed queries, bounded batches, nothing read of paused runs with
+        nothing to do."""
         if not self._published:
             await self.publish_start_rules()
-        if self.expiry is not None:
-            await self.expiry.sweep()
         for run_id in await self.store.startable_runs(self.agent_name):
             self._spawn(run_id, RunState.QUEUED)
         for run_id in await self.store.runs_needing_work(self.agent_name):
             self._spawn(run_id, RunState.WAITING)
-        await self._redraw_lagging_cards()
+        self.sweeps += 1
 
-    async def _redraw_lagging_cards(self) -> None:
+    async def keep_time(self, stop: asyncio.Event | None = None) -> bool:
+        """One pass of time keeping: remind, escalate and expire due requests (a batch of
+        each, ``ExpiryKeeper``), advance the runs whose requests expired, and redraw
+        cards that missed a redraw. Slack calls are paced (``agent_bridge.pacing``).
+
+        Returns:
+            Whether more may be due at once (the next pass should follow now).
+
+        Raises:
+            StoreUnavailableError: If the database is unreachable.
+        """
+        more = False
+        if self.expiry is not None:
+            kept = await self.expiry.sweep(stop=stop)
+            for run_id in kept.expired_runs:
+                self._advance_signalled([Signal(kind="decision_recorded", run_id=run_id)])
+            more = kept.more
+        more = await self._redraw_lagging_cards(stop) or more
+        self.time_kept += 1
+        return more
+
+    async def _keep_time(self, stop: asyncio.Event) -> None:
+        """``keep_time`` until ``stop`` is set: at once again while a backlog lasts, else
+        every ``TIME_KEEPING_S`` or ``poll_interval_s``, the shorter (after a database
+        failure, with backoff)."""
+        backoff_s = 0.0
+        while not stop.is_set():
+            try:
+                more = await self.keep_time(stop)
+                backoff_s = 0.0
+            except StoreUnavailableError as exc:
+                more = False
+                backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
+                logger.warning(
+                    "time keeping failed, database unavailable (%s); retry in %.1f s",
+                    exc,
+                    backoff_s,
+                )
+            except Exception:  # one bad request must not end time keeping for good
+                more = False
+                backoff_s = min(max(backoff_s * 2, 0.5), STORE_BACKOFF_MAX_S)
+                logger.exception("time keeping failed; retry in %.1f s", backoff_s)
+            if not more:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        stop.wait(), backoff_s or min(self.poll_interval_s, TIME_KEEPING_S)
+                    )
+
+    async def _redraw_lagging_cards(self, stop: asyncio.Event | None = None) -> bool:
         """Redraw cards whose last change they may not show (the process that made the
         change died before its redraw, or Slack failed it): ``drawn_revision`` lags
         ``revision``. Changes younger than ``CARD_REDRAW_GRACE_S`` are left to the
-        process that made them."""
+        process that made them. Returns whether more may lag (a full batch)."""
         lagging = await self.store.undrawn_cards(
             changed_before=self.store.clock() - CARD_REDRAW_GRACE_S, limit=CARD_REDRAW_MAX
         )
         for request in lagging:
+            if stop is not None and stop.is_set():
+                break
             logger.info(
                 "run=%s request=%s card behind its state (r%d drawn, r%d now), redrawing",
                 request.run_id,
@@ -142,8 +241,10 @@ class Worker:
                 request.drawn_revision,
                 request.revision,
             )
+            await self.pacer.update()
             run = await self.store.get_run(request.run_id)
             await self.driver.notifier.approval_updated(request, run=run)
+        return len(lagging) == CARD_REDRAW_MAX
 
     async def _until_next_sweep(self) -> float:
         """Seconds to wait for a signal before sweeping again: the poll interval, or
@@ -164,24 +265,38 @@ class Worker:
         while self._active:
             await asyncio.gather(*self._active.values(), return_exceptions=True)
 
-    async def _wait(self, stop: asyncio.Event, timeout_s: float) -> None:
+    async def _wait(self, stop: asyncio.Event, timeout_s: float) -> list[Signal]:
+        """Return the signals that arrive within ``timeout_s`` seconds; none on stop."""
         signal_task = asyncio.create_task(self.bus.wait(timeout_s))
         stop_task = asyncio.create_task(stop.wait())
         await asyncio.wait({signal_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        signals = signal_task.result() if signal_task.done() else []
         for task in (signal_task, stop_task):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        return signals
 
     def _spawn(self, run_id: str, from_state: RunState) -> None:
         if run_id in self._active:
             return
-        task = asyncio.create_task(self.advance(run_id, from_state))
+        task = asyncio.create_task(self.advance(run_id, from_state, agent=self.agent_name))
         self._active[run_id] = task
-        task.add_done_callback(lambda _: self._active.pop(run_id, None))
+        task.add_done_callback(lambda _: self._ended(run_id))
 
-    async def advance(self, run_id: str, from_state: RunState) -> None:
-        """Claim the run and drive it until it waits for people or ends.
+    def _ended(self, run_id: str) -> None:
+        """Forget the run's task; advance it again if a signal came for it meanwhile."""
+        self._active.pop(run_id, None)
+        if run_id in self._again:
+            self._again.discard(run_id)
+            if not self._stopping:
+                self._spawn(run_id, RunState.WAITING)
+
+    async def advance(
+        self, run_id: str, from_state: RunState, *, agent: str = DEFAULT_AGENT
+    ) -> None:
+        """Claim the run (if it is ``agent``'s) and drive it until it waits for people or
+        ends.
 
         If Slack fails, the run goes back to the queue and the next sweep drives it
         again from its checkpoint (the driver only ever continues from there). If the
@@ -190,9 +305,13 @@ class Worker:
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
-        run = await self.store.claim_run(
-            run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state
-        )
+        try:
+            run = await self.store.claim_run(
+                run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state, agent=agent
+            )
+        except StoreUnavailableError as exc:
+            logger.warning("run=%s not claimed, database unavailable, will retry: %s", run_id, exc)
+            return
         if run is None:
             return
         try:

@@ -24,8 +24,9 @@ from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
+from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
-from agent_bridge.redis_bus import RedisBus
+from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -138,12 +139,14 @@ def build_worker(
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
     )
+    pacer = Pacer()  # one budget for every background Slack call of this worker
     return Worker(
         store=store,
         bus=bus,
         driver=driver,
         failures=RunFailures(store=store, notifier=notifier),
-        expiry=ExpiryKeeper(store=store, notifier=notifier),
+        expiry=ExpiryKeeper(store=store, notifier=notifier, pacer=pacer),
+        pacer=pacer,
         agent_name=settings.agent_name,
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
@@ -157,8 +160,12 @@ def open_deduper(settings: ProcessConfig) -> Deduper:
 
 
 def open_bus(settings: ProcessConfig) -> Bus:
-    """Return the Redis bus when ``REDIS_URL`` is set, else the in-process one."""
-    return RedisBus(settings.redis_url) if settings.redis_url else InProcessBus()
+    """Return the Redis bus when ``REDIS_URL`` is set, on the deployment's channel
+    (``SIGNAL_CHANNEL``, else named after ``DATABASE_URL``), else the in-process one."""
+    if not settings.redis_url:
+        return InProcessBus()
+    channel = settings.signal_channel or signal_channel(settings.database_url)
+    return RedisBus(settings.redis_url, channel=channel)
 
 
 def stop_on_signals() -> asyncio.Event:

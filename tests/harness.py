@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from agent_bridge.backend import Backend, open_backend
-from agent_bridge.bus import Bus, Signal
+from agent_bridge.bus import Bus
 from agent_bridge.models import (
     ApprovalRequest,
     ApprovalState,
@@ -65,32 +65,6 @@ def agent_config(workspace_dir: Path) -> WorkerConfig:
         database_url="sqlite:///unused.db",
         workspace_dir=workspace_dir,
     )
-
-
-class SweepCountingBus:
-    """A worker's bus that counts the worker's waits on it.
-
-    The worker waits on its bus once after each sweep, so ``waits`` is how many sweeps
-    it has finished: the observable event a test waits for to prove that a worker has
-    *not* done something (see ``Harness.settled``).
-    """
-
-    def __init__(self, bus: Bus) -> None:
-        self.bus = bus
-        self.waits = 0
-
-    async def publish(self, signal: Signal) -> None:
-        """See ``Bus.publish``."""
-        await self.bus.publish(signal)
-
-    async def wait(self, timeout_s: float) -> list[Signal]:
-        """See ``Bus.wait``; counted."""
-        self.waits += 1
-        return await self.bus.wait(timeout_s)
-
-    async def close(self) -> None:
-        """See ``Bus.close``."""
-        await self.bus.close()
 
 
 class RunCountingStore(ApprovalStore):
@@ -169,7 +143,6 @@ class Harness:
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._buses: list[Bus] = [self.web_bus]
-        self.worker_buses: list[SweepCountingBus] = []
 
     @property
     def worker(self) -> Worker:
@@ -205,9 +178,8 @@ class Harness:
             rules = load_policy(self.settings.policy).start_rules()
             await self.store.publish_start_rules(self.settings.agent_name, rules)
         for changes in self.worker_settings:
-            bus = SweepCountingBus(RedisBus(self.worker_redis_url, channel=self.channel))
+            bus = RedisBus(self.worker_redis_url, channel=self.channel)
             self._buses.append(bus)
-            self.worker_buses.append(bus)
             worker = build_worker(
                 settings=self.settings.model_copy(update=changes),
                 store=self.store,
@@ -355,18 +327,18 @@ class Harness:
         return await self.wait_for(redrawn)
 
     async def settled(self) -> None:
-        """Return once every worker has finished a sweep begun after this call, and every
-        run that sweep took up: whatever the database asks of a worker now has been done.
+        """Return once every worker has finished a sweep and a time-keeping pass begun
+        after this call, and every run they took up: whatever the database asks of a
+        worker now has been done.
 
         This is how a test proves a worker did *not* do something: had it been due, it
         would have happened before this returns.
         """
         # A worker may be mid-sweep (begun before this call): wait for the one after it.
-        targets = [(bus, bus.waits + 2) for bus in self.worker_buses]
-        await self.web_bus.publish(Signal(kind="decision_recorded", run_id="settle"))  # wake up
+        targets = [(w, w.sweeps + 2, w.time_kept + 2) for w in self.workers]
 
         async def swept() -> bool:
-            return all(bus.waits >= target for bus, target in targets)
+            return all(w.sweeps >= s and w.time_kept >= t for w, s, t in targets)
 
         await self.wait_for(swept)
         for worker in self.workers:

@@ -58,7 +58,7 @@ async def test_signals_sent_before_waiting_are_not_lost(any_bus: Bus) -> None:
 
 
 async def test_a_dead_redis_neither_raises_nor_blocks() -> None:
-    bus = RedisBus("redis://127.0.0.1:1/0")
+    bus = RedisBus("redis://127.0.0.1:1/0", channel="agent_bridge:signals:dead")
     await bus.publish(Signal(kind="run_requested", run_id="a"))
     assert await bus.wait(0.3) == []
     await bus.close()

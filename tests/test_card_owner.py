@@ -224,7 +224,8 @@ async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
     pending_card: PostedCard,
 ) -> None:
     """A decision recorded by a process that died before its redraw: the worker's sweep
-    redraws the card once the change is older than ``CARD_REDRAW_GRACE_S``."""
+    redraws the card once the change is older than ``CARD_REDRAW_GRACE_S`` (its
+    time-keeping pass does)."""
     store, slack = pending_card.store, pending_card.slack
     clock = ManualClock(time.time())
     store.clock = clock
@@ -240,10 +241,10 @@ async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
         driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
         failures=RunFailures(store=store, notifier=notifier),
     )
-    await worker.sweep()
+    await worker.keep_time()
     assert '"actions"' in card_blocks(pending_card)  # too recent: left to its process
     clock.now += CARD_REDRAW_GRACE_S + 1
-    await worker.sweep()
+    await worker.keep_time()
     assert "Rejected" in card_blocks(pending_card) and '"actions"' not in card_blocks(pending_card)
 
 
