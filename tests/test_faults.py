@@ -165,6 +165,31 @@ async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
         assert (await cursor.fetchone())["n"] == 0
 
 
+async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
+    """The pool's check before each checkout reads the socket only (no ``SELECT 1`` or
+    empty query per statement), and still sees a connection the server ended."""
+    db = pg_backend.db
+    with psycopg.connect(services.admin_url(), autocommit=True) as admin:
+
+        def last_statement(pid: int) -> str:
+            row = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,))
+            return str(row.fetchone()[0])  # type: ignore[index]
+
+        pids = set()
+        for _ in range(db.pool.max_size):
+            async with db.pool.connection() as conn:
+                await conn.execute("SELECT 'marker'")
+                pids.add(conn.info.backend_pid)
+        for _ in range(db.pool.max_size):  # checkouts with no statement of ours
+            async with db.pool.connection():
+                pass
+        assert {last_statement(pid) for pid in pids} == {"SELECT 'marker'"}
+        for each in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (each,))
+    rows = await db.fetch_all("SELECT pg_backend_pid() AS pid")  # replaced, not an error
+    assert rows[0]["pid"] not in pids
+
+
 class TestPostgresOutage:
     async def test_a_click_while_the_database_is_down_is_told_and_can_be_retried(
         self, harness: Harness
