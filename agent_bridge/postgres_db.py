@@ -81,7 +81,8 @@ class PostgresDatabase(StatementRunner):
         """Run one statement in its own transaction; return (rows, rows changed).
 
         A connection the server had closed (``check_socket`` cannot see every one) is
-        replaced once: the statement never ran on it. Under a deadline
+        replaced once, after the pool's idle connections are pinged (``pool.check``,
+        round trips only then): the statement never ran on it. Under a deadline
         (``agent_bridge.deadline``) the wait for a connection and the statement are
         bounded by the time left: past it the statement is cancelled.
         """
@@ -98,13 +99,15 @@ class PostgresDatabase(StatementRunner):
                     except psycopg.OperationalError:
                         if attempt or not conn.broken:
                             raise
+                    await self.pool.check()  # its neighbours died with it: find them now
         raise AssertionError("unreachable")  # pragma: no cover (mypy: the loop returns)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Statements]:
         """See ``Database.transaction``: one pooled connection, one transaction.
 
-        A connection the server had closed fails at ``BEGIN`` and is replaced once.
+        A connection the server had closed fails at ``BEGIN`` and is replaced once, as
+        in ``_run``.
         Under a deadline (``agent_bridge.deadline``) the transaction starts with
         ``SET LOCAL lock_timeout`` and ``statement_timeout`` of the time left, so
         PostgreSQL aborts a statement that waits on a lock or runs past it and the
@@ -128,6 +131,7 @@ class PostgresDatabase(StatementRunner):
                 except psycopg.OperationalError:
                     if begun or attempt or conn is None or not conn.broken:
                         raise
+                await self.pool.check()  # its neighbours died with it: find them now
 
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:

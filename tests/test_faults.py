@@ -297,16 +297,17 @@ class TestSlowDatabase:
         assert view["callback_id"] == ids.EDIT_CALLBACK
         assert harness.sandbox.violations == []  # no views.open with an expired trigger
 
-    async def test_no_request_waits_for_auth_test(self, harness: Harness) -> None:
-        asked = [c for c in harness.sandbox.calls if c["method"] == "auth.test"]
-        assert len(asked) == 1  # at the web process's start, before it served
-        harness.sandbox.fail_next("auth.test", status=500, times=10)  # Slack's auth.test down
-        run = await harness.start_run(DEMO_TASK)
-        write, sql = await harness.requests(run, count=2)
-        await harness.click(write, "approve")
-        await harness.reject(sql, REASON)
-        assert (await harness.finished(run)).state == RunState.DONE
-        assert [c for c in harness.sandbox.calls if c["method"] == "auth.test"] == asked
+
+async def test_no_request_waits_for_auth_test(harness: Harness) -> None:
+    asked = [c for c in harness.sandbox.calls if c["method"] == "auth.test"]
+    assert len(asked) == 1  # at the web process's start, before it served
+    harness.sandbox.fail_next("auth.test", status=500, times=10)  # Slack's auth.test down
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve")
+    await harness.reject(sql, REASON)
+    assert (await harness.finished(run)).state == RunState.DONE
+    assert [c for c in harness.sandbox.calls if c["method"] == "auth.test"] == asked
 
 
 class TestSlackFailures:
