@@ -75,9 +75,15 @@ async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
     try:
         response = await client.auth_test()
     except SlackApiError as exc:
+        status = exc.response.status_code
         code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        if status == 429 or status >= 500:
+            raise ConfigurationError(
+                f"Slack's auth.test answered HTTP {status} past the retries; "
+                "the web process cannot know its installation. Restart it once Slack answers."
+            ) from exc
         raise ConfigurationError(
-            f"SLACK_BOT_TOKEN was refused by auth.test: {code or exc.response.status_code}. "
+            f"SLACK_BOT_TOKEN was refused by auth.test: {code or status}. "
             "Check the token of the app's installation."
         ) from exc
     except (ClientError, TimeoutError) as exc:
