@@ -67,7 +67,7 @@ MODALS: dict[str, Callable[..., dict[str, Any]]] = {
     "respond": render_respond_modal,
 }
 
-MODAL_DB_S = 1.0
+MODAL_DB_S = 1.5
 """How long a modal-opening click may wait on the database before ``views.open``,
 seconds: its ``trigger_id`` expires 3 s after the click
 (https://docs.slack.dev/reference/methods/views.open)."""
