@@ -128,24 +128,18 @@ class ActionListeners:
                     await self._approve(payload, request, version, installation_of(context))
             else:
                 await self._open_modal(payload, request_id, decision_type, version, context)
-        except StoreTooSlowError as exc:
-            logger.error(
-                "request=%s %s form for %s not opened in time: %s",
-                request_id,
-                decision_type,
-                payload.user.id,
-                exc,
-            )
-            await self.tell(payload, wording.STORE_SLOW_TEXT)
         except StoreUnavailableError as exc:
+            # A form not opened in time (MODAL_DB_S) says so; anything else was an outage.
+            slow = isinstance(exc, StoreTooSlowError) and decision_type != "approve"
             logger.error(
-                "request=%s %s click by %s not recorded: %s",
+                "request=%s %s click by %s not %s: %s",
                 request_id,
                 decision_type,
                 payload.user.id,
+                "answered in time" if slow else "recorded",
                 exc,
             )
-            await self.tell(payload, wording.STORE_DOWN_TEXT)
+            await self.tell(payload, wording.STORE_SLOW_TEXT if slow else wording.STORE_DOWN_TEXT)
 
     async def on_view_args(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """ "View full arguments": a read-only modal with every argument in full."""
