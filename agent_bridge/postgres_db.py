@@ -143,10 +143,7 @@ class PostgresDatabase(StatementRunner):
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
-            raise StoreTooSlowError(
-                "PostgreSQL did not answer in time (a connection within "
-                f"{self.pool.timeout} s, or the request's deadline)"
-            ) from exc
+            raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except psycopg.Error as exc:
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
 
