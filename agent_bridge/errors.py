@@ -21,6 +21,11 @@ class StoreUnavailableError(BridgeError):
     """
 
 
+class StoreTooSlowError(StoreUnavailableError):
+    """The database did not answer within the deadline (``agent_bridge.deadline``): a
+    held lock, a slow statement, no free connection. Nothing was recorded; retry it."""
+
+
 class SchemaOutdatedError(BridgeError):
     """The database's approval-store schema is older than this code.
 

@@ -3,12 +3,18 @@
 The pool is shared with LangGraph's ``AsyncPostgresSaver``, so its connections are
 configured as that saver requires (``autocommit``, ``dict_row``) and, for transaction
 poolers such as PgBouncer, without server-side prepared statements
-(``prepare_threshold=None``). Connections are checked before use, so a resume after a
-night's idle or a database restart gets a live one.
+(``prepare_threshold=None``). A connection is checked before use without a round trip
+(``check_socket``: a connection the server closed, after a restart or a terminate, is
+seen on its socket and replaced), and one idle longer than ``MAX_CONNECTION_IDLE_S`` is
+closed by the pool, so a resume after a night's idle or a database restart gets a live
+one without a ping in front of every statement.
+
+A deadline set with ``agent_bridge.deadline.within`` bounds the work: see that module.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,11 +22,13 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
-from agent_bridge.errors import StoreRejectedError, StoreUnavailableError
+from agent_bridge.deadline import time_left
+from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
 
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
@@ -70,32 +78,107 @@ class PostgresDatabase(StatementRunner):
         await self.pool.close()
 
     async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
-        """Run one statement in its own transaction; return (rows, rows changed)."""
+        """Run one statement in its own transaction; return (rows, rows changed).
+
+        A connection the server had closed (``check_socket`` cannot see every one) is
+        replaced once, after the pool's idle connections are pinged (``pool.check``,
+        round trips only then): the statement never ran on it. Under a deadline
+        (``agent_bridge.deadline``) the wait for a connection and the statement are
+        bounded by the time left: past it the statement is cancelled.
+        """
+        left = time_left()
         async with self._translated():
-            async with self.pool.connection() as conn:
-                return await _on(conn, sql, params)
-        raise AssertionError("unreachable")  # pragma: no cover (mypy: the block returns)
+            if left is not None and left <= 0:
+                raise TimeoutError
+            for attempt in range(2):
+                async with self.pool.connection(timeout=left) as conn:
+                    try:
+                        if left is None:
+                            return await _on(conn, sql, params)
+                        return await asyncio.wait_for(_on(conn, sql, params), time_left())
+                    except psycopg.OperationalError:
+                        if attempt or not conn.broken:
+                            raise
+                    await self.pool.check()  # its neighbours died with it: find them now
+        raise AssertionError("unreachable")  # pragma: no cover (mypy: the loop returns)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Statements]:
-        """See ``Database.transaction``: one pooled connection, one transaction."""
+        """See ``Database.transaction``: one pooled connection, one transaction.
+
+        A connection the server had closed fails at ``BEGIN`` and is replaced once, as
+        in ``_run``.
+        Under a deadline (``agent_bridge.deadline``) the transaction starts with
+        ``SET LOCAL lock_timeout`` and ``statement_timeout`` of the time left, so
+        PostgreSQL aborts a statement that waits on a lock or runs past it and the
+        transaction is rolled back; it is never cancelled from here, so its COMMIT
+        either happened before the caller hears back or not at all.
+        """
+        left = time_left()
         async with self._translated():
-            async with self.pool.connection() as conn, conn.transaction():
-                yield _Transaction(conn)
+            if left is not None and left <= 0:
+                raise TimeoutError
+            for attempt in range(2):
+                begun = False
+                conn: Any = None
+                try:
+                    async with self.pool.connection(timeout=left) as conn, conn.transaction():
+                        begun = True
+                        if left is not None:
+                            await _bound(conn, time_left() or 0.0)
+                        yield _Transaction(conn)
+                    return
+                except psycopg.OperationalError:
+                    if begun or attempt or conn is None or not conn.broken:
+                        raise
+                await self.pool.check()  # its neighbours died with it: find them now
 
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:
-        """Turn psycopg's errors into the port's (outage or refused statement)."""
+        """Turn psycopg's errors into the port's (too slow, outage or refused statement)."""
         try:
             yield
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
+            raise StoreTooSlowError(f"PostgreSQL did not answer in time: {exc}") from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
-            raise StoreUnavailableError(
-                f"No PostgreSQL connection within {self.pool.timeout} s"
-            ) from exc
+            raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except psycopg.Error as exc:
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
+
+
+async def _bound(conn: Any, seconds: float) -> None:
+    """Abort this transaction's statements that wait on a lock or run past ``seconds``
+    (``SET LOCAL``: the settings end with the transaction, the pooled connection keeps
+    its own)."""
+    ms = str(max(1, int(seconds * 1000)))
+    await conn.execute(
+        "SELECT set_config('lock_timeout', %(ms)s, true), "
+        "set_config('statement_timeout', %(ms)s, true)",
+        {"ms": ms},
+    )
+
+
+async def check_socket(conn: Any) -> None:
+    """The pool's check of a connection before handing it out, without a round trip.
+
+    Reads whatever the server sent the idle connection (libpq's non-blocking
+    ``PQconsumeInput``): a server that closed it (a restart, ``pg_terminate_backend``,
+    an idle timeout) has sent its goodbye and EOF, which leaves the connection bad.
+
+    Raises:
+        psycopg.OperationalError: The connection is closed or broken; the pool drops it
+            and hands out another.
+    """
+    pgconn = conn.pgconn
+    for _ in range(2):  # the goodbye (a FATAL notice) is read first, the EOF after it
+        if pgconn.status != ConnStatus.OK:
+            break
+        pgconn.consume_input()  # raises OperationalError on EOF or a socket error
+        pgconn.is_busy()  # parses what was read
+    if pgconn.status != ConnStatus.OK or pgconn.transaction_status != TransactionStatus.IDLE:
+        raise psycopg.OperationalError("the connection was closed by the server")
 
 
 async def _on(conn: Any, sql: str, params: Params | None) -> tuple[list[Row], int]:
@@ -117,7 +200,7 @@ class _Transaction(Queries):
 
 
 async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConnectionPool[Any]:
-    """Open a checked, recycling connection pool on ``url``.
+    """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
     Args:
         url: ``postgresql://...``.
@@ -131,7 +214,7 @@ async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConn
         url,
         max_size=POOL_MAX_SIZE,
         kwargs=connection_kwargs(),
-        check=AsyncConnectionPool.check_connection,
+        check=check_socket,
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,
         timeout=timeout_s,

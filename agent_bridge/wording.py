@@ -34,6 +34,13 @@ RUN_NOT_STARTED_TEXT = (
 STORE_DOWN_PLAIN = (
     "Not recorded: the approval database is unreachable. Please submit again in a moment."
 )
+STORE_SLOW_PLAIN = (
+    "Not recorded: the approval database did not answer in time. Please submit again in a moment."
+)
+STORE_SLOW_TEXT = (
+    ":warning: The form was not opened: the approval database did not answer in time. "
+    "Please click again in a moment."
+)
 FAILED_PLAIN = "Not recorded: something went wrong on our side. Please submit again."
 EDIT_NEEDS_ARGS_PLAIN = "An edit needs the new arguments."
 RESPOND_NEEDS_ANSWER_PLAIN = "Write an answer."

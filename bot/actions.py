@@ -4,9 +4,13 @@ Every listener acks first (Slack wants an answer within 3 s). Then, before anyth
 recorded or opened, the click is authorized against its signed payload
 (``bot.guard.Guard``: workspace, the card clicked, four eyes, approvers). A modal is
 opened with the click's ``trigger_id`` straight after (it expires in 3 s), recorded
-first as an ``OpenedView`` so its submission can be bound to this user and request. A
-click that cannot be honoured (not allowed, stale card, already decided, the call
-changed, database down) is answered privately with ``chat.postEphemeral``, in the
+first as an ``OpenedView`` so its submission can be bound to this user and request.
+The database work before ``views.open`` (the request read, the authorization, the
+``OpenedView``) runs under a deadline (``MODAL_DB_S``, ``agent_bridge.deadline``) well
+inside the trigger's life, so a slow database never makes the trigger expire: past it
+the clicker is told privately to click again. A click that cannot be honoured (not
+allowed, stale card, already decided, the call changed, database down or slow) is
+answered privately with ``chat.postEphemeral``, in the
 wording of ``agent_bridge.wording`` and ``agent_bridge.review_wording``.
 """
 
@@ -20,8 +24,9 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from agent_bridge import review_wording, wording
+from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision, refusal
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import (
     DECISION_TYPES,
     AlreadyCounted,
@@ -61,6 +66,11 @@ MODALS: dict[str, Callable[..., dict[str, Any]]] = {
     "reject": render_reject_modal,
     "respond": render_respond_modal,
 }
+
+MODAL_DB_S = 1.5
+"""How long a modal-opening click may wait on the database before ``views.open``,
+seconds: its ``trigger_id`` expires 3 s after the click
+(https://docs.slack.dev/reference/methods/views.open)."""
 
 
 class ActionListeners:
@@ -112,32 +122,24 @@ class ActionListeners:
             await self.tell(payload, wording.STALE_TEXT)
             return
         try:
-            request = await self.store.get_request(request_id)
-            if request is None:
-                await self.tell(payload, wording.STALE_TEXT)
-                return
-            why = await self.guard.refusal(
-                actor_of(payload),
-                decision_type,
-                request,
-                installation=installation_of(context),
-                clicked=clicked_of(payload),
-            )
-            if why:
-                await self.tell(payload, why)
-            elif decision_type == "approve":
-                await self._approve(payload, request, version, installation_of(context))
+            if decision_type == "approve":
+                request = await self._authorized(payload, decision_type, request_id, context)
+                if request is not None:
+                    await self._approve(payload, request, version, installation_of(context))
             else:
-                await self._open_modal(payload, request, decision_type, version)
+                await self._open_modal(payload, request_id, decision_type, version, context)
         except StoreUnavailableError as exc:
+            # A form not opened in time (MODAL_DB_S) says so; anything else was an outage.
+            slow = isinstance(exc, StoreTooSlowError) and decision_type != "approve"
             logger.error(
-                "request=%s %s click by %s not recorded: %s",
+                "request=%s %s click by %s not %s: %s",
                 request_id,
                 decision_type,
                 payload.user.id,
+                "answered in time" if slow else "recorded",
                 exc,
             )
-            await self.tell(payload, wording.STORE_DOWN_TEXT)
+            await self.tell(payload, wording.STORE_SLOW_TEXT if slow else wording.STORE_DOWN_TEXT)
 
     async def on_view_args(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
         """ "View full arguments": a read-only modal with every argument in full."""
@@ -148,15 +150,20 @@ class ActionListeners:
             logger.warning("%s", exc)
             return
         try:
-            request = await self.store.get_request(payload.action.value or "")
-            why = request and await self.guard.refusal(
-                actor_of(payload),
-                "view",
-                request,
-                installation=installation_of(context),
-                clicked=clicked_of(payload),
-            )
-            run = await self.store.get_run(request.run_id) if request and not why else None
+            with within(MODAL_DB_S):
+                request = await self.store.get_request(payload.action.value or "")
+                why = request and await self.guard.refusal(
+                    actor_of(payload),
+                    "view",
+                    request,
+                    installation=installation_of(context),
+                    clicked=clicked_of(payload),
+                )
+                run = await self.store.get_run(request.run_id) if request and not why else None
+        except StoreTooSlowError as exc:
+            logger.error("full arguments not shown in time: %s", exc)
+            await self.tell(payload, wording.STORE_SLOW_TEXT)
+            return
         except StoreUnavailableError as exc:
             logger.error("full arguments not shown: %s", exc)
             await self.tell(payload, wording.STORE_DOWN_TEXT)
@@ -234,9 +241,58 @@ class ActionListeners:
                 exc,
             )
 
+    async def _authorized(
+        self, payload: BlockActions, decision_type: str, request_id: str, context: Any
+    ) -> ApprovalRequest | None:
+        """The clicked request if the clicker may ``decision_type`` it; else tell them
+        why not and return ``None``."""
+        request = await self.store.get_request(request_id)
+        if request is None:
+            await self.tell(payload, wording.STALE_TEXT)
+            return None
+        why = await self.guard.refusal(
+            actor_of(payload),
+            decision_type,
+            request,
+            installation=installation_of(context),
+            clicked=clicked_of(payload),
+        )
+        if why:
+            await self.tell(payload, why)
+            return None
+        return request
+
     async def _open_modal(
-        self, payload: BlockActions, request: ApprovalRequest, decision_type: str, version: str
+        self,
+        payload: BlockActions,
+        request_id: str,
+        decision_type: str,
+        version: str,
+        context: Any,
     ) -> None:
+        """Authorize, record the ``OpenedView`` (both within ``MODAL_DB_S``), then open
+        the form with the click's trigger."""
+        with within(MODAL_DB_S):
+            view = await self._modal_view(payload, request_id, decision_type, version, context)
+        if view is None:
+            return
+        view_key, modal = view
+        view_id = await self._open_view(payload, modal)
+        if view_id is not None:
+            await self._remember_view_id(view_key, view_id)
+
+    async def _modal_view(
+        self,
+        payload: BlockActions,
+        request_id: str,
+        decision_type: str,
+        version: str,
+        context: Any,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``(view key, modal)`` to open, or ``None`` once the clicker was told why not."""
+        request = await self._authorized(payload, decision_type, request_id, context)
+        if request is None:
+            return None
         if request.state != ApprovalState.PENDING:
             await self.tell(payload, already_decided_text(request))
         elif refused := refusal(request, decision_type):
@@ -254,10 +310,10 @@ class ActionListeners:
             )
             # Drawn redacted; an edit's submission puts the real values back
             # (SubmissionListeners._edit_decision).
-            view = MODALS[decision_type](request.redacted(), view_key=opened.view_key)
-            view_id = await self._open_view(payload, view)
-            if view_id is not None:
-                await self._remember_view_id(opened.view_key, view_id)
+            return opened.view_key, MODALS[decision_type](
+                request.redacted(), view_key=opened.view_key
+            )
+        return None
 
     async def _remember_view_id(self, view_key: str, view_id: str) -> None:
         """Add Slack's ``view.id`` to the opened view. Best effort: the form is open

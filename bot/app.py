@@ -3,17 +3,23 @@
 ``POST /slack/events`` receives slash commands, ``block_actions`` and
 ``view_submission`` (Bolt verifies every request's signature and answers 401 to a
 forged or stale one); ``GET /healthz`` answers 200 for load balancers.
+
+Bolt authorizes every request with the installation resolved at process start
+(``bot.slack_client.installation_of_token``), never with an ``auth.test`` on the first
+request's path (Bolt's single-workspace default), so the first click after a start is
+acked as fast as any other.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qs
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
@@ -38,9 +44,31 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 
 
+def authorize_as(
+    installation: AuthorizeResult,
+) -> Callable[..., Awaitable[AuthorizeResult]]:
+    """Bolt's ``authorize`` function answering every request with ``installation``
+    (one bot token, one workspace), without a call to Slack. A request from another
+    workspace gets it too, and is refused by ``bot.guard`` (its team differs)."""
+
+    async def authorize(user_id: str | None = None) -> AuthorizeResult:
+        return AuthorizeResult(
+            enterprise_id=installation.enterprise_id,
+            team_id=installation.team_id,
+            bot_id=installation.bot_id,
+            bot_user_id=installation.bot_user_id,
+            bot_token=installation.bot_token,
+            bot_scopes=installation.bot_scopes,
+            user_id=user_id,
+        )
+
+    return authorize
+
+
 def create_app(
     *,
     signing_secret: str,
+    installation: AuthorizeResult,
     store: ApprovalStore,
     bus: Bus,
     client: AsyncWebClient,
@@ -52,6 +80,7 @@ def create_app(
 
     Args:
         signing_secret: The Slack app's signing secret (requests are verified with it).
+        installation: The bot token's installation (``installation_of_token``).
         store: The approval store.
         bus: Where signals to workers go.
         client: Web API client (its token authorises the app); Bolt gets it, and every
@@ -61,7 +90,20 @@ def create_app(
         directory: Builds the user-group resolver over the gateway (tests shorten its
             TTL or move its clock).
     """
-    app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False)
+    # Bolt's own client gets no token: with ``authorize`` it takes the token from each
+    # request's result (and warns that a client token is ignored). It shares the session.
+    bolt_client = AsyncWebClient(
+        base_url=client.base_url,
+        timeout=client.timeout,
+        session=client.session,
+        retry_handlers=client.retry_handlers,
+    )
+    app = AsyncApp(
+        client=bolt_client,
+        authorize=authorize_as(installation),
+        signing_secret=signing_secret,
+        process_before_response=False,
+    )
     app.use(DedupeMiddleware(deduper))
     slack = single_workspace(client)
     people = directory(slack)

@@ -44,7 +44,7 @@ from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
-from bot.slack_client import make_client
+from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
 
@@ -79,13 +79,18 @@ async def start_web(
     directory: Callable[[Slack], Directory] | None = None,
 ) -> WebServer:
     """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
-    builds its user-group resolver (tests move its clock).
+    builds its user-group resolver (tests move its clock). The bot token's installation
+    is resolved (``auth.test``) before serving, so no request waits for it.
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
+
+    Raises:
+        ConfigurationError: Slack refused the bot token or could not be reached.
     """
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret,
+        installation=await installation_of_token(client),
         store=store,
         bus=bus,
         client=client,
@@ -182,19 +187,23 @@ async def run_web(settings: WebSettings) -> None:
     backend = await open_backend(settings.database_url, timeout_s=WEB_DB_TIMEOUT_S)
     bus = open_bus(settings)
     deduper = open_deduper(settings)
+    session = open_session()
     try:
         await check_version(backend.db)
         server = await start_web(
             settings=settings,
             store=ApprovalStore(backend.db),
             bus=bus,
-            client=make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url),
+            client=make_client(
+                token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session
+            ),
             deduper=deduper,
         )
         logger.info("web listening on %s", server.url)
         await stop_on_signals().wait()
         await server.stop()
     finally:
+        await session.close()
         await deduper.close()
         await bus.close()
         await backend.close()
@@ -204,16 +213,20 @@ async def run_worker(settings: WorkerSettings) -> None:
     """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
+    session = open_session()
     try:
         await check_version(backend.db)
         store = ApprovalStore(backend.db)
-        client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+        client = make_client(
+            token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session
+        )
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
         logger.info("worker %s started", worker.owner)
         await worker.run(stop_on_signals())
     finally:
+        await session.close()
         await bus.close()
         await backend.close()
 

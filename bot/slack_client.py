@@ -1,12 +1,20 @@
-"""The Slack Web API client, with slack_sdk's own retry handlers.
+"""The Slack Web API client, with slack_sdk's own retry handlers, and the installation
+its bot token serves.
 
 429 answers are retried after their ``Retry-After`` and 5xx / connection errors with
 backoff (``slack_sdk.http_retry``), so neither the web process nor the worker writes its
-own retry loop.
+own retry loop. A process makes one ``aiohttp.ClientSession`` per workspace
+(``open_session``) and hands it to that workspace's client, so every call reuses its
+pooled, kept-alive connections instead of a new TCP and TLS handshake each (slack_sdk
+opens a session per call when given none); the process closes it when it stops.
 """
 
 from __future__ import annotations
 
+import aiohttp
+from aiohttp import ClientError
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -14,24 +22,75 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge.errors import ConfigurationError
+
 MAX_RETRIES = 2
 REQUEST_TIMEOUT_S = 10
 
 
-def make_client(*, token: str, base_url: str) -> AsyncWebClient:
+def open_session() -> aiohttp.ClientSession:
+    """Return a new HTTP session for one workspace's Web API calls (call it inside the
+    running event loop; close it with ``await session.close()`` at shutdown)."""
+    return aiohttp.ClientSession()
+
+
+def make_client(
+    *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
+) -> AsyncWebClient:
     """Return an ``AsyncWebClient`` for ``base_url`` (Slack's, or the sandbox's ``/api/``).
 
     Args:
         token: Bot token (``xoxb-...``).
         base_url: Web API base URL ending in ``/``.
+        session: The workspace's HTTP session (``open_session``), reused by every call;
+            ``None``: a session per call (short-lived tools and tests).
     """
     return AsyncWebClient(
         token=token,
         base_url=base_url,
         timeout=REQUEST_TIMEOUT_S,
+        session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=MAX_RETRIES),
             AsyncServerErrorRetryHandler(max_retry_count=MAX_RETRIES),
             AsyncConnectionErrorRetryHandler(max_retry_count=MAX_RETRIES),
         ],
+    )
+
+
+async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
+    """Which workspace (and Enterprise Grid org) ``client``'s bot token is installed in,
+    from ``auth.test`` (https://docs.slack.dev/reference/methods/auth.test), asked once
+    at process start so no request waits for it (Bolt would ask on the first request).
+    Slack being down or rate limiting is retried by the client's handlers.
+
+    Returns:
+        Bolt's ``AuthorizeResult`` of the bot token (``team_id``, ``enterprise_id``,
+        ``bot_id``, ``bot_user_id``, ``bot_token``).
+
+    Raises:
+        ConfigurationError: Slack refused the token (``invalid_auth``...) or could not
+            be reached after the retries; the process should not serve.
+    """
+    try:
+        response = await client.auth_test()
+    except SlackApiError as exc:
+        status = exc.response.status_code
+        code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        if status == 429 or status >= 500:
+            raise ConfigurationError(
+                f"Slack's auth.test answered HTTP {status} past the retries; "
+                "the web process cannot know its installation. Restart it once Slack answers."
+            ) from exc
+        raise ConfigurationError(
+            f"SLACK_BOT_TOKEN was refused by auth.test: {code or status}. "
+            "Check the token of the app's installation."
+        ) from exc
+    except (ClientError, TimeoutError) as exc:
+        raise ConfigurationError(
+            f"Slack's auth.test could not be reached at {client.base_url} "
+            f"({type(exc).__name__}); check SLACK_API_URL and the network, then restart."
+        ) from exc
+    return AuthorizeResult.from_auth_test_response(
+        auth_test_response=response, bot_token=client.token
     )

@@ -9,6 +9,12 @@ decision (its ``private_metadata`` is an ``OpenedView`` key; ``view.id`` must ma
 the person must still be allowed (``bot.guard.Guard``); the call must still be the
 version the form was drawn from. The decision is checked once, by
 ``agent_bridge.decisions.check_decision``. Redrawing cards comes after the ack.
+
+The database work before the ack runs under a deadline (``SUBMISSION_DB_S``,
+``agent_bridge.deadline``), so the ack leaves within Slack's 3 s whatever the database
+does: a held lock or a slow statement makes PostgreSQL abort the compare-and-set (its
+transaction is rolled back, never cut off half-way by us), and the reviewer reads on
+the form that nothing was recorded and may submit again.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from slack_bolt.async_app import AsyncApp
 
 from agent_bridge import review_wording, wording
 from agent_bridge.arguments import GENERAL_KEY
+from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalRequest,
@@ -50,6 +57,11 @@ Draft = tuple[Decision | None, Callable[[dict[str, str]], dict[str, str]]]
 """What a modal's values make: the decision (``None``: unreadable) and how to place
 argument-keyed errors on the form's blocks."""
 Build = Callable[[ApprovalRequest, ViewState], Draft]
+
+SUBMISSION_DB_S = 2.0
+"""How long a submission's checks and record may wait on the database, seconds: the
+ack must reach Slack within 3 s of the submission
+(https://docs.slack.dev/interactivity/handling-user-interaction#acknowledgment_response)."""
 
 
 def field_errors(errors: dict[str, str], state: ViewState) -> dict[str, str]:
@@ -145,7 +157,16 @@ class SubmissionListeners:
             return
         state = payload.view.state
         try:
-            errors, request = await self._check_and_record(payload, context, build)
+            with within(SUBMISSION_DB_S):
+                errors, request = await self._check_and_record(payload, context, build)
+        except StoreTooSlowError as exc:
+            logger.error(
+                "view %s by %s not recorded in time: %s",
+                payload.view.callback_id,
+                payload.user.id,
+                exc,
+            )
+            errors, request = {GENERAL_KEY: wording.STORE_SLOW_PLAIN}, None
         except StoreUnavailableError as exc:
             logger.error(
                 "view %s by %s not recorded: %s", payload.view.callback_id, payload.user.id, exc

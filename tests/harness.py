@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
@@ -36,7 +37,7 @@ from bot.app import EVENTS_PATH
 from bot.dedupe import RedisDeduper
 from bot.directory import Directory
 from bot.processes import WEB_DB_TIMEOUT_S, WebServer, build_worker, start_web
-from bot.slack_client import make_client
+from bot.slack_client import make_client, open_session
 from bot.slack_gateway import Slack
 from slack_sandbox import Sandbox
 
@@ -136,6 +137,7 @@ class Harness:
         self.web_backend: Backend | None = None
         self.worker_redis_url = worker_redis_url or settings.redis_url or ""
         self.server: WebServer | None = None
+        self.session: aiohttp.ClientSession | None = None
         self.workers: list[Worker] = []
         self.worker_settings = worker_settings or [{} for _ in range(workers)]
         self.directory = directory
@@ -155,8 +157,11 @@ class Harness:
         on_sandbox = {"slack_api_url": self.sandbox.api_url}
         self.settings = self.settings.model_copy(update=on_sandbox)
         self.web_settings = self.web_settings.model_copy(update=on_sandbox)
+        self.session = open_session()  # one HTTP session for the workspace, as in production
         self.client = client = make_client(
-            token=self.settings.slack_bot_token, base_url=self.settings.slack_api_url
+            token=self.settings.slack_bot_token,
+            base_url=self.settings.slack_api_url,
+            session=self.session,
         )
         # The web process has its own pool, with the web's short timeout, as in production.
         self.web_backend = await open_backend(
@@ -203,6 +208,8 @@ class Harness:
         await self.deduper.close()
         for bus in self._buses:
             await bus.close()
+        if self.session is not None:
+            await self.session.close()
         await self.sandbox.stop()
 
     # -- driving -------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -22,6 +24,7 @@ from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from slack_sandbox.delivery import form_body, payload_body
+from slack_sandbox.modals import TRIGGER_TTL_S
 from tests import services
 from tests.harness import CHANNEL, DBA, REQUESTER, REVIEWER, Harness
 from tests.slack_bodies import (
@@ -162,6 +165,31 @@ async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
         assert (await cursor.fetchone())["n"] == 0
 
 
+async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
+    """The pool's check before each checkout reads the socket only (no ``SELECT 1`` or
+    empty query per statement), and still sees a connection the server ended."""
+    db = pg_backend.db
+    with psycopg.connect(services.admin_url(), autocommit=True) as admin:
+
+        def last_statement(pid: int) -> str:
+            row = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,))
+            return str(row.fetchone()[0])  # type: ignore[index]
+
+        pids = set()
+        for _ in range(db.pool.max_size):
+            async with db.pool.connection() as conn:
+                await conn.execute("SELECT 'marker'")
+                pids.add(conn.info.backend_pid)
+        for _ in range(db.pool.max_size):  # checkouts with no statement of ours
+            async with db.pool.connection():
+                pass
+        assert {last_statement(pid) for pid in pids} == {"SELECT 'marker'"}
+        for each in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (each,))
+    rows = await db.fetch_all("SELECT pg_backend_pid() AS pid")  # replaced, not an error
+    assert rows[0]["pid"] not in pids
+
+
 class TestPostgresOutage:
     async def test_a_click_while_the_database_is_down_is_told_and_can_be_retried(
         self, harness: Harness
@@ -215,6 +243,71 @@ class TestPostgresOutage:
         await harness.click(write, "approve")
         await harness.reject(sql, REASON)
         assert (await harness.finished(run)).state == RunState.DONE
+
+
+class TestSlowDatabase:
+    """The database made slow on purpose: another connection holds a lock on the
+    requests' rows (as a competing transaction would) until the test lets go."""
+
+    async def test_a_held_row_lock_opens_forms_and_a_submission_is_told_in_time(
+        self, harness: Harness
+    ) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        rows = [write.request_id, sql.request_id]
+        async with rows_locked(harness.settings.database_url, rows, "FOR NO KEY UPDATE"):
+            edit = await harness.open_modal(write, "edit")  # the trigger did not expire
+            assert edit["callback_id"] == ids.EDIT_CALLBACK
+            view = await harness.open_modal(sql, "reject", user_id=DBA)
+            status, body = await harness.sandbox.submit_view(
+                view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
+            )
+            assert status == 200  # answered within Slack's 3 s (a later one is a violation)
+            assert body is not None and body["errors"] == {
+                ids.REASON_BLOCK: wording.STORE_SLOW_PLAIN
+            }
+            stored = await harness.store.get_request(sql.request_id)
+            assert stored is not None and stored.state == ApprovalState.PENDING
+            assert stored.decision is None
+        status, body = await harness.sandbox.submit_view(
+            view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
+        )
+        assert status == 200 and not body, body
+        decided = await harness.decided(sql)  # recorded before the answer
+        assert decided.decision is not None and decided.decision.type == "reject"
+        assert decided.decided_by == DBA
+        assert harness.sandbox.violations == []
+
+    async def test_a_form_is_not_opened_past_its_trigger_when_the_database_cannot_answer(
+        self, harness: Harness
+    ) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, _ = await harness.requests(run, count=2)
+        # FOR UPDATE also blocks the opened view's foreign-key check: the form's record
+        # cannot be written, so the form must not be opened.
+        async with rows_locked(harness.settings.database_url, [write.request_id], "FOR UPDATE"):
+            clicked = time.monotonic()
+            status, _ = await harness.click(write, "edit")
+            assert status == 200
+            note = await harness.wait_for(lambda: harness.ephemeral("did not answer in time"))
+            assert time.monotonic() - clicked < TRIGGER_TTL_S  # told while a form could open
+            assert note["user"] == REVIEWER and note["text"] == wording.STORE_SLOW_TEXT
+            assert harness.sandbox.open_views(REVIEWER) == []
+        view = await harness.open_modal(write, "edit")  # once it answers, a click works
+        assert view["callback_id"] == ids.EDIT_CALLBACK
+        assert harness.sandbox.violations == []  # no views.open with an expired trigger
+
+
+async def test_no_request_waits_for_auth_test(harness: Harness) -> None:
+    asked = [c for c in harness.sandbox.calls if c["method"] == "auth.test"]
+    assert len(asked) == 1  # at the web process's start, before it served
+    harness.sandbox.fail_next("auth.test", status=500, times=10)  # Slack's auth.test down
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.click(write, "approve")
+    await harness.reject(sql, REASON)
+    assert (await harness.finished(run)).state == RunState.DONE
+    assert [c for c in harness.sandbox.calls if c["method"] == "auth.test"] == asked
 
 
 class TestSlackFailures:
@@ -353,6 +446,19 @@ def set_connections(name: str, *, allowed: bool) -> None:
         conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS {str(allowed).lower()}')
     if not allowed:
         terminate_connections(name)
+
+
+@asynccontextmanager
+async def rows_locked(url: str, request_ids: list[str], strength: str) -> AsyncIterator[None]:
+    """Hold a row lock of ``strength`` (``FOR UPDATE``, ``FOR NO KEY UPDATE``) on the
+    requests' rows from another connection until the block ends."""
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        locked = await conn.execute(
+            f"SELECT request_id FROM approval_requests WHERE request_id = ANY(%s) {strength}",
+            (request_ids,),
+        )
+        assert len(await locked.fetchall()) == len(request_ids)
+        yield
 
 
 def terminate_connections(name: str) -> None:

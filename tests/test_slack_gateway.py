@@ -7,13 +7,16 @@ slack_sdk or aiohttp type: the gateway is the one place that translates them.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from agent_bridge.errors import ConfigurationError
 from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
 from bot.errors import (
     ChannelUnreachableError,
@@ -22,7 +25,7 @@ from bot.errors import (
     SlackRefusedError,
     SlackUnavailableError,
 )
-from bot.slack_client import make_client
+from bot.slack_client import installation_of_token, make_client
 from bot.slack_gateway import Slack, single_workspace, translate
 from bot.testing import MemoryGateway
 from slack_sandbox import Sandbox
@@ -238,3 +241,43 @@ async def test_a_message_is_found_by_the_key_in_its_metadata(subject: Subject) -
         )
         is None  # only messages after oldest
     )
+
+
+async def test_a_workspace_s_calls_share_one_connection_of_its_session() -> None:
+    opened: list[float] = []  # when each TCP connection was opened
+    trace = aiohttp.TraceConfig()
+
+    async def on_open(*_: object) -> None:
+        opened.append(time.monotonic())
+
+    trace.on_connection_create_end.append(on_open)
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    session = aiohttp.ClientSession(trace_configs=[trace])
+    try:
+        client = make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url, session=session)
+        gateway = single_workspace(client)
+        for n in range(5):
+            await gateway.post_message(
+                team_id=TEAM, channel_id=sandbox.channel_id("general"), text=f"{n}", blocks=BLOCKS
+            )
+        assert len([c for c in sandbox.calls if c["method"] == "chat.postMessage"]) == 5
+        assert len(opened) == 1  # one TCP connection, kept alive (no handshake per call)
+    finally:
+        await session.close()
+        await sandbox.stop()
+
+
+async def test_the_installation_is_resolved_once_and_a_refused_token_is_a_clear_error() -> None:
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    try:
+        good = make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url)
+        installation = await installation_of_token(good)
+        assert installation.team_id == TEAM and installation.bot_token == DEMO_BOT_TOKEN
+        assert installation.bot_user_id
+        wrong = make_client(token="xoxb-not-this-app", base_url=sandbox.api_url)
+        with pytest.raises(ConfigurationError, match=r"SLACK_BOT_TOKEN was refused.*invalid_auth"):
+            await installation_of_token(wrong)
+    finally:
+        await sandbox.stop()
