@@ -1,0 +1,183 @@
+"""``python -m bench``: run every benchmark and print the table (see ``docs/benchmarks.md``).
+
+Options size the run (``--paused 100000 --clicks 200``...); ``--markdown PATH`` also
+writes the table as Markdown. Needs PostgreSQL and Redis as the tests do
+(``DATABASE_URL``, ``REDIS_URL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import latency, paused, rendering, reviewers, throughput
+from bench.agent import task
+from bench.report import NONE, Report, ms, ratio
+from bench.stage import stage
+from bench.stats import percentile
+
+
+def options(argv: list[str]) -> argparse.Namespace:
+    """The command line's options."""
+    parser = argparse.ArgumentParser(prog="./scripts/bench", description=__doc__)
+    parser.add_argument("--paused", type=int, default=100_000, help="paused runs added")
+    parser.add_argument("--clicks", type=int, default=40, help="clicks with 1 paused run")
+    parser.add_argument(
+        "--clicks-paused", type=int, default=20, help="clicks among the added paused runs"
+    )
+    parser.add_argument("--sweeps", type=int, default=10, help="sweeps timed (median)")
+    parser.add_argument("--reviewers", type=int, default=50, help="reviewers clicking at once")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of concurrent clicks")
+    parser.add_argument("--decisions", type=int, default=200, help="decisions per rate")
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    return parser.parse_args(argv)
+
+
+def p50_p99(values: list[float]) -> str:
+    return f"{ms(percentile(values, 50))} / {ms(percentile(values, 99))}"
+
+
+def both_ratios(product: list[float], baseline: list[float]) -> str:
+    return (
+        f"{ratio(percentile(product, 50), percentile(baseline, 50))} / "
+        f"{ratio(percentile(product, 99), percentile(baseline, 99))}"
+    )
+
+
+def step(what: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+
+async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
+    """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
+    async with stage() as on:
+        harness = on.harness(workers=1, users=reviewers.reviewers(args.reviewers))
+        await harness.start()
+        try:
+            step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
+            template = await harness.start_run(task("paused-template"))
+            (request,) = await harness.requests(template, count=1)
+            bare = await latency.bare_resumes(on, args.clicks)
+            clicks = await latency.product_clicks(harness, on.workspace, args.clicks)
+            report.add(
+                "click → gated tool starts, p50 / p99 (1 paused run)",
+                p50_p99(clicks),
+                f"bare `Command(resume)` → tool: {p50_p99(bare)}",
+                both_ratios(clicks, bare),
+            )
+            step("sweeps, 1 paused run")
+            sweeps_one = await paused.sweep_times(on, harness, args.sweeps)
+            step("cards drawn")
+            for name, drawn in rendering.measure(request, template).items():
+                report.drawings.append(
+                    (name, ms(drawn.seconds), f"{drawn.characters:,}", str(drawn.blocks))
+                )
+            step(f"{args.reviewers} reviewers at once (x{args.rounds})")
+            crowd = await reviewers.measure(harness, args.reviewers, args.rounds)
+            bare_ack = percentile(crowd.ack["bare"], 99)
+            for kind in ("reject", "approve"):
+                ack = percentile(crowd.ack[kind], 99)
+                report.add(
+                    f"ack p99, {kind.capitalize()} click, {args.reviewers} concurrent reviewers",
+                    ms(ack),
+                    f"bare Bolt app, same server stack: {ms(bare_ack)}",
+                    ratio(ack, bare_ack),
+                )
+            report.add(
+                f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50",
+                ms(percentile(crowd.redraw, 50)),
+            )
+            step(f"adding {args.paused:,} paused runs")
+            await asyncio.to_thread(
+                paused.add_paused_runs, on.settings.database_url, template.run_id, args.paused
+            )
+            step(f"sweeps, {args.paused:,} paused runs")
+            sweeps_many = await paused.sweep_times(on, harness, args.sweeps)
+            step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
+            bare_many = await latency.bare_resumes(on, args.clicks_paused)
+            clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+        finally:
+            await harness.stop()
+    many = f"{args.paused:,} paused runs"
+    report.add(
+        f"click → gated tool starts, p50 / p99 ({many})",
+        p50_p99(clicks_many),
+        f"bare `Command(resume)` → tool: {p50_p99(bare_many)}",
+        both_ratios(clicks_many, bare_many),
+    )
+    report.add(
+        f"click → gated tool starts, p50 / p99, {many} vs 1",
+        p50_p99(clicks_many),
+        f"with 1 paused run: {p50_p99(clicks)}",
+        both_ratios(clicks_many, clicks),
+    )
+    sweep_many, sweep_one = percentile(sweeps_many, 50), percentile(sweeps_one, 50)
+    report.add(
+        f"one sweep (median), {many}",
+        ms(sweep_many),
+        f"with 1 paused run: {ms(sweep_one)}",
+        ratio(sweep_many, sweep_one),
+    )
+
+
+async def rates(report: Report, args: argparse.Namespace) -> None:
+    """Worker throughput and CPU, on a fresh database."""
+    async with stage() as on:
+        harness = on.harness(workers=0)
+        await harness.start()
+        try:
+            step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
+            log = Path(tempfile.mkdtemp(prefix="bench-workers-")) / "workers.log"
+            scaling = await throughput.measure(on, harness, args.decisions, log)
+        finally:
+            await harness.stop()
+    for n in (1, 2):
+        product, bare = scaling.product[n], scaling.bare[n]
+        report.add(
+            f"decisions applied / s, {n} worker{'s' if n > 1 else ''}",
+            f"{product.per_s:.1f}",
+            f"bare resumes / s, {n} process{'es' if n > 1 else ''}: {bare.per_s:.1f}",
+            ratio(product.per_s, bare.per_s),
+        )
+    gain = scaling.product[2].per_s / scaling.product[1].per_s - 1
+    bare_gain = scaling.bare[2].per_s / scaling.bare[1].per_s - 1
+    report.add(
+        "gain from a 2nd worker",
+        f"{gain:+.0%}",
+        f"bare, from a 2nd process: {bare_gain:+.0%}",
+        ratio(gain, bare_gain) if bare_gain > 0 else NONE,
+    )
+    cpu, bare_cpu = scaling.product[1].cpu_per_item_s, scaling.bare[1].cpu_per_item_s
+    report.add(
+        "worker CPU per decision (1 worker)",
+        ms(cpu),
+        f"per bare resume: {ms(bare_cpu)}",
+        ratio(cpu, bare_cpu),
+    )
+
+
+async def main(argv: list[str]) -> None:
+    args = options(argv)
+    logging.basicConfig(level=logging.WARNING)
+    report = Report(
+        parameters=" ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "markdown"
+        )
+    )
+    await clicks_and_cards(report, args)
+    await rates(report, args)
+    report.load_after = os.getloadavg()
+    print(report.text())
+    if args.markdown:
+        args.markdown.write_text(report.markdown())
+        step(f"table written to {args.markdown}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))
