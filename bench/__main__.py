@@ -12,24 +12,25 @@ import asyncio
 import logging
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench import latency, paused, rendering, reviewers, throughput
 from bench.agent import task
 from bench.report import NONE, Report, ms, ratio
-from bench.stage import stage
+from bench.stage import running, stage
 from bench.stats import percentile
+from bench.workers import workers
+from tests.harness import Harness
 
 
 def options(argv: list[str]) -> argparse.Namespace:
     """The command line's options."""
     parser = argparse.ArgumentParser(prog="./scripts/bench", description=__doc__)
     parser.add_argument("--paused", type=int, default=100_000, help="paused runs added")
-    parser.add_argument("--clicks", type=int, default=40, help="clicks with 1 paused run")
+    parser.add_argument("--clicks", type=int, default=100, help="clicks with 1 paused run")
     parser.add_argument(
-        "--clicks-paused", type=int, default=20, help="clicks among the added paused runs"
+        "--clicks-paused", type=int, default=30, help="clicks among the added paused runs"
     )
     parser.add_argument("--sweeps", type=int, default=10, help="sweeps timed (median)")
     parser.add_argument("--reviewers", type=int, default=50, help="reviewers clicking at once")
@@ -50,6 +51,14 @@ def both_ratios(product: list[float], baseline: list[float]) -> str:
     )
 
 
+def violations(harness: Harness, phase: str) -> str:
+    """What the sandbox saw the product do wrong in ``phase`` (late acks, invalid Block
+    Kit...): a figure measured while the product broke Slack's rules is not a figure."""
+    found = harness.sandbox.violations
+    first = f" (first: {found[0]})" if found else ""
+    return f"sandbox violations, {phase}: {len(found)}{first}"
+
+
 def step(what: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
@@ -57,9 +66,8 @@ def step(what: str) -> None:
 async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
     """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
     async with stage() as on:
-        harness = on.harness(workers=1, users=reviewers.reviewers(args.reviewers))
-        await harness.start()
-        try:
+        harness = on.harness(workers=0, users=reviewers.reviewers(args.reviewers))
+        async with running(harness), workers(harness, 1):
             step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
@@ -102,8 +110,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
             bare_many = await latency.bare_resumes(on, args.clicks_paused)
             clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
-        finally:
-            await harness.stop()
+    report.notes.append(violations(harness, "clicks, sweeps and reviewers"))
     many = f"{args.paused:,} paused runs"
     report.add(
         f"click → gated tool starts, p50 / p99 ({many})",
@@ -129,14 +136,10 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
 async def rates(report: Report, args: argparse.Namespace) -> None:
     """Worker throughput and CPU, on a fresh database."""
     async with stage() as on:
-        harness = on.harness(workers=0)
-        await harness.start()
-        try:
+        async with running(on.harness(workers=0)) as harness:
             step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
-            log = Path(tempfile.mkdtemp(prefix="bench-workers-")) / "workers.log"
-            scaling = await throughput.measure(on, harness, args.decisions, log)
-        finally:
-            await harness.stop()
+            scaling = await throughput.measure(on, harness, args.decisions)
+    report.notes.append(violations(harness, "worker rates"))
     for n in (1, 2):
         product, bare = scaling.product[n], scaling.bare[n]
         report.add(

@@ -35,6 +35,7 @@ class Report:
     load_before: tuple[float, float, float] = field(default_factory=os.getloadavg)
     load_after: tuple[float, float, float] | None = None
     parameters: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def add(self, figure: str, product: str, baseline: str = NONE, ratio: str = NONE) -> None:
         """Add a row (already formatted values)."""
@@ -50,6 +51,7 @@ class Report:
             f"Python {platform.python_version()}",
             f"load average (1/5/15 min) {load} before, {after} after",
             f"parameters: {self.parameters}",
+            *self.notes,
         ]
 
     def text(self) -> str:

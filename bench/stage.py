@@ -20,9 +20,6 @@ from bench.agent import AGENT, POLICY
 from tests import services
 from tests.harness import TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
 
-POLL_INTERVAL_S = 5.0
-"""The workers' sweep period: signals, not sweeps, should carry every click."""
-
 
 @dataclass
 class Stage:
@@ -35,8 +32,8 @@ class Stage:
     workspace: Path
 
     def harness(self, *, workers: int, users: dict[str, str] | None = None) -> Harness:
-        """The product on this stage with ``workers`` in-process workers (0: none; the
-        benchmark starts real worker processes) and the sandbox's ``users``."""
+        """The product on this stage: the sandbox (with ``users``), the web app, and
+        ``workers`` in-process workers (0: none; ``bench.workers`` starts processes)."""
         return Harness(
             settings=self.settings,
             web_settings=self.web_settings,
@@ -46,6 +43,16 @@ class Stage:
             workers=workers,
             users=users,
         )
+
+
+@contextlib.asynccontextmanager
+async def running(harness: Harness) -> AsyncIterator[Harness]:
+    """``harness`` started, and stopped on exit."""
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
 
 
 @contextlib.asynccontextmanager
@@ -68,7 +75,6 @@ async def stage() -> AsyncIterator[Stage]:
         workspace_dir=workspace,
         agent=AGENT,
         policy=POLICY,
-        poll_interval_s=POLL_INTERVAL_S,
     )
     web_settings = WebConfig(
         slack_signing_secret=TEST_SIGNING_SECRET,

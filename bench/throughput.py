@@ -1,8 +1,7 @@
 """Decisions applied per second by real worker processes, beside bare resumers.
 
 - product: ``count`` runs paused on their cards, real worker processes
-  (``tests.crash_worker`` without a crash point: the ``worker`` process as production
-  builds it) stopped with SIGSTOP while every decision is clicked and recorded, then
+  (``bench.workers``) stopped with SIGSTOP while every decision is clicked and recorded, then
   let go (SIGCONT): decisions applied per second until every request is ``applied``,
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
@@ -20,17 +19,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.agent import AGENT, POLICY
 from bench.reviewers import click_all, paused_requests
 from bench.stage import Stage
 from bench.stats import until
+from bench.workers import workers
 from tests.harness import REVIEWER, Harness
-from tests.worker_processes import REPO, start_worker, stop
+from tests.worker_processes import REPO
 
 CLICKS_AT_ONCE = 10
 APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
-WORKER_ENV = {"POLL_INTERVAL_S": "5", "LEASE_S": "30"}
 CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -142,29 +140,13 @@ class Scaling:
     bare: dict[int, Rate]
 
 
-async def measure(stage: Stage, harness: Harness, count: int, log: Path) -> Scaling:
+async def measure(stage: Stage, harness: Harness, count: int) -> Scaling:
     """Rates with 1 worker process, then 2 (and bare resumers alike)."""
     scaling = Scaling(product={}, bare={})
-    agent = {"AGENT": AGENT, "POLICY": str(POLICY)}
-    workers: list[asyncio.subprocess.Process] = []
-    try:
+    async with workers(harness) as started:
         for processes in (1, 2):
-            ready = log.with_name(f"worker-{processes}.ready")
-            options = ("--ready-file", str(ready))
-            workers.append(
-                await start_worker(
-                    harness, log, agent=agent, options=options, env_changes=dict(WORKER_ENV)
-                )
-            )
-
-            async def swept(ready: Path = ready) -> bool:
-                return ready.exists()
-
-            await until(swept, poll_s=0.05)
-            scaling.product[processes] = await product_rate(harness, workers, count)
-    finally:
-        for worker in workers:
-            await stop(worker)
+            await started.add()
+            scaling.product[processes] = await product_rate(harness, started.processes, count)
     for processes in (1, 2):
         scaling.bare[processes] = await bare_rate(stage, processes, count)
     return scaling
