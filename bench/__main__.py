@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import latency, paused, rendering, reviewers, throughput
 from bench.agent import task
-from bench.report import NONE, Report, ms, ratio
+from bench.report import NONE, TIMES, Report, ms, ratio
 from bench.stage import running, stage
 from bench.stats import percentile
 from bench.workers import workers
@@ -78,6 +78,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 p50_p99(clicks),
                 f"bare `Command(resume)` → tool: {p50_p99(bare)}",
                 both_ratios(clicks, bare),
+                target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
             )
             step("sweeps, 1 paused run")
             sweeps_one = await paused.sweep_times(on, harness, args.sweeps)
@@ -88,6 +89,10 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 )
             step(f"{args.reviewers} reviewers at once (x{args.rounds})")
             crowd = await reviewers.measure(harness, args.reviewers, args.rounds)
+            report.notes.append(
+                f"Reject clicks that opened their modal: {crowd.modals_opened} "
+                f"of {len(crowd.ack['reject'])}"
+            )
             bare_ack = percentile(crowd.ack["bare"], 99)
             for kind in ("reject", "approve"):
                 ack = percentile(crowd.ack[kind], 99)
@@ -96,10 +101,12 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     ms(ack),
                     f"bare Bolt app, same server stack: {ms(bare_ack)}",
                     ratio(ack, bare_ack),
+                    target=f"≤ 1.3{TIMES}",
                 )
             report.add(
                 f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50",
                 ms(percentile(crowd.redraw, 50)),
+                target="≤ 50 ms",
             )
             step(f"adding {args.paused:,} paused runs")
             await asyncio.to_thread(
@@ -117,12 +124,14 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
         p50_p99(clicks_many),
         f"bare `Command(resume)` → tool: {p50_p99(bare_many)}",
         both_ratios(clicks_many, bare_many),
+        target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
     )
     report.add(
         f"click → gated tool starts, p50 / p99, {many} vs 1",
         p50_p99(clicks_many),
         f"with 1 paused run: {p50_p99(clicks)}",
         both_ratios(clicks_many, clicks),
+        target="does not grow",
     )
     sweep_many, sweep_one = percentile(sweeps_many, 50), percentile(sweeps_one, 50)
     report.add(
@@ -130,6 +139,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
         ms(sweep_many),
         f"with 1 paused run: {ms(sweep_one)}",
         ratio(sweep_many, sweep_one),
+        target="≤ 10 ms",
     )
 
 
@@ -147,6 +157,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
             f"{product.per_s:.1f}",
             f"bare resumes / s, {n} process{'es' if n > 1 else ''}: {bare.per_s:.1f}",
             ratio(product.per_s, bare.per_s),
+            target=f"≥ 0.8{TIMES}" if n == 1 else NONE,
         )
     gain = scaling.product[2].per_s / scaling.product[1].per_s - 1
     bare_gain = scaling.bare[2].per_s / scaling.bare[1].per_s - 1
@@ -155,6 +166,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         f"{gain:+.0%}",
         f"bare, from a 2nd process: {bare_gain:+.0%}",
         ratio(gain, bare_gain) if bare_gain > 0 else NONE,
+        target=f"≥ 0.90{TIMES}",
     )
     cpu, bare_cpu = scaling.product[1].cpu_per_item_s, scaling.bare[1].cpu_per_item_s
     report.add(
@@ -162,6 +174,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         ms(cpu),
         f"per bare resume: {ms(bare_cpu)}",
         ratio(cpu, bare_cpu),
+        target=f"≤ 1.3{TIMES}",
     )
 
 

@@ -17,12 +17,14 @@ TIMES = "\u00d7"
 
 @dataclass
 class Row:
-    """One figure: what, the product's value, the baseline and its value, the ratio."""
+    """One figure: what, the product's value, the baseline and its value, the ratio,
+    and issue 11's target for it."""
 
     figure: str
     product: str
     baseline: str
     ratio: str
+    target: str
 
 
 @dataclass
@@ -37,9 +39,17 @@ class Report:
     parameters: str = ""
     notes: list[str] = field(default_factory=list)
 
-    def add(self, figure: str, product: str, baseline: str = NONE, ratio: str = NONE) -> None:
+    def add(
+        self,
+        figure: str,
+        product: str,
+        baseline: str = NONE,
+        ratio: str = NONE,
+        *,
+        target: str = NONE,
+    ) -> None:
         """Add a row (already formatted values)."""
-        self.rows.append(Row(figure, product, baseline, ratio))
+        self.rows.append(Row(figure, product, baseline, ratio, target))
 
     def machine(self) -> list[str]:
         """Lines saying where and when the run was: commit, cores, load averages."""
@@ -56,9 +66,9 @@ class Report:
 
     def text(self) -> str:
         """The report as aligned plain text."""
-        header = ("figure", "product", "same-run baseline", "ratio")
-        rows = [header, *((r.figure, r.product, r.baseline, r.ratio) for r in self.rows)]
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        header = ("figure", "product", "same-run baseline", "ratio", "target")
+        rows = [header, *((r.figure, r.product, r.baseline, r.ratio, r.target) for r in self.rows)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = [*self.machine(), ""]
         for row in rows:
             lines.append(
@@ -71,8 +81,12 @@ class Report:
     def markdown(self) -> str:
         """The report as Markdown tables."""
         lines = [f"- {line}" for line in self.machine()]
-        lines += ["", "| figure | product | same-run baseline | ratio |", "|---|---|---|---|"]
-        lines += [f"| {r.figure} | {r.product} | {r.baseline} | {r.ratio} |" for r in self.rows]
+        lines += ["", "| figure | product | same-run baseline | ratio | target |"]
+        lines += ["|---|---|---|---|---|"]
+        lines += [
+            f"| {r.figure} | {r.product} | {r.baseline} | {r.ratio} | {r.target} |"
+            for r in self.rows
+        ]
         lines += ["", "| card arguments | draw time | characters | blocks |", "|---|---|---|---|"]
         lines += [f"| {' | '.join(d)} |" for d in self.drawings]
         return "\n".join(lines) + "\n"

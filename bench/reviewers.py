@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import secrets
@@ -28,6 +29,8 @@ from slack_sandbox.state import DEFAULT_USERS
 from tests.harness import CHANNEL, REQUESTER, Harness, decision_buttons
 
 REDRAW_POLL_S = 0.002
+MODAL_WAIT_S = 10.0
+"""How long the Reject clicks' modals are waited for, seconds (a trigger lives 3 s)."""
 STARTS_AT_ONCE = 10
 """Slash commands in flight at once while runs are set up (not measured)."""
 PENDING_POSTED = """SELECT request_id, args FROM approval_requests
@@ -41,10 +44,13 @@ def reviewers(count: int) -> dict[str, str]:
 
 @dataclass
 class Clicks:
-    """Ack times (s) of concurrent clicks, per kind of click."""
+    """Ack times (s) of concurrent clicks, per kind of click; redraw times (s) of the
+    Approve clicks' cards."""
 
     ack: dict[str, list[float]] = field(default_factory=dict)
     redraw: list[float] = field(default_factory=list)
+    modals_opened: int = 0
+    """How many Reject clicks opened their modal (of ``len(ack["reject"])``)."""
 
 
 async def paused_requests(harness: Harness, count: int) -> list[ApprovalRequest]:
@@ -152,10 +158,10 @@ async def measure(harness: Harness, count: int, rounds: int) -> Clicks:
         finally:
             harness.sandbox.request_url = product_url
             await runner.cleanup()
-        views_before = {u: len(harness.sandbox.open_views(u)) for u in users}
+        views_before = {u: open_view_ids(harness, u) for u in users}
         for sent, answered in await click_all(harness, requests, users, "reject"):
             clicks.ack["reject"].append(answered - sent)
-        await modals_opened(harness, views_before)
+        clicks.modals_opened += await modals_opened(harness, views_before)
         watcher = asyncio.create_task(redrawn_at(harness, requests))
         approved = await click_all(harness, requests, users, "approve")
         redrawn = await watcher
@@ -167,11 +173,23 @@ async def measure(harness: Harness, count: int, rounds: int) -> Clicks:
     return clicks
 
 
-async def modals_opened(harness: Harness, views_before: dict[str, int]) -> None:
-    """Wait until each user has one more modal open than ``views_before`` says (each
-    Reject click did open its modal: the ack measured was a modal-opening one)."""
+def open_view_ids(harness: Harness, user_id: str) -> set[str]:
+    """The IDs of the modals ``user_id`` has open."""
+    return {view["id"] for view in harness.sandbox.open_views(user_id)}
 
-    async def opened() -> bool:
-        return all(len(harness.sandbox.open_views(u)) > n for u, n in views_before.items())
 
-    await until(opened, poll_s=0.01, timeout_s=30)
+async def modals_opened(harness: Harness, views_before: dict[str, set[str]]) -> int:
+    """Wait until each user has a modal open that ``views_before`` does not list (each
+    Reject click did open its modal: the ack measured was a modal-opening one), or until
+    ``MODAL_WAIT_S`` has passed (long after the clicks' triggers expired); return how
+    many users have one."""
+
+    def opened() -> int:
+        return sum(1 for u, ids in views_before.items() if open_view_ids(harness, u) - ids)
+
+    async def all_opened() -> bool:
+        return opened() == len(views_before)
+
+    with contextlib.suppress(TimeoutError):
+        await until(all_opened, poll_s=0.01, timeout_s=MODAL_WAIT_S)
+    return opened()
