@@ -17,6 +17,8 @@ from pathlib import Path
 
 from bench import latency, paused, rendering, reviewers, throughput
 from bench.agent import task
+from bench.errors import BenchError
+from bench.profiling import py_spy
 from bench.report import NONE, TIMES, Report, ms, ratio
 from bench.stage import running, stage
 from bench.stats import percentile
@@ -37,6 +39,12 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of concurrent clicks")
     parser.add_argument("--decisions", type=int, default=200, help="decisions per rate")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="sample the worker processes with py-spy while they apply decisions, into "
+        "this directory (speedscope files; the rates of a sampled run are not comparable)",
+    )
     return parser.parse_args(argv)
 
 
@@ -148,7 +156,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
     async with stage() as on:
         async with running(on.harness(workers=0)) as harness:
             step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
-            scaling = await throughput.measure(on, harness, args.decisions)
+            scaling = await throughput.measure(on, harness, args.decisions, args.profile)
     report.notes.append(violations(harness, "worker rates"))
     for n in (1, 2):
         product, bare = scaling.product[n], scaling.bare[n]
@@ -180,10 +188,14 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
 
 async def main(argv: list[str]) -> None:
     args = options(argv)
+    if args.profile:
+        py_spy()  # before minutes of work: is it there?
     logging.basicConfig(level=logging.WARNING)
     report = Report(
         parameters=" ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "markdown"
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in vars(args).items()
+            if k not in ("markdown", "profile")
         )
     )
     await clicks_and_cards(report, args)
@@ -196,4 +208,7 @@ async def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:]))
+    try:
+        asyncio.run(main(sys.argv[1:]))
+    except BenchError as exc:
+        sys.exit(str(exc))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from agent_bridge.models import ApprovalRequest
+from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
 from bench.stats import until
 from bot import ids
@@ -105,15 +105,28 @@ async def click_all(
 
 
 async def redrawn_at(harness: Harness, requests: list[ApprovalRequest]) -> dict[str, float]:
-    """Watch every request's card; return when each first showed no decision buttons."""
+    """Watch the sandbox's Web API calls; return when each request's card was first
+    updated to show no decision buttons (request ID -> wall-clock time, s).
+
+    Only the calls made since the watch began are read, each once (a card is applied
+    before its call is recorded), so watching costs the web app next to nothing.
+    """
+    by_ts = {r.message_ts: r.request_id for r in requests}
+    calls = harness.sandbox.calls
     seen: dict[str, float] = {}
+    read = len(calls)
     while len(seen) < len(requests):
-        for request in requests:
-            if request.request_id in seen:
+        now = time.time()
+        for call in calls[read:]:
+            args = call["args"]
+            request_id = by_ts.get(args.get("ts"))
+            if call["method"] != "chat.update" or not call["ok"] or request_id in seen:
                 continue
-            card = harness.sandbox.message(request.channel_id or "", request.message_ts or "")
-            if not decision_buttons(card):
-                seen[request.request_id] = time.time()
+            blocks = args.get("blocks") or []
+            blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+            if request_id and not decision_buttons({"blocks": blocks}):
+                seen[request_id] = now
+        read = len(calls)
         await asyncio.sleep(REDRAW_POLL_S)
     return seen
 
@@ -168,9 +181,38 @@ async def measure(harness: Harness, count: int, rounds: int) -> Clicks:
         for request, (sent, answered) in zip(requests, approved, strict=True):
             clicks.ack["approve"].append(answered - sent)
             clicks.redraw.append(redrawn[request.request_id] - sent)
-        for request in requests:  # the next measure starts with no run in flight
-            await harness.finished(await harness.store.get_run(request.run_id))
+        await ended(harness, [r.run_id for r in requests])
     return clicks
+
+
+async def ended(harness: Harness, run_ids: list[str]) -> None:
+    """Wait until every run of ``run_ids`` is done or failed (the next measure starts with
+    no run in flight).
+
+    Raises:
+        TimeoutError: If some never end (with their states and their requests').
+    """
+
+    async def unfinished() -> list[str]:
+        runs = [await harness.store.get_run(run_id) for run_id in run_ids]
+        return [r.run_id for r in runs if r.state not in (RunState.DONE, RunState.FAILED)]
+
+    async def none_left() -> bool:
+        return not await unfinished()
+
+    try:
+        await until(none_left, poll_s=0.05)
+    except TimeoutError:
+        left = await unfinished()
+        states = [
+            (
+                run_id,
+                (await harness.store.get_run(run_id)).state.value,
+                [(q.state.value, q.decision) for q in await harness.store.requests_for_run(run_id)],
+            )
+            for run_id in left[:5]
+        ]
+        raise TimeoutError(f"{len(left)} runs never ended, e.g. {states}") from None
 
 
 def open_view_ids(harness: Harness, user_id: str) -> set[str]:

@@ -16,9 +16,11 @@ import os
 import signal
 import sys
 import time
+from asyncio.subprocess import Process
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.profiling import sampled
 from bench.reviewers import click_all, paused_requests
 from bench.stage import Stage
 from bench.stats import until
@@ -28,6 +30,7 @@ from tests.worker_processes import REPO
 
 CLICKS_AT_ONCE = 10
 APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
+UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
 CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
 
@@ -64,35 +67,43 @@ async def count_of(harness: Harness, sql: str) -> int:
 
 
 async def product_rate(
-    harness: Harness, workers: list[asyncio.subprocess.Process], count: int
+    harness: Harness, workers: list[Process], count: int, profile: Path | None = None
 ) -> Rate:
     """Pause ``count`` runs, record every decision while ``workers`` are stopped, then
-    time the workers applying them."""
+    time the workers applying them (sampled with py-spy into ``profile``, if given)."""
     requests = await paused_requests(harness, count)
     applied_before = await count_of(harness, APPLIED)
-    for worker in workers:
-        os.kill(worker.pid, signal.SIGSTOP)
-    try:
-        for start in range(0, count, CLICKS_AT_ONCE):
-            chunk = requests[start : start + CLICKS_AT_ONCE]
-            await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
 
-        async def all_decided() -> bool:
-            return await count_of(harness, DECIDED) >= count
-
-        await until(all_decided, poll_s=0.01)
-        cpu_before = sum(process_cpu_s(w.pid) for w in workers)
-        started = time.time()
-    finally:
-        for worker in workers:
-            os.kill(worker.pid, signal.SIGCONT)
+    async def all_decided() -> bool:
+        return await count_of(harness, DECIDED) >= count
 
     async def all_applied() -> bool:
         return await count_of(harness, APPLIED) - applied_before >= count
 
-    await until(all_applied, poll_s=0.005)
-    elapsed = time.time() - started
-    return Rate(count, elapsed, sum(process_cpu_s(w.pid) for w in workers) - cpu_before)
+    async def all_ended() -> bool:  # the next measure starts with no run in flight
+        return await count_of(harness, UNFINISHED) == 0
+
+    pids = [w.pid for w in workers]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        for start in range(0, count, CLICKS_AT_ONCE):
+            chunk = requests[start : start + CLICKS_AT_ONCE]
+            await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
+        await until(all_decided, poll_s=0.01)
+        async with sampled(pids, profile, f"{len(pids)}-workers"):
+            cpu_before = sum(process_cpu_s(pid) for pid in pids)
+            started = time.time()
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+            await until(all_applied, poll_s=0.005)
+            elapsed = time.time() - started
+            cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    await until(all_ended, poll_s=0.05)
+    return Rate(count, elapsed, cpu)
 
 
 async def bare_rate(stage: Stage, processes: int, count: int) -> Rate:
@@ -140,13 +151,18 @@ class Scaling:
     bare: dict[int, Rate]
 
 
-async def measure(stage: Stage, harness: Harness, count: int) -> Scaling:
-    """Rates with 1 worker process, then 2 (and bare resumers alike)."""
+async def measure(
+    stage: Stage, harness: Harness, count: int, profile: Path | None = None
+) -> Scaling:
+    """Rates with 1 worker process, then 2 (and bare resumers alike); the workers are
+    sampled with py-spy into ``profile``, if given."""
     scaling = Scaling(product={}, bare={})
     async with workers(harness) as started:
         for processes in (1, 2):
             await started.add()
-            scaling.product[processes] = await product_rate(harness, started.processes, count)
+            scaling.product[processes] = await product_rate(
+                harness, started.processes, count, profile
+            )
     for processes in (1, 2):
         scaling.bare[processes] = await bare_rate(stage, processes, count)
     return scaling
