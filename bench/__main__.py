@@ -42,8 +42,8 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="sample the worker processes with py-spy while they apply decisions, into "
-        "this directory (speedscope files; the rates of a sampled run are not comparable)",
+        help="sample the worker with py-spy while it applies decisions (1 worker), into "
+        "this directory (a speedscope file; the rates of a sampled run are not comparable)",
     )
     return parser.parse_args(argv)
 

@@ -70,7 +70,8 @@ async def product_rate(
     harness: Harness, workers: list[Process], count: int, profile: Path | None = None
 ) -> Rate:
     """Pause ``count`` runs, record every decision while ``workers`` are stopped, then
-    time the workers applying them (sampled with py-spy into ``profile``, if given)."""
+    time the workers applying them (one worker is sampled with py-spy into ``profile``,
+    if given: py-spy failed to attach a second time to a worker it had sampled)."""
     requests = await paused_requests(harness, count)
     applied_before = await count_of(harness, APPLIED)
 
@@ -84,24 +85,23 @@ async def product_rate(
         return await count_of(harness, UNFINISHED) == 0
 
     pids = [w.pid for w in workers]
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        for start in range(0, count, CLICKS_AT_ONCE):
-            chunk = requests[start : start + CLICKS_AT_ONCE]
-            await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
-        await until(all_decided, poll_s=0.01)
-        async with sampled(pids, profile, f"{len(pids)}-workers"):
+    sampling = profile if len(pids) == 1 else None  # the CPU-per-decision figure's phase
+    async with sampled(pids, sampling, "worker"):  # attached while it runs
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            for start in range(0, count, CLICKS_AT_ONCE):
+                chunk = requests[start : start + CLICKS_AT_ONCE]
+                await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
+            await until(all_decided, poll_s=0.01)
             cpu_before = sum(process_cpu_s(pid) for pid in pids)
             started = time.time()
+        finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
-            await until(all_applied, poll_s=0.005)
-            elapsed = time.time() - started
-            cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
+        await until(all_applied, poll_s=0.005)
+        elapsed = time.time() - started
+        cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
     await until(all_ended, poll_s=0.05)
     return Rate(count, elapsed, cpu)
 
