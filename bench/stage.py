@@ -8,6 +8,7 @@ PostgreSQL and Redis (``DATABASE_URL`` / ``REDIS_URL``, as for the tests).
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -57,7 +58,8 @@ async def running(harness: Harness) -> AsyncIterator[Harness]:
 
 @contextlib.asynccontextmanager
 async def stage() -> AsyncIterator[Stage]:
-    """A fresh, migrated database (dropped on exit) and the benchmark agent's settings.
+    """A fresh, migrated database and workspace (both removed on exit) and the benchmark
+    agent's settings.
 
     Raises:
         SystemExit: If PostgreSQL or Redis does not answer (with how to start them).
@@ -95,3 +97,4 @@ async def stage() -> AsyncIterator[Stage]:
     finally:
         await backend.close()
         services.drop_database(name)
+        shutil.rmtree(workspace, ignore_errors=True)

@@ -9,6 +9,7 @@ tests shorten both).
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from asyncio.subprocess import Process
 from collections.abc import AsyncIterator
@@ -63,12 +64,17 @@ class Workers:
 
 @contextlib.asynccontextmanager
 async def workers(harness: Harness, count: int = 0) -> AsyncIterator[Workers]:
-    """``count`` worker processes started (more with ``add``), stopped on exit."""
+    """``count`` worker processes started (more with ``add``), stopped on exit; their log
+    is removed then, unless the block failed (its path is in the error's notes)."""
     started = Workers(harness, Path(tempfile.mkdtemp(prefix="bench-workers-")))
     try:
         for _ in range(count):
             await started.add()
         yield started
+    except BaseException as exc:
+        exc.add_note(f"the workers' log: {started.log}")
+        raise
     finally:
         for process in started.processes:
             await stop(process)
+    shutil.rmtree(started.log_dir, ignore_errors=True)
