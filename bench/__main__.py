@@ -1,0 +1,214 @@
+"""``python -m bench``: run every benchmark and print the table (see ``docs/benchmarks.md``).
+
+Options size the run (``--paused 100000 --clicks 200``...); ``--markdown PATH`` also
+writes the table as Markdown. Needs PostgreSQL and Redis as the tests do
+(``DATABASE_URL``, ``REDIS_URL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from bench import latency, paused, rendering, reviewers, throughput
+from bench.agent import task
+from bench.errors import BenchError
+from bench.profiling import py_spy
+from bench.report import NONE, TIMES, Report, ms, ratio
+from bench.stage import running, stage
+from bench.stats import percentile
+from bench.workers import workers
+from tests.harness import Harness
+
+
+def options(argv: list[str]) -> argparse.Namespace:
+    """The command line's options."""
+    parser = argparse.ArgumentParser(prog="./scripts/bench", description=__doc__)
+    parser.add_argument("--paused", type=int, default=100_000, help="paused runs added")
+    parser.add_argument("--clicks", type=int, default=100, help="clicks with 1 paused run")
+    parser.add_argument(
+        "--clicks-paused", type=int, default=30, help="clicks among the added paused runs"
+    )
+    parser.add_argument("--sweeps", type=int, default=10, help="sweeps timed (median)")
+    parser.add_argument("--reviewers", type=int, default=50, help="reviewers clicking at once")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of concurrent clicks")
+    parser.add_argument("--decisions", type=int, default=200, help="decisions per rate")
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="sample the worker with py-spy while it applies decisions (1 worker), into "
+        "this directory (a speedscope file; the rates of a sampled run are not comparable)",
+    )
+    return parser.parse_args(argv)
+
+
+def p50_p99(values: list[float]) -> str:
+    return f"{ms(percentile(values, 50))} / {ms(percentile(values, 99))}"
+
+
+def both_ratios(product: list[float], baseline: list[float]) -> str:
+    return (
+        f"{ratio(percentile(product, 50), percentile(baseline, 50))} / "
+        f"{ratio(percentile(product, 99), percentile(baseline, 99))}"
+    )
+
+
+def violations(harness: Harness, phase: str) -> str:
+    """What the sandbox saw the product do wrong in ``phase`` (late acks, invalid Block
+    Kit...): a figure measured while the product broke Slack's rules is not a figure."""
+    found = harness.sandbox.violations
+    first = f" (first: {found[0]})" if found else ""
+    return f"sandbox violations, {phase}: {len(found)}{first}"
+
+
+def step(what: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+
+async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
+    """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
+    async with stage() as on:
+        harness = on.harness(workers=0, users=reviewers.reviewers(args.reviewers))
+        async with running(harness), workers(harness, 1):
+            step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
+            template = await harness.start_run(task("paused-template"))
+            (request,) = await harness.requests(template, count=1)
+            bare = await latency.bare_resumes(on, args.clicks)
+            clicks = await latency.product_clicks(harness, on.workspace, args.clicks)
+            report.add(
+                "click → gated tool starts, p50 / p99 (1 paused run)",
+                p50_p99(clicks),
+                f"bare `Command(resume)` → tool: {p50_p99(bare)}",
+                both_ratios(clicks, bare),
+                target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
+            )
+            step("sweeps, 1 paused run")
+            sweeps_one = await paused.sweep_times(on, harness, args.sweeps)
+            step("cards drawn")
+            for name, drawn in rendering.measure(request, template).items():
+                report.drawings.append(
+                    (name, ms(drawn.seconds), f"{drawn.characters:,}", str(drawn.blocks))
+                )
+            step(f"{args.reviewers} reviewers at once (x{args.rounds})")
+            crowd = await reviewers.measure(harness, args.reviewers, args.rounds)
+            report.notes.append(
+                f"Reject clicks that opened their modal: {crowd.modals_opened} "
+                f"of {len(crowd.ack['reject'])}"
+            )
+            bare_ack = percentile(crowd.ack["bare"], 99)
+            for kind in ("reject", "approve"):
+                ack = percentile(crowd.ack[kind], 99)
+                report.add(
+                    f"ack p99, {kind.capitalize()} click, {args.reviewers} concurrent reviewers",
+                    ms(ack),
+                    f"bare Bolt app, same server stack: {ms(bare_ack)}",
+                    ratio(ack, bare_ack),
+                    target=f"≤ 1.3{TIMES}",
+                )
+            report.add(
+                f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50",
+                ms(percentile(crowd.redraw, 50)),
+                target="≤ 50 ms",
+            )
+            step(f"adding {args.paused:,} paused runs")
+            await asyncio.to_thread(
+                paused.add_paused_runs, on.settings.database_url, template.run_id, args.paused
+            )
+            step(f"sweeps, {args.paused:,} paused runs")
+            sweeps_many = await paused.sweep_times(on, harness, args.sweeps)
+            step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
+            bare_many = await latency.bare_resumes(on, args.clicks_paused)
+            clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+    report.notes.append(violations(harness, "clicks, sweeps and reviewers"))
+    many = f"{args.paused:,} paused runs"
+    report.add(
+        f"click → gated tool starts, p50 / p99 ({many})",
+        p50_p99(clicks_many),
+        f"bare `Command(resume)` → tool: {p50_p99(bare_many)}",
+        both_ratios(clicks_many, bare_many),
+        target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
+    )
+    report.add(
+        f"click → gated tool starts, p50 / p99, {many} vs 1",
+        p50_p99(clicks_many),
+        f"with 1 paused run: {p50_p99(clicks)}",
+        both_ratios(clicks_many, clicks),
+        target="does not grow",
+    )
+    sweep_many, sweep_one = percentile(sweeps_many, 50), percentile(sweeps_one, 50)
+    report.add(
+        f"one sweep (median), {many}",
+        ms(sweep_many),
+        f"with 1 paused run: {ms(sweep_one)}",
+        ratio(sweep_many, sweep_one),
+        target="≤ 10 ms",
+    )
+
+
+async def rates(report: Report, args: argparse.Namespace) -> None:
+    """Worker throughput and CPU, on a fresh database."""
+    async with stage() as on:
+        async with running(on.harness(workers=0)) as harness:
+            step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
+            scaling = await throughput.measure(on, harness, args.decisions, args.profile)
+    report.notes.append(violations(harness, "worker rates"))
+    for n in (1, 2):
+        product, bare = scaling.product[n], scaling.bare[n]
+        report.add(
+            f"decisions applied / s, {n} worker{'s' if n > 1 else ''}",
+            f"{product.per_s:.1f}",
+            f"bare resumes / s, {n} process{'es' if n > 1 else ''}: {bare.per_s:.1f}",
+            ratio(product.per_s, bare.per_s),
+            target=f"≥ 0.8{TIMES}" if n == 1 else NONE,
+        )
+    gain = scaling.product[2].per_s / scaling.product[1].per_s - 1
+    bare_gain = scaling.bare[2].per_s / scaling.bare[1].per_s - 1
+    report.add(
+        "gain from a 2nd worker",
+        f"{gain:+.0%}",
+        f"bare, from a 2nd process: {bare_gain:+.0%}",
+        ratio(gain, bare_gain) if bare_gain > 0 else NONE,
+        target=f"≥ 0.90{TIMES}",
+    )
+    cpu, bare_cpu = scaling.product[1].cpu_per_item_s, scaling.bare[1].cpu_per_item_s
+    report.add(
+        "worker CPU per decision (1 worker)",
+        ms(cpu),
+        f"per bare resume: {ms(bare_cpu)}",
+        ratio(cpu, bare_cpu),
+        target=f"≤ 1.3{TIMES}",
+    )
+
+
+async def main(argv: list[str]) -> None:
+    args = options(argv)
+    if args.profile:
+        py_spy()  # before minutes of work: is it there?
+    logging.basicConfig(level=logging.WARNING)
+    report = Report(
+        parameters=" ".join(
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in vars(args).items()
+            if k not in ("markdown", "profile")
+        )
+    )
+    await clicks_and_cards(report, args)
+    await rates(report, args)
+    report.load_after = os.getloadavg()
+    print(report.text())
+    if args.markdown:
+        args.markdown.write_text(report.markdown())
+        step(f"table written to {args.markdown}")
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(sys.argv[1:]))
+    except BenchError as exc:
+        sys.exit(str(exc))

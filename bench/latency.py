@@ -1,0 +1,87 @@
+"""Click -> gated tool starts, beside a bare ``Command(resume)`` -> tool starts.
+
+- baseline: the benchmark agent's graph on the product's own ``AsyncPostgresSaver``,
+  paused on its gated ``mark`` call, resumed with a bare ``Command(resume=...)``: the
+  time from the call to the tool's first line.
+- product: a signed Approve click from the sandbox to the web app, the decision
+  recorded, the Redis signal, a worker's sweep, claim and resume, until the same tool
+  starts. One run at a time, so each click is the only work in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+
+from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.policy_file import load_policy
+from agent_bridge.settings import WorkerConfig
+from bench.agent import marks, task
+from bench.stage import Stage
+from bench.stats import until
+from tests.harness import Harness
+
+
+def bare_graph(settings: WorkerConfig, checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """The benchmark agent's graph on ``checkpointer``, as a worker builds it."""
+    return build_agent(
+        tools=load_tools(settings),
+        model=load_model("scripted"),
+        policy=load_policy(settings.policy),
+        checkpointer=checkpointer,
+    )
+
+
+async def pause(graph: Any, label: str) -> tuple[RunnableConfig, Command[Any]]:
+    """Start a ``thread_id`` of ``graph`` on ``mark(label)``; return its config and the
+    ``Command`` that approves its interrupt."""
+    config: RunnableConfig = {"configurable": {"thread_id": f"bare-{label}"}}
+    content = json.dumps(task(label))
+    await graph.ainvoke({"messages": [{"role": "user", "content": content}]}, config)
+    (interrupt,) = (await graph.aget_state(config)).interrupts
+    return config, Command(resume={interrupt.id: {"decisions": [{"type": "approve"}]}})
+
+
+async def tool_started(workspace: Path, label: str) -> float:
+    """Wait until ``mark(label)`` has run; return when it started (wall clock, s)."""
+
+    async def found() -> float | None:
+        return marks(workspace).get(label)
+
+    return await until(found)
+
+
+async def bare_resumes(stage: Stage, count: int) -> list[float]:
+    """``count`` bare resumes, one at a time: seconds from ``Command`` to tool start."""
+    graph = bare_graph(stage.settings, stage.backend.checkpointer)
+    timings = []
+    for _ in range(count):
+        label = f"bare-{secrets.token_hex(4)}"
+        config, command = await pause(graph, label)
+        started = time.time()
+        await graph.ainvoke(command, config)
+        timings.append(await tool_started(stage.workspace, label) - started)
+    return timings
+
+
+async def product_clicks(harness: Harness, workspace: Path, count: int) -> list[float]:
+    """``count`` Approve clicks, one run at a time: seconds from click to tool start."""
+    timings = []
+    for _ in range(count):
+        label = f"click-{secrets.token_hex(4)}"
+        run = await harness.start_run(task(label))
+        (request,) = await harness.requests(run, count=1)
+        started = time.time()
+        status, _ = await harness.click(request, "approve")
+        if status != 200:
+            raise RuntimeError(f"the click was answered {status}")
+        timings.append(await tool_started(workspace, label) - started)
+        await harness.finished(run)
+    return timings

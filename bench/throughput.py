@@ -1,0 +1,168 @@
+"""Decisions applied per second by real worker processes, beside bare resumers.
+
+- product: ``count`` runs paused on their cards, real worker processes
+  (``bench.workers``) stopped with SIGSTOP while every decision is clicked and recorded, then
+  let go (SIGCONT): decisions applied per second until every request is ``applied``,
+  and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
+- baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
+  by the same number of ``bench.bare_resumer`` processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from asyncio.subprocess import Process
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.profiling import sampled
+from bench.reviewers import click_all, paused_requests
+from bench.stage import Stage
+from bench.stats import until
+from bench.workers import workers
+from tests.harness import REVIEWER, Harness
+from tests.worker_processes import REPO
+
+CLICKS_AT_ONCE = 10
+APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
+UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
+DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
+CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Rate:
+    """How many items were done, in how long, for how much CPU time (seconds)."""
+
+    count: int
+    elapsed_s: float
+    cpu_s: float
+
+    @property
+    def per_s(self) -> float:
+        """Items per second."""
+        return self.count / self.elapsed_s
+
+    @property
+    def cpu_per_item_s(self) -> float:
+        """CPU seconds per item."""
+        return self.cpu_s / self.count
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far, seconds (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_S
+
+
+async def count_of(harness: Harness, sql: str) -> int:
+    """The ``n`` of a ``COUNT(*) AS n`` query."""
+    row = await harness.store.db.fetch_one(sql)
+    return int(row["n"]) if row else 0
+
+
+async def product_rate(
+    harness: Harness, workers: list[Process], count: int, profile: Path | None = None
+) -> Rate:
+    """Pause ``count`` runs, record every decision while ``workers`` are stopped, then
+    time the workers applying them (one worker is sampled with py-spy into ``profile``,
+    if given: py-spy failed to attach a second time to a worker it had sampled)."""
+    requests = await paused_requests(harness, count)
+    applied_before = await count_of(harness, APPLIED)
+
+    async def all_decided() -> bool:
+        return await count_of(harness, DECIDED) >= count
+
+    async def all_applied() -> bool:
+        return await count_of(harness, APPLIED) - applied_before >= count
+
+    async def all_ended() -> bool:  # the next measure starts with no run in flight
+        return await count_of(harness, UNFINISHED) == 0
+
+    pids = [w.pid for w in workers]
+    sampling = profile if len(pids) == 1 else None  # the CPU-per-decision figure's phase
+    async with sampled(pids, sampling, "worker"):  # attached while it runs
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            for start in range(0, count, CLICKS_AT_ONCE):
+                chunk = requests[start : start + CLICKS_AT_ONCE]
+                await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
+            await until(all_decided, poll_s=0.01)
+            cpu_before = sum(process_cpu_s(pid) for pid in pids)
+            started = time.time()
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+        await until(all_applied, poll_s=0.005)
+        elapsed = time.time() - started
+        cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
+    await until(all_ended, poll_s=0.05)
+    return Rate(count, elapsed, cpu)
+
+
+async def bare_rate(stage: Stage, processes: int, count: int) -> Rate:
+    """``processes`` bare resumers resuming ``count`` paused ``thread_id``s in all."""
+    share = count // processes
+    resumers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.bare_resumer",
+            stage.settings.database_url,
+            str(stage.workspace),
+            f"bare{processes}x{i}-{time.time_ns()}",
+            str(share),
+            cwd=REPO,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for i in range(processes)
+    ]
+    for resumer in resumers:
+        assert resumer.stdout is not None
+        line = await resumer.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"a bare resumer failed to start: {line!r}")
+    started = time.time()
+    for resumer in resumers:
+        assert resumer.stdin is not None
+        resumer.stdin.write(b"go\n")
+        await resumer.stdin.drain()
+    reports = []
+    for resumer in resumers:
+        assert resumer.stdout is not None
+        reports.append(json.loads(await resumer.stdout.readline()))
+        await resumer.wait()
+    ended = max(r["ended"] for r in reports)
+    return Rate(share * processes, ended - started, sum(r["cpu_s"] for r in reports))
+
+
+@dataclass
+class Scaling:
+    """Product and bare rates with 1 and 2 processes."""
+
+    product: dict[int, Rate]
+    bare: dict[int, Rate]
+
+
+async def measure(
+    stage: Stage, harness: Harness, count: int, profile: Path | None = None
+) -> Scaling:
+    """Rates with 1 worker process, then 2 (and bare resumers alike); the workers are
+    sampled with py-spy into ``profile``, if given."""
+    scaling = Scaling(product={}, bare={})
+    async with workers(harness) as started:
+        for processes in (1, 2):
+            await started.add()
+            scaling.product[processes] = await product_rate(
+                harness, started.processes, count, profile
+            )
+    for processes in (1, 2):
+        scaling.bare[processes] = await bare_rate(stage, processes, count)
+    return scaling
