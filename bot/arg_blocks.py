@@ -86,7 +86,9 @@ def arg_sections(args: dict[str, Any], budget: int) -> tuple[list[dict[str, Any]
         return [_section(title + body)], cut
     names = {name: inline_code(name, NAME_MAX_CHARS) for name in args}
     caps = [SECTION_TEXT_MAX_CHARS - len(names[name]) - 1 for name in args]
-    needed = [len(code_block(arg_text(v), 10**9)[0]) for v in args.values()]
+    # what each value needs, up to a section (no share is larger): a long value is not
+    # escaped whole just to be measured
+    needed = [len(code_block(arg_text(v), 2 * SECTION_TEXT_MAX_CHARS)[0]) for v in args.values()]
     shares = _fair_shares(needed, budget, caps)
     sections, any_cut = [], False
     for (name, value), share in zip(args.items(), shares, strict=True):

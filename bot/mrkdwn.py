@@ -50,6 +50,8 @@ ENTITIES: dict[str, str] = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 ELLIPSIS = "…"
 ZERO_WIDTH_SPACE = "\u200b"
+HEAD_MARGIN_CHARS = 64
+"""Raw characters escaped past a cut's limit (see ``_head``)."""
 FENCE = "```"
 LINE_BREAK_MARK = "⏎"
 """What a line break looks like in a one-line frame."""
@@ -139,7 +141,7 @@ def truncate(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, boo
     Raises:
         ValueError: if ``limit`` is smaller than ``len(marker)`` (nothing could fit).
     """
-    return _cut(escape(text), limit, marker)
+    return _cut(escape(_head(text, limit)), limit, marker)
 
 
 def inline_code(text: str, limit: int) -> str:
@@ -158,7 +160,7 @@ def inline_code(text: str, limit: int) -> str:
         ``"`name`"``, cut with an ellipsis (between graphemes) when too long; ``"` `"``
         for an empty name.
     """
-    shown, _ = _cut(_flat(escape(text)) or " ", limit - 2, ELLIPSIS)
+    shown, _ = _cut(_flat(escape(_head(text, limit))) or " ", limit - 2, ELLIPSIS)
     return f"`{shown}`"
 
 
@@ -183,7 +185,7 @@ def one_line(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, boo
     Raises:
         ValueError: if ``limit`` is smaller than ``len(marker)``.
     """
-    return _cut(_flat(escape(text)), limit, marker)
+    return _cut(_flat(escape(_head(text, limit))), limit, marker)
 
 
 def code_block(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, bool]:
@@ -205,7 +207,7 @@ def code_block(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, b
     """
     if limit < _CODE_OVERHEAD_CHARS + len(marker):
         raise ValueError(f"limit {limit} cannot hold a code block")
-    body, cut = _cut(break_fences(escape(text)), limit - _CODE_OVERHEAD_CHARS, marker)
+    body, cut = _cut(break_fences(escape(_head(text, limit))), limit - _CODE_OVERHEAD_CHARS, marker)
     return f"{FENCE}\n{body}\n{FENCE}", cut
 
 
@@ -286,7 +288,7 @@ def quote_pieces(
         return [], False
     lines = [
         QUOTE_PREFIX + part
-        for line in break_fences(escape(text)).split("\n")
+        for line in break_fences(escape(_head(text, budget))).split("\n")
         for part in split_escaped(line, piece_chars - len(QUOTE_PREFIX) - len(marker))
     ]
     cut = sum(len(line) + 1 for line in lines) - 1 > budget
@@ -399,6 +401,18 @@ def _last_end(units: regex.Pattern[str], escaped: str, size: int) -> int:
 def _flat(escaped: str) -> str:
     """``escaped`` on one line: line breaks as ``⏎``, backticks as ``[U+0060]``."""
     return escaped.replace("\n", LINE_BREAK_MARK).replace("`", "[U+0060]")
+
+
+def _head(text: str, limit: int) -> str:
+    """The part of raw ``text`` that can show in ``limit`` characters, and a little more.
+
+    Escaping never shortens text (entities, markers and broken fences only add), so
+    nothing past ``limit`` raw characters can be shown, and a text longer than that is cut
+    anyway; escaping only the head keeps a 1 MB argument from being escaped whole to show
+    its first lines. ``HEAD_MARGIN_CHARS`` more keep the grapheme boundaries before
+    ``limit`` what they are in the whole text.
+    """
+    return text if len(text) <= limit + HEAD_MARGIN_CHARS else text[: limit + HEAD_MARGIN_CHARS]
 
 
 def _cut(escaped: str, limit: int, marker: str) -> tuple[str, bool]:
