@@ -37,6 +37,7 @@ const Mrkdwn = (() => {
     raised_hand: "✋", hand: "✋", construction: "🚧", mag: "🔍", clipboard: "📋",
     wastebasket: "🗑️", arrows_counterclockwise: "🔄", leftwards_arrow_with_hook: "↩️",
     heavy_multiplication_x: "✖️", large_green_circle: "🟢", red_circle: "🔴",
+    large_orange_circle: "🟠", black_circle: "⚫", ballot_box_with_check: "☑️",
   };
 
   function control(token, names) {
