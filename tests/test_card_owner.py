@@ -123,21 +123,12 @@ class PostedCard:
 
 
 @pytest.fixture
-async def posted(tmp_path: Path) -> AsyncIterator[PostedCard]:
-    """One pending card posted on the gateway's twin, with a SQLite store."""
-    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
-    await backend.release()
-    store = ApprovalStore(backend.db)
-    run = await store.create_run(
-        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
-    )
-    (request,) = await store.add_requests([make_request("r1")])
-    slack = MemoryGateway()
-    card = await CardOwner(store=store, slack=slack).post(request, run)
+def posted(pending_card: PostedCard) -> PostedCard:
+    """One pending card posted on the gateway's twin, then deleted in Slack."""
+    card = pending_card.card
     assert card.channel_id is not None and card.message_ts is not None
-    slack.delete(card.channel_id, card.message_ts)  # someone deletes it in Slack
-    yield PostedCard(store, slack, card)
-    await backend.close()
+    pending_card.slack.delete(card.channel_id, card.message_ts)  # someone deletes it
+    return pending_card
 
 
 async def test_two_processes_noticing_one_deleted_card_post_it_again_once(
