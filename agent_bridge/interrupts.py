@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge.binding import call_hash
-from agent_bridge.message_text import call_message, call_reason
+from agent_bridge.message_text import call_message, message_text
 from agent_bridge.models import (
     DECISION_TYPES,
     ApprovalRequest,
@@ -253,7 +253,9 @@ def _reason(messages: Sequence[BaseMessage], tool_call_id: str | None, policy: P
     """The model's text with the call, scrubbed of every redacted value of its turn's
     calls: the text is shared by all of them, and each card masks only its own call's."""
     turn = call_message(messages, tool_call_id)
+    if turn is None:
+        return ""
     secrets: set[str] = set()
-    for call in turn.tool_calls if turn is not None else ():
+    for call in turn.tool_calls:
         secrets |= secret_values(call["args"], policy.redaction(call["name"]))
-    return scrub(call_reason(messages, tool_call_id), secrets)
+    return scrub(message_text(turn).strip(), secrets)

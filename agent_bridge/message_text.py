@@ -33,10 +33,3 @@ def call_message(messages: Sequence[BaseMessage], tool_call_id: str | None) -> A
         (m for m in reversed(ai) if any(c["id"] == tool_call_id for c in m.tool_calls)), None
     )
     return made or (ai[-1] if ai else None)
-
-
-def call_reason(messages: Sequence[BaseMessage], tool_call_id: str | None) -> str:
-    """The text of the ``AIMessage`` that made tool call ``tool_call_id`` (``call_message``),
-    stripped; ``""`` if the model said nothing."""
-    found = call_message(messages, tool_call_id)
-    return message_text(found).strip() if found is not None else ""
