@@ -46,7 +46,7 @@ from bot.mrkdwn import (
 )
 from bot.outcome_blocks import changes_text, ran_result, result_text
 from bot.review_blocks import approvals_line, notify_text, review_context
-from bot.risk_blocks import risk_blocks, risk_shortened
+from bot.risk_blocks import risk_section
 
 FALLBACK_TEXT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
@@ -283,7 +283,8 @@ def _card(
     heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = quote(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
-    blocks.extend(risk_blocks(request))  # what the whole SQL would do, read first
+    risk, risk_cut = risk_section(request)
+    blocks.extend(risk)  # what the whole SQL would do, read first
     context, context_cut = context_blocks(request, run)
     blocks.extend(context)
     edit_cut = False
@@ -292,8 +293,8 @@ def _card(
         blocks.append(_section(f"{wording.PENDING_EDIT_LEAD}\n{changed}"))
     sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
     blocks.extend(sections)
-    cuts = (description_cut, context_cut, args_cut, edit_cut, _edited_cut(request))
-    if any(cuts) or risk_shortened(request):
+    cuts = (description_cut, context_cut, args_cut, edit_cut, risk_cut, _edited_cut(request))
+    if any(cuts):
         blocks.append(
             {
                 **_section(wording.CARD_SHORTENED),

@@ -64,26 +64,27 @@ def risk_blocks(request: ApprovalRequest, *, whole: bool = False) -> list[dict[s
         request: The request.
         whole: Every table, warning and name in full, over as many sections as it takes
             (the full-arguments modal); else one section of at most ``RISK_MAX_CHARS``,
-            the rest counted (``risk_shortened`` says whether anything was).
+            the rest counted (``risk_section`` says whether anything was).
     """
-    lines, _ = _lines(request, whole=whole)
+    if not whole:
+        return risk_section(request)[0]
+    lines, _ = _lines(request, whole=True)
+    pieces = split_escaped("\n".join(lines), SECTION_TEXT_MAX_CHARS) if lines else []
+    return [{"type": "section", "text": text_object(piece)} for piece in pieces]
+
+
+def risk_section(request: ApprovalRequest) -> tuple[list[dict[str, Any]], bool]:
+    """The card's risk section (as ``risk_blocks``), and whether it leaves anything out
+    (a table, a warning, a name cut, or the section's length): the card then offers the
+    full-arguments modal, which shows it whole."""
+    lines, omitted = _lines(request, whole=False)
     if not lines:
-        return []
-    if whole:
-        pieces = split_escaped("\n".join(lines), SECTION_TEXT_MAX_CHARS)
-        return [{"type": "section", "text": text_object(piece)} for piece in pieces]
+        return [], False
     text = "\n".join(lines)
     if len(text) > RISK_MAX_CHARS:  # only names can make it long; they are escaped already
         text = text[: RISK_MAX_CHARS - 1].rsplit("\n", 1)[0] + "\n…"
-    return [{"type": "section", "text": text_object(text)}]
-
-
-def risk_shortened(request: ApprovalRequest) -> bool:
-    """Whether the card's risk section leaves anything out (a table, a warning, a name
-    cut, or the section's length): the card then offers the full-arguments modal,
-    which shows it whole."""
-    lines, omitted = _lines(request, whole=False)
-    return omitted or len("\n".join(lines)) > RISK_MAX_CHARS
+        omitted = True
+    return [{"type": "section", "text": text_object(text)}], omitted
 
 
 def _lines(request: ApprovalRequest, *, whole: bool) -> tuple[list[str], bool]:
