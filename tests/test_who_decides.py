@@ -365,7 +365,6 @@ class TestGroupCacheTtl:
         await harness.click(sql, "approve", user_id=SECOND_DBA)
         await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
 
-
     async def test_a_submission_whose_group_slack_lists_too_slowly_is_answered_in_time(
         self, harness: Harness
     ) -> None:
@@ -382,7 +381,7 @@ class TestGroupCacheTtl:
         finally:
             stall.released.set()
         assert stall.reached.is_set()
-        assert status == 200 and body["response_action"] == "errors", body
+        assert status == 200 and body is not None and body["response_action"] == "errors", body
         assert "(S0DBA) could not be read from Slack" in json.dumps(body["errors"])
         assert harness.sandbox.violations == []  # answered within Slack's 3 s
         assert (await current(harness, sql)).state == ApprovalState.PENDING
