@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_bridge.audit import read_events
+from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.settings import WorkerConfig
 from tests.harness import DBA, REQUESTER, REVIEWER, RUN_IDS, Harness, decision_buttons
@@ -74,7 +74,7 @@ async def test_a_dm_starts_a_run_whose_thread_reply_answers_its_question(
     status, _ = await harness.sandbox.retry_event(event_id)
     assert status == 200
     events = [e for e in await read_events(harness.store.db) if e.request_id == request.request_id]
-    assert [e.kind for e in events].count("decided") == 1
+    assert [e.kind for e in events].count(AuditKind.DECIDED) == 1
     assert harness.sandbox.ephemerals(user_id=REQUESTER) == []
 
 
@@ -90,11 +90,13 @@ async def test_only_those_allowed_to_answer_are_heard(harness: Harness) -> None:
     await told(harness, REVIEWER, "not an approver")  # the requester is no approver here
     await harness.sandbox.reply(user_id=GUEST, text="guest answer", **where)
     await told(harness, GUEST, "another Slack workspace")
-    assert (await harness.store.get_request(request.request_id)).state == ApprovalState.PENDING
+    still = await harness.store.get_request(request.request_id)
+    assert still is not None and still.state == ApprovalState.PENDING
 
     await harness.sandbox.reply(user_id=DBA, text="us-east-2", **where)
     decided = await harness.decided(request)
-    assert decided.decided_by == DBA and decided.decision.message == "us-east-2"
+    assert decided.decided_by == DBA and decided.decision is not None
+    assert decided.decision.message == "us-east-2"
     refused = [
         e
         for e in await read_events(harness.store.db)
