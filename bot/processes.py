@@ -148,6 +148,7 @@ def build_worker(
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
+        progress=notifier.progress,
     )
     pacer = Pacer()  # one budget for every background Slack call of this worker
     return Worker(
