@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -41,7 +42,7 @@ async def test_a_burst_of_steps_is_throttled_and_ends_on_done(harness: Harness) 
     assert run.state == RunState.DONE
     updates = header_updates(harness, run)
     assert updates, "the first message was never updated"
-    gaps = [b["answered_at"] - a["answered_at"] for a, b in zip(updates, updates[1:], strict=False)]
+    gaps = [b["answered_at"] - a["answered_at"] for a, b in pairwise(updates)]
     progress = updates[:-1]
     assert all(g >= PROGRESS_INTERVAL_S * 0.8 for g in gaps[: len(progress) - 1]), gaps
     assert len(progress) < 18  # eighteen steps, coalesced
