@@ -13,7 +13,7 @@ are counted by name. Pure: no I/O; the Slack side draws and throttles
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -48,24 +48,21 @@ class Progress:
         phase: What it is doing.
         running: Tools the model just called (``RUNNING_TOOLS``), in call order.
         unreviewed: Tool name -> times it ran without a person deciding.
-        steps: Steps of the graph seen in this drive.
         waiting: The cards it waits on (``WAITING``).
     """
 
     phase: Phase
     running: tuple[str, ...] = ()
     unreviewed: tuple[tuple[str, int], ...] = ()
-    steps: int = 0
-    waiting: tuple[WaitingCard, ...] = field(default=())
+    waiting: tuple[WaitingCard, ...] = ()
 
 
-def progress_of(messages: Sequence[Any], *, reviewed: Collection[str], steps: int = 0) -> Progress:
+def progress_of(messages: Sequence[Any], *, reviewed: Collection[str]) -> Progress:
     """Read the run's progress from the state's ``messages`` after a step.
 
     Args:
         messages: The state's messages, oldest first.
         reviewed: Tool call IDs that had an approval request (a person decided them).
-        steps: Steps seen so far in this drive.
 
     Returns:
         ``RUNNING_TOOLS`` with the tools the last ``AIMessage`` called when it is the
@@ -80,8 +77,8 @@ def progress_of(messages: Sequence[Any], *, reviewed: Collection[str], steps: in
     last = messages[-1] if messages else None
     if isinstance(last, AIMessage) and last.tool_calls:
         running = tuple(str(c.get("name") or "tool") for c in last.tool_calls)
-        return Progress(Phase.RUNNING_TOOLS, running=running, unreviewed=unreviewed, steps=steps)
-    return Progress(Phase.THINKING, unreviewed=unreviewed, steps=steps)
+        return Progress(Phase.RUNNING_TOOLS, running=running, unreviewed=unreviewed)
+    return Progress(Phase.THINKING, unreviewed=unreviewed)
 
 
 class ProgressHook(Protocol):

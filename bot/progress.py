@@ -50,7 +50,6 @@ class _Line:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reviewed: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
-    steps: int = 0
 
 
 class ProgressReporter:
@@ -74,13 +73,12 @@ class ProgressReporter:
     async def step(self, run: Run, messages: Sequence[Any]) -> None:
         """See ``agent_bridge.progress.ProgressHook.step``: thinking or running tools."""
         line = self._line(run)
-        line.steps += 1
         try:
             await self._learn_reviewed(line, messages)
         except StoreUnavailableError as exc:
             logger.warning("run=%s progress not read: %s", run.run_id, exc)
             return
-        await self._show(line, progress_of(messages, reviewed=line.reviewed, steps=line.steps))
+        await self._show(line, progress_of(messages, reviewed=line.reviewed))
 
     async def waiting(self, run: Run) -> None:
         """The run waits for approval: show its pending cards, linked."""

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent_bridge.models import Run, RunState
+from agent_bridge.progress import Phase, progress_of
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
 from bot.progress import PROGRESS_INTERVAL_S, ProgressReporter
@@ -113,3 +114,19 @@ async def test_the_throttle_keeps_the_latest_state_and_the_final_one(
     await reporter.final(run.model_copy(update={"state": RunState.DONE}))
     assert len(slack.updates) == 2 and "Done" in slack.updates[-1]
     assert "Done" in json.dumps(slack.messages[("C1", ts)]["blocks"])
+
+
+def test_progress_reads_the_last_step_and_counts_unreviewed_tools() -> None:
+    call = {"name": "read_data", "args": {}, "id": "c1"}
+    gated = {"name": "write_file", "args": {}, "id": "c2"}
+    messages: list[Any] = [HumanMessage("task")]
+    assert progress_of(messages, reviewed=set()).phase == Phase.THINKING
+    messages.append(AIMessage("", tool_calls=[call, gated]))
+    running = progress_of(messages, reviewed={"c2"})
+    assert running.phase == Phase.RUNNING_TOOLS and running.running == ("read_data", "write_file")
+    messages += [
+        ToolMessage("rows", tool_call_id="c1", name="read_data"),
+        ToolMessage("written", tool_call_id="c2", name="write_file"),
+    ]
+    after = progress_of(messages, reviewed={"c2"})
+    assert after.phase == Phase.THINKING and after.unreviewed == (("read_data", 1),)
