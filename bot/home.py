@@ -4,8 +4,10 @@ Published when the user opens the tab (``app_home_opened``: ack first, then publ
 and again when a request they may decide is created or decided: the card owner tells
 ``HomePublisher.request_changed`` after every post and redraw, in the web process and
 in the worker alike. Republishing is debounced per user (``HOME_DEBOUNCE_S``: a burst of
-changes is one ``views.publish`` drawn from the state after it) and paced to Slack's
-limit for ``views.publish`` (Tier 4, 100+ a minute: ``PUBLISH_INTERVAL_S``).
+changes is one ``views.publish`` drawn from the state after it), done by one background
+task, one Home at a time, so it never takes more than one database connection from the
+clicks, and paced to Slack's limit for ``views.publish`` (Tier 4, 100+ a minute:
+``PUBLISH_INTERVAL_S``).
 
 Who is listed is the guard's rule (``Guard.may_decide`` over ``bot.authorization``),
 checked per request for the viewer; whose Home a change touches: the request's
@@ -48,6 +50,9 @@ PUBLISH_INTERVAL_S = 0.6
 minute: Tier 4, https://docs.slack.dev/reference/methods/views.publish)."""
 VIEWERS_KEPT = 1000
 LINKS_KEPT = 2000
+REVIEWERS_TTL_S = 60.0
+"""How long the workspace's recent reviewers are reused before they are read again,
+seconds."""
 """Users who opened the tab, and card permalinks, remembered by this process."""
 
 
@@ -82,9 +87,10 @@ class HomePublisher:
         self.publish_interval_s = publish_interval_s
         self.viewers: OrderedDict[tuple[str | None, str], None] = OrderedDict()
         self._links: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._dirty: set[tuple[str | None, str]] = set()
-        self._due: dict[tuple[str | None, str], asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._changed: dict[str, ApprovalRequest] = {}
+        self._dirty: OrderedDict[tuple[str | None, str], None] = OrderedDict()
+        self._reviewers_read: dict[str | None, tuple[float, list[str]]] = {}
+        self._runner: asyncio.Task[None] | None = None
         self._next_slot = 0.0
 
     def register(self, app: AsyncApp) -> None:
@@ -108,9 +114,9 @@ class HomePublisher:
     def request_changed(self, request: ApprovalRequest) -> None:
         """Schedule the republishing of every Home ``request`` shows on, or should
         (called by ``CardOwner`` after a post or redraw; returns at once)."""
-        task = asyncio.create_task(self._touch(request))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._changed[request.request_id] = request
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._run())
 
     async def publish(self, user_id: str, *, installation: Installation) -> None:
         """Draw ``user_id``'s inbox from the store now and publish it; a database outage
@@ -139,12 +145,27 @@ class HomePublisher:
         decided = await self.inbox.decided_by(user_id)
         return render_home(user_id, pending=items, decided=decided, now=self.clock())
 
+    async def _run(self) -> None:
+        """Republish what changed, one Home at a time (one database connection and one
+        ``views.publish`` at a time, off the click path): after a burst of changes has
+        settled (``debounce_s``), find whose Homes they concern, then publish each once."""
+        while self._changed or self._dirty:
+            if self._changed:
+                await asyncio.sleep(self.debounce_s)
+                batch = list(self._changed.values())
+                self._changed.clear()
+                for request in batch:
+                    await self._touch(request)
+            while self._dirty and not self._changed:
+                team_id, user_id = self._dirty.popitem(last=False)[0]
+                await self.publish(user_id, installation=Installation(team_id=team_id))
+
     async def _touch(self, request: ApprovalRequest) -> None:
-        """Schedule the Homes ``request`` concerns (see the module's docstring)."""
+        """Mark dirty the Homes ``request`` concerns (see the module's docstring)."""
         team_id = request.team_id
         installation = Installation(team_id=team_id)
         try:
-            candidates = set(await self.inbox.recent_reviewers(team_id))
+            candidates = set(await self._reviewers(team_id))
             named = (*(request.rules.approvers or ()), *backup_ids(request))
             if named:
                 candidates |= (await self.guard.directory.members(team_id, named)).users
@@ -154,33 +175,21 @@ class HomePublisher:
         candidates |= {user for team, user in self.viewers if team == team_id}
         for user_id in sorted(candidates):
             actor = Actor(user_id=user_id, team_id=team_id)
-            try:
-                shown = await self.guard.may_decide(actor, request, installation=installation)
-            except StoreUnavailableError:
-                shown = True  # republishing says the store is down: better than stale
+            shown = await self.guard.may_decide(actor, request, installation=installation)
             if shown or user_id == request.decided_by or user_id in request.approved_by:
-                self._schedule(team_id, user_id)
+                self._dirty[(team_id, user_id)] = None
         if request.decided_by is not None:
-            self._schedule(team_id, request.decided_by)
+            self._dirty[(team_id, request.decided_by)] = None
 
-    def _schedule(self, team_id: str | None, user_id: str) -> None:
-        key = (team_id, user_id)
-        self._dirty.add(key)
-        if key not in self._due:
-            task = asyncio.create_task(self._republish(key))
-            self._due[key] = task
-
-    async def _republish(self, key: tuple[str | None, str]) -> None:
-        """Publish ``key``'s Home once the burst of changes is over, and again if more
-        came while it was being drawn."""
-        team_id, user_id = key
-        try:
-            while key in self._dirty:
-                await asyncio.sleep(self.debounce_s)
-                self._dirty.discard(key)
-                await self.publish(user_id, installation=Installation(team_id=team_id))
-        finally:
-            self._due.pop(key, None)
+    async def _reviewers(self, team_id: str | None) -> list[str]:
+        """``Inbox.recent_reviewers``, read at most once per ``REVIEWERS_TTL_S``."""
+        now = self.clock()
+        cached = self._reviewers_read.get(team_id)
+        if cached is not None and now - cached[0] < REVIEWERS_TTL_S:
+            return cached[1]
+        reviewers = await self.inbox.recent_reviewers(team_id)
+        self._reviewers_read[team_id] = (now, reviewers)
+        return reviewers
 
     async def _pace(self) -> None:
         """Wait for this process's next ``views.publish`` slot."""

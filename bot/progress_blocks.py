@@ -15,7 +15,7 @@ from agent_bridge.models import Run, RunState
 from agent_bridge.progress import Phase, Progress
 from bot.blocks import TASK_MAX_CHARS, Message, render_run_started
 from bot.home_blocks import safe_link
-from bot.mrkdwn import inline_code, quote, text_object
+from bot.mrkdwn import inline_code, one_line, quote, text_object
 
 TOOL_NAME_MAX_CHARS = 100
 TOOLS_SHOWN_MAX = 8
@@ -44,8 +44,8 @@ def render_progress(run: Run, progress: Progress) -> Message:
         blocks.append(_context(f"{progress_wording.UNREVIEWED_LEAD} {ran}"))
     run_id = inline_code(run.run_id, 100)
     blocks.append(_context(wording.run_context_text(run_id)))
-    text = f"{fallback}: {run.task}"
-    return text[: TASK_MAX_CHARS - 1] + "…" if len(text) > TASK_MAX_CHARS else text, blocks
+    text, _ = one_line(f"{fallback}: {run.task}", TASK_MAX_CHARS)  # escaped, as a card's
+    return text, blocks
 
 
 def _status(progress: Progress) -> tuple[str, str]:
