@@ -118,6 +118,11 @@ class HomePublisher:
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
 
+    async def idle(self) -> None:
+        """Return once every change told so far is published (or failed and logged)."""
+        while self._runner is not None and not self._runner.done():
+            await asyncio.shield(self._runner)
+
     async def publish(self, user_id: str, *, installation: Installation) -> None:
         """Draw ``user_id``'s inbox from the store now and publish it; a database outage
         publishes a note saying so, a Slack failure is logged."""
