@@ -44,6 +44,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "MAX_CONCURRENT_RUNS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
@@ -76,6 +77,7 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "MAX_CONCURRENT_RUNS": "-999",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
