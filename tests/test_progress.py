@@ -47,7 +47,10 @@ async def test_a_burst_of_steps_is_throttled_and_ends_on_done(harness: Harness) 
     progress = updates[:-1]
     assert all(g >= PROGRESS_INTERVAL_S * 0.8 for g in gaps[: len(progress) - 1]), gaps
     assert len(progress) < 18  # eighteen steps, coalesced
-    assert any("Ran without review" in text_of(c) and "read_data" in text_of(c) for c in progress)
+    # which intermediate states are drawn depends on how fast the steps come (a run
+    # finished within the first interval shows only its first state, then Done): the
+    # states themselves are progress_of's test, the coalescing the throttle's
+    assert all("Done" not in text_of(c) for c in progress)
     assert "Done" in text_of(updates[-1])  # the final state, last
     header = harness.sandbox.message(CHANNEL, run.thread_ts or "")
     assert "Done" in json.dumps(header["blocks"])
