@@ -59,6 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"port of the sandbox page (default {DEMO_PAGE_PORT}; any free one "
         "with --unattended; 0 for any free one)",
     )
+    demo.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="the web part takes the sandbox's deliveries over Socket Mode",
+    )
     parser.add_argument(
         "--log-level",
         default=None,
@@ -92,7 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{count} audit events exported", file=sys.stderr)
         else:
             settings = read_settings(DemoSettings)
-            return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))
+            return asyncio.run(
+                run_demo(
+                    settings,
+                    unattended=args.unattended,
+                    port=args.port,
+                    socket_mode=args.socket_mode,
+                )
+            )
     except BridgeError as exc:
         print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)
         return 2
