@@ -146,7 +146,8 @@ class SocketMode:
             (empty when none), and the time from the acked attempt's send.
 
         Raises:
-            BotUnreachable: No connection is open, or nothing was acked at all.
+            BotUnreachable: No connection is open, an event was acked after none of its
+                sends' deadlines, or an interaction was not acked at all.
         """
         kind, payload = envelope_of(body, content_type)
         envelope_id = secrets.token_hex(16)
@@ -166,8 +167,9 @@ class SocketMode:
                     envelope["retry_reason"] = RETRY_REASON if attempt else ""
                 started = time.monotonic()
                 await self._send(envelope)
-                last = attempt == attempts - 1
-                timeout = REQUEST_TIMEOUT_S if last else self.ack_deadline_s
+                # An event is sent again when its deadline passes; an interaction's late
+                # ack is still awaited, so it is reported late (a violation), as over HTTP.
+                timeout = self.ack_deadline_s if kind == "events_api" else REQUEST_TIMEOUT_S
                 try:
                     ack = await asyncio.wait_for(asyncio.shield(waiting), timeout)
                 except TimeoutError:
