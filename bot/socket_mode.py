@@ -18,6 +18,7 @@ logged and not acked, as a 400 is not an answer Slack accepts.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 from aiohttp import ClientError
@@ -48,6 +49,7 @@ class CheckedSocketModeHandler(AsyncSocketModeHandler):
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Dispatch one envelope to Bolt and ack it with Bolt's answer; an envelope the
         HTTP edge would answer 400 is logged and left un-acked."""
+        started = time.time()
         reason = is_unreadable(req.payload)
         if reason is not None:
             logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
@@ -57,7 +59,7 @@ class CheckedSocketModeHandler(AsyncSocketModeHandler):
         except Exception:
             logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
             return
-        await send_async_response(client, req, response, 0.0)
+        await send_async_response(client, req, response, started)
 
 
 @dataclass

@@ -8,6 +8,8 @@ form; the modal's ``response_action: "errors"`` travels back in the envelope's a
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from bot import ids
 from bot.app import EVENTS_PATH
 from bot.socket_mode import connect_socket_mode
 from slack_sandbox import Sandbox
+from slack_sandbox.delivery import FORM, payload_body
 from slack_sandbox.socket_mode import RETRY_REASON
 from tests.harness import (
     CHANNEL,
@@ -39,6 +42,7 @@ from tests.harness import (
     TEST_SIGNING_SECRET,
     Harness,
 )
+from tests.slack_bodies import APPROVE, click_payload
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CALL = {
@@ -161,6 +165,44 @@ async def test_an_event_whose_ack_is_lost_is_sent_again_and_handled_once(
     assert harness.web_store.runs_asked == 1  # the retry reached no listener
     runs = await harness.store.db.fetch_all("SELECT run_id FROM runs")
     assert len(runs) == 1
+
+
+async def test_a_click_without_actions_is_refused_unacked_and_the_connection_goes_on(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the HTTP edge answers 400 is not acked (nor dispatched) over Socket Mode.
+
+    Envelopes are handled in the order they arrive, and a refusal needs no I/O, so once a
+    later envelope is acked the refused one would have been acked already if it were."""
+    sm = socket(harness)
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    assert request.channel_id and request.message_ts
+    message = harness.sandbox.message(request.channel_id, request.message_ts)
+    clicked = click_payload(
+        message,
+        channel_id=request.channel_id,
+        action_id=APPROVE,
+        value=f"{request.request_id}.{request.version}",
+        user_id=REVIEWER,
+    )
+    clicked["actions"] = []
+    refused = asyncio.create_task(sm.deliver(payload_body(clicked), content_type=FORM))
+    await harness.wait_for(lambda: _sent(sm, "interactive"))
+    status, _ = await harness.click(request, "approve")  # a later envelope, acked
+    assert status == 200
+    refused_id = next(e["envelope_id"] for e in sm.envelopes if e["type"] == "interactive")
+    assert refused_id not in {ack["envelope_id"] for ack in sm.acks}
+    refused.cancel()
+    assert (await harness.finished(run)).state == RunState.DONE
+    said = [r for r in caplog.records if r.name == "bot.socket_mode"]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert "block_actions without actions" in said[0].getMessage()
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []  # no traceback
+
+
+async def _sent(sm: Any, kind: str) -> bool:
+    return any(e["type"] == kind for e in sm.envelopes)
 
 
 async def test_a_refused_app_token_stops_the_start_with_a_clear_error() -> None:
