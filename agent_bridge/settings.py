@@ -33,7 +33,9 @@ DEMO_SIGNING_SECRET = "sandbox-signing-secret"
 """Signing secret shared by the demo's bot and its local Slack sandbox (never a real one)."""
 DEMO_BOT_TOKEN = "xoxb-sandbox-token"
 """Bot token the sandbox accepts in the demo (never a real one)."""
-PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN})
+DEMO_APP_TOKEN = "xapp-sandbox-token"
+"""App-level token the sandbox accepts in the demo's Socket Mode (never a real one)."""
+PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN, DEMO_APP_TOKEN})
 """Values anyone can read here; production's web and worker refuse them."""
 DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
@@ -94,6 +96,17 @@ class WebConfig(ProcessConfig):
     channels go to the ``default`` agent."""
     port: int = 3000
     host: str = "0.0.0.0"
+    slack_app_token: str | None = Field(default=None, repr=False)
+    """An app-level token (``xapp-…``): Slack's deliveries come over Socket Mode
+    (``bot.socket_mode``) and ``POST /slack/events`` is not served; unset: HTTP."""
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _an_app_token(cls, value: str | None) -> str | None:
+        """Refuse a token that is not app-level (a bot token pasted by mistake)."""
+        if value is not None and not value.strip().startswith("xapp-"):
+            raise PydanticCustomError("app_token", "is not an app-level token (xapp-...)")
+        return value
 
 
 class WorkerConfig(ProcessConfig):
@@ -133,16 +146,22 @@ def refuse_public(value: str) -> str:
     return value
 
 
+def refuse_public_if_set(value: str | None) -> str | None:
+    """``refuse_public`` for an optional credential: unset stays unset."""
+    return None if value is None else refuse_public(value)
+
+
 class WebSettings(BaseSettings, WebConfig):
     """The ``web`` process's ``WebConfig``, from the environment.
 
     ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the
-    demo's public credentials are refused.
+    demo's public credentials are refused (``SLACK_APP_TOKEN``'s too).
     """
 
     model_config = READ_ENVIRONMENT
 
     _credentials = field_validator("slack_signing_secret", "slack_bot_token")(refuse_public)
+    _app_token = field_validator("slack_app_token")(refuse_public_if_set)
 
 
 class WorkerSettings(BaseSettings, WorkerConfig):
@@ -187,11 +206,13 @@ class DemoSettings(BaseSettings):
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy."""
 
-    def web_config(self, *, api_url: str, data_dir: Path) -> WebConfig:
-        """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``."""
+    def web_config(self, *, api_url: str, data_dir: Path, socket_mode: bool = False) -> WebConfig:
+        """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``
+        (``socket_mode``: over Socket Mode, with the demo's public app-level token)."""
         return WebConfig(
             slack_signing_secret=DEMO_SIGNING_SECRET,
             slack_bot_token=DEMO_BOT_TOKEN,
+            slack_app_token=DEMO_APP_TOKEN if socket_mode else None,
             slack_api_url=api_url,
             database_url=demo_database_url(data_dir),
         )
@@ -244,6 +265,7 @@ def describe_error(error: ErrorDetails) -> str:
     if error["type"] == "empty":
         return f"{variable} is empty" + (f" ({what})" if what else "")
     if error["type"] == "public":
-        kind = "signing secret" if field == "slack_signing_secret" else "bot token"
+        kinds = {"slack_signing_secret": "signing secret", "slack_app_token": "app-level token"}
+        kind = kinds.get(field, "bot token")
         return f"{variable} is the demo's public value: set your app's {kind}"
     return f"{variable}: {error['msg']}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -151,6 +152,14 @@ def is_ssl_check(body: bytes) -> bool:
         return False
 
 
+def is_unreadable(body: Mapping[str, Any]) -> str | None:
+    """Why Bolt cannot be given the parsed request ``body`` (it would fail matching a
+    listener: a 500 over HTTP), or None. Both edges, HTTP and Socket Mode, ask it."""
+    if body.get("type") == "block_actions" and not body.get("actions"):
+        return "block_actions without actions"
+    return None
+
+
 def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
     """Whether Slack signed ``body`` (a body that is not UTF-8 was not sent by Slack)."""
     try:
@@ -159,12 +168,16 @@ def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str])
         return False
 
 
-def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
+def create_web_app(
+    bolt_app: AsyncApp, *, signing_secret: str, serve_events: bool = True
+) -> web.Application:
     """Return the aiohttp application serving ``bolt_app`` and the health check.
 
     The signature is checked over the exact raw body before anything parses it, so an
     unsigned or forged request, however malformed, gets 401 and reaches no listener
     (Slack's "Verifying requests from Slack"); a signed request Bolt cannot read gets 400.
+    ``serve_events=False`` (Socket Mode, ``bot.socket_mode``): no ``POST /slack/events``,
+    as Slack sends nothing there.
     """
     verifier = SignatureVerifier(signing_secret)
 
@@ -180,11 +193,9 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
                 query=request.query_string,
                 headers=dict(request.headers),
             )
-            if bolt_request.body.get("type") == "block_actions" and not bolt_request.body.get(
-                "actions"
-            ):
-                # Bolt's listener matching fails on a click with no action (a 500).
-                return web.Response(status=400, text="block_actions without actions")
+            unreadable = is_unreadable(bolt_request.body)
+            if unreadable is not None:
+                return web.Response(status=400, text=unreadable)
             return await to_aiohttp_response(await bolt_app.async_dispatch(bolt_request))
         except Exception:
             # Bolt raises while reading a signed body it cannot make sense of (bad
@@ -196,6 +207,7 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
         return web.json_response({"ok": True})
 
     web_app = web.Application()
-    web_app.router.add_post(EVENTS_PATH, events)
+    if serve_events:
+        web_app.router.add_post(EVENTS_PATH, events)
     web_app.router.add_get(HEALTH_PATH, healthz)
     return web_app

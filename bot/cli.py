@@ -2,7 +2,8 @@
 
 Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
 process on embedded defaults; ``--unattended`` reviews by script and exits), ``audit
-export`` (the audit trail as CSV or JSON Lines). Each reads
+export`` (the audit trail as CSV or JSON Lines), ``manifest`` (the Slack app manifest for
+``--url https://HOST`` or ``--socket-mode``; reads nothing). Each reads
 only its own settings (``agent_bridge.settings``); a missing or wrong variable is named on
 stderr, with exit status 2.
 """
@@ -25,6 +26,7 @@ from agent_bridge.settings import (
 from bot.audit_export import add_arguments as add_audit_arguments
 from bot.audit_export import export
 from bot.demo import DEMO_PAGE_PORT, run_demo
+from bot.manifest import render as render_manifest
 from bot.processes import run_release, run_web, run_worker
 
 
@@ -40,6 +42,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_audit_arguments(
         audit_sub.add_parser("export", help="write the audit trail as CSV or JSON Lines")
     )
+    manifest = sub.add_parser("manifest", help="print the Slack app manifest (YAML)")
+    where = manifest.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the web process's public base URL, https://HOST")
+    where.add_argument("--socket-mode", action="store_true", help="Socket Mode: no request URLs")
     demo = sub.add_parser("demo", help="web + worker + local Slack sandbox in one process")
     demo.add_argument(
         "--unattended",
@@ -52,6 +58,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help=f"port of the sandbox page (default {DEMO_PAGE_PORT}; any free one "
         "with --unattended; 0 for any free one)",
+    )
+    demo.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="the web part takes the sandbox's deliveries over Socket Mode",
     )
     parser.add_argument(
         "--log-level",
@@ -72,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     # secrets; the risk line on the card already says a statement was unparseable.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
+        if args.command == "manifest":
+            return print_manifest(args)
         if args.command == "web":
             asyncio.run(run_web(read_settings(WebSettings)))
         elif args.command == "worker":
@@ -84,9 +97,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{count} audit events exported", file=sys.stderr)
         else:
             settings = read_settings(DemoSettings)
-            return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))
+            return asyncio.run(
+                run_demo(
+                    settings,
+                    unattended=args.unattended,
+                    port=args.port,
+                    socket_mode=args.socket_mode,
+                )
+            )
     except BridgeError as exc:
         print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def print_manifest(args: argparse.Namespace) -> int:
+    """Print the manifest for ``--url`` or ``--socket-mode``; 2 for a URL Slack refuses."""
+    try:
+        print(render_manifest(url=args.url, socket_mode=args.socket_mode), end="")
+    except ValueError as exc:
+        print(f"agent-bridge manifest: {exc}", file=sys.stderr)
         return 2
     return 0
 

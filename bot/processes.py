@@ -50,6 +50,7 @@ from bot.home import HomePublisher
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
+from bot.socket_mode import PING_INTERVAL_S, SocketModeConnection, connect_socket_mode
 
 logger = logging.getLogger(__name__)
 
@@ -60,13 +61,17 @@ database outage is reported on the modal within Slack's 3 s deadline."""
 
 @dataclass
 class WebServer:
-    """A running web process: its aiohttp runner and its base URL."""
+    """A running web process: its aiohttp runner, its base URL and, in Socket Mode, its
+    connection to Slack."""
 
     runner: web.AppRunner
     url: str
+    socket_mode: SocketModeConnection | None = None
 
     async def stop(self) -> None:
-        """Stop serving."""
+        """Stop taking Slack's deliveries, then stop serving."""
+        if self.socket_mode is not None:
+            await self.socket_mode.stop()
         await self.runner.cleanup()
 
 
@@ -80,16 +85,21 @@ async def start_web(
     host: str | None = None,
     port: int | None = None,
     directory: Callable[[Slack], Directory] | None = None,
+    ping_interval_s: float = PING_INTERVAL_S,
 ) -> WebServer:
     """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
     builds its user-group resolver (tests move its clock). The bot token's installation
-    is resolved (``auth.test``) before serving, so no request waits for it.
+    is resolved (``auth.test``) before serving, so no request waits for it. With
+    ``settings.slack_app_token`` the app takes Slack's deliveries over Socket Mode
+    (``bot.socket_mode``, pinging every ``ping_interval_s``) and ``host:port`` serves
+    only the health check.
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
 
     Raises:
-        ConfigurationError: Slack refused the bot token or could not be reached.
+        ConfigurationError: Slack refused the bot or app-level token or could not be
+            reached.
     """
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret,
@@ -101,15 +111,25 @@ async def start_web(
         channel_agents=settings.channel_agents,
         **({"directory": directory} if directory else {}),
     )
+    socket_mode = None
+    if settings.slack_app_token is not None:
+        socket_mode = await connect_socket_mode(
+            bolt_app, app_token=settings.slack_app_token, ping_interval_s=ping_interval_s
+        )
     runner = web.AppRunner(
-        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
+        create_web_app(
+            bolt_app,
+            signing_secret=settings.slack_signing_secret,
+            serve_events=socket_mode is None,
+        ),
+        access_log=None,
     )
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
     await web.SockSite(runner, sock).start()
     bound_host, bound_port = sock.getsockname()[:2]
     shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
-    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}")
+    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}", socket_mode=socket_mode)
 
 
 def build_worker(
@@ -220,7 +240,8 @@ async def run_web(settings: WebSettings) -> None:
             ),
             deduper=deduper,
         )
-        logger.info("web listening on %s", server.url)
+        via = "Socket Mode" if server.socket_mode else f"POST {server.url}/slack/events"
+        logger.info("web listening on %s; Slack's deliveries via %s", server.url, via)
         await stop_on_signals().wait()
         await server.stop()
     finally:

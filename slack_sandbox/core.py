@@ -51,13 +51,18 @@ class Core:
     Args:
         workspace: Users, channels, messages and the clock.
         bot_token: The only token the Web API accepts.
+        app_token: The app-level token (``xapp-…``) of Socket Mode; None: the app uses
+            HTTP request URLs.
     """
 
-    def __init__(self, *, workspace: Workspace, bot_token: str) -> None:
+    def __init__(
+        self, *, workspace: Workspace, bot_token: str, app_token: str | None = None
+    ) -> None:
         self.workspace = workspace
         self.modals = Modals(workspace)
         self.usergroups = Usergroups(team_id=workspace.team_id, clock=workspace.clock)
         self.bot_token = bot_token
+        self.app_token = app_token
         self.base_url = ""
         self.calls: list[dict[str, Any]] = []
         self.violations: list[str] = []

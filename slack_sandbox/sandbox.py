@@ -26,6 +26,7 @@ from slack_sandbox.errors import SandboxError
 from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.server import Server, build_app
+from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.stalls import Stall
 from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
 
@@ -53,6 +54,9 @@ class Sandbox(Acting):
             always use the real time, because the bot checks them against its own.
         ack_deadline_s: How long the bot may take to answer a delivery (Slack: 3 s);
             a later answer is recorded as a violation and, like Slack, not applied.
+        app_token: The app's app-level token (``xapp-…``): the app is in Socket Mode,
+            ``apps.connections.open`` accepts this token, and every delivery goes over
+            the websocket it opens (``socket_mode``) instead of to ``request_url``.
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class Sandbox(Acting):
         channels: dict[str, str] | None = None,
         clock: Clock = time.time,
         ack_deadline_s: float = ACK_DEADLINE_S,
+        app_token: str | None = None,
     ) -> None:
         self.request_url = request_url
         self.base_url = ""
@@ -79,18 +84,29 @@ class Sandbox(Acting):
             enterprise_id=enterprise_id,
             enterprise_name=enterprise_name,
         )
-        self._core = Core(workspace=workspace, bot_token=bot_token)
+        self._core = Core(workspace=workspace, bot_token=bot_token, app_token=app_token)
         self._delivery = Delivery(signing_secret=signing_secret)
+        self.socket_mode = (
+            SocketMode(core=self._core, app_token=app_token, ack_deadline_s=ack_deadline_s)
+            if app_token is not None
+            else None
+        )
+        """The Socket Mode side (connections, envelopes, acks, ``refresh``, ``drop``);
+        None when the app uses HTTP."""
         self._interactions = Interactions(
             core=self._core,
             delivery=self._delivery,
             request_url=lambda: self.request_url,
             ack_deadline_s=ack_deadline_s,
+            socket_mode=self.socket_mode,
         )
         self._events = Events(core=self._core, interactions=self._interactions)
         self._conversing = Conversing(core=self._core, interactions=self._interactions)
         self._app = build_app(
-            core=self._core, interactions=self._interactions, request_url=lambda: self.request_url
+            core=self._core,
+            interactions=self._interactions,
+            request_url=lambda: self.request_url,
+            socket_mode=self.socket_mode,
         )
         self._server = Server(self._app)
 
@@ -121,6 +137,8 @@ class Sandbox(Acting):
         self._core.slowness.release_all()
         for stall in list(self._core.held):
             stall.released.set()
+        if self.socket_mode is not None:
+            await self.socket_mode.close()
         await self._server.stop()
         await self._delivery.close()
 

@@ -15,17 +15,27 @@ from slack_sandbox.core import Core
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.page import page_routes
 from slack_sandbox.responses import response_routes
+from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.web_api import api_routes
 
 WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHODS | HOME_METHODS
 
 
 def build_app(
-    *, core: Core, interactions: Interactions, request_url: Callable[[], str | None]
+    *,
+    core: Core,
+    interactions: Interactions,
+    request_url: Callable[[], str | None],
+    socket_mode: SocketMode | None = None,
 ) -> web.Application:
-    """Return the application: Web API, response URLs, the page and its endpoints."""
+    """Return the application: Web API, response URLs, the page and its endpoints, and
+    with ``socket_mode`` ``apps.connections.open`` and its websocket."""
     app = web.Application()
-    app.add_routes(api_routes(core, WEB_API_METHODS))
+    methods = dict(WEB_API_METHODS)
+    if socket_mode is not None:
+        methods["apps.connections.open"] = socket_mode.open_connection
+        app.add_routes(socket_mode.routes())
+    app.add_routes(api_routes(core, methods))
     app.add_routes(response_routes(core))
     app.add_routes(page_routes(core, interactions, request_url))
     return app

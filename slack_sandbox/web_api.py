@@ -21,6 +21,8 @@ from slack_sandbox.stalls import Stall
 
 Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
 """A Web API method: ``(core, args) -> Slack's JSON answer``."""
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+"""Methods called with the app-level token (``xapp-…``), not the bot token."""
 
 
 class BadArgument(Exception):
@@ -91,8 +93,12 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
         failure = core.take_failure(method)
         if failure is not None:
             return _injected(core, method, args, failure.status, failure.retry_after_s)
-        if token != core.bot_token:
-            return _answer(core, method, args, {"ok": False, "error": "invalid_auth"})
+        expected = core.app_token if method in APP_TOKEN_METHODS else core.bot_token
+        if token is None or token != expected:
+            # Slack tells a known token of the wrong kind from an unknown one.
+            wrong_kind = token is not None and token in (core.bot_token, core.app_token)
+            error = "not_allowed_token_type" if wrong_kind else "invalid_auth"
+            return _answer(core, method, args, {"ok": False, "error": error})
         handler = methods.get(method)
         if handler is None:
             return _answer(core, method, args, {"ok": False, "error": "unknown_method"})

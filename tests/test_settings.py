@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.settings import (
+    DEMO_APP_TOKEN,
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
     DemoSettings,
@@ -22,6 +23,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     WebSettings: {
         "SLACK_SIGNING_SECRET",
         "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
         "SLACK_API_URL",
         "DATABASE_URL",
         "REDIS_URL",
@@ -62,6 +64,7 @@ VALID = {
 FOREIGN = {
     "SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET,
     "SLACK_BOT_TOKEN": DEMO_BOT_TOKEN,
+    "SLACK_APP_TOKEN": DEMO_APP_TOKEN,
     "SLACK_API_URL": "http://foreign.invalid/api/",
     "DATABASE_URL": "",
     "REDIS_URL": "redis://foreign.invalid:6379/0",
