@@ -114,6 +114,8 @@ class WorkerConfig(ProcessConfig):
     """Where the demo tools write files and keep their SQLite database."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker sweeps the database when no signal arrives, seconds."""
+    metrics_port: int | None = None
+    """Port of the worker's own ``/metrics`` (prometheus-client); unset: not served."""
     lease_s: float = Field(default=3.0, gt=0)
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last

@@ -12,6 +12,7 @@ acked as fast as any other.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qs
@@ -33,6 +34,7 @@ from bot.dedupe import DedupeMiddleware, Deduper
 from bot.directory import Directory
 from bot.groups import GroupListeners
 from bot.guard import Guard
+from bot.http_limits import BODY_READ_TIMEOUT_S, MAX_BODY_BYTES
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
@@ -138,24 +140,34 @@ def is_ssl_check(body: bytes) -> bool:
 
 
 def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
-    """Whether Slack signed ``body`` (a body that is not UTF-8 was not sent by Slack)."""
+    """Whether Slack signed ``body``. A body that is not UTF-8, or an
+    ``X-Slack-Request-Timestamp`` that is not a number (``SignatureVerifier`` raises
+    ``ValueError`` on it), was not sent by Slack."""
     try:
         return verifier.is_valid_request(body, headers)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, ValueError):
         return False
 
 
-def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
+def create_web_app(
+    bolt_app: AsyncApp, *, signing_secret: str, body_read_timeout_s: float = BODY_READ_TIMEOUT_S
+) -> web.Application:
     """Return the aiohttp application serving ``bolt_app`` and the health check.
 
     The signature is checked over the exact raw body before anything parses it, so an
     unsigned or forged request, however malformed, gets 401 and reaches no listener
     (Slack's "Verifying requests from Slack"); a signed request Bolt cannot read gets 400.
+    A body larger than Slack's largest modal (``bot.http_limits.MAX_BODY_BYTES``) is a
+    413, one not received within ``body_read_timeout_s`` (seconds) a 408.
     """
     verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
-        body = await request.read()
+        try:
+            async with asyncio.timeout(body_read_timeout_s):
+                body = await request.read()  # over MAX_BODY_BYTES: aiohttp answers 413
+        except TimeoutError:
+            return web.Response(status=408, text="request body not received in time")
         if is_ssl_check(body):
             return web.Response(status=200)  # Slack checking our certificate: nothing to do
         if not is_signed(verifier, body, dict(request.headers)):
@@ -181,7 +193,7 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
-    web_app = web.Application()
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES)
     web_app.router.add_post(EVENTS_PATH, events)
     web_app.router.add_get(HEALTH_PATH, healthz)
     return web_app

@@ -42,8 +42,12 @@ from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
+from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quiet_accept_errors
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
+from bot.http_limits import DEFAULT_LIMITS, HttpLimits
+from bot.metrics_http import METRICS_PATH, metrics_handler, start_metrics_server
+from bot.readiness import READY_PATH, Readiness
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
@@ -57,14 +61,18 @@ database outage is reported on the modal within Slack's 3 s deadline."""
 
 @dataclass
 class WebServer:
-    """A running web process: its aiohttp runner and its base URL."""
+    """A running web process: its aiohttp runner, its base URL, its client connections'
+    bound and its readiness checks."""
 
     runner: web.AppRunner
     url: str
+    connections: ConnectionLimit
+    readiness: Readiness
 
     async def stop(self) -> None:
         """Stop serving."""
         await self.runner.cleanup()
+        await self.readiness.close()
 
 
 async def start_web(
@@ -77,10 +85,13 @@ async def start_web(
     host: str | None = None,
     port: int | None = None,
     directory: Callable[[Slack], Directory] | None = None,
+    limits: HttpLimits = DEFAULT_LIMITS,
 ) -> WebServer:
-    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
-    builds its user-group resolver (tests move its clock). The bot token's installation
-    is resolved (``auth.test``) before serving, so no request waits for it.
+    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port), with
+    ``/healthz``, ``/readyz`` and ``/metrics``; ``directory`` builds its user-group
+    resolver (tests move its clock); ``limits`` bound what a client may hold
+    (``bot.http_limits``, ``bot.connections``). The bot token's installation is
+    resolved (``auth.test``) before serving, so no request waits for it.
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
@@ -98,15 +109,29 @@ async def start_web(
         channel_agents=settings.channel_agents,
         **({"directory": directory} if directory else {}),
     )
-    runner = web.AppRunner(
-        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
+    web_app = create_web_app(
+        bolt_app,
+        signing_secret=settings.slack_signing_secret,
+        body_read_timeout_s=limits.body_read_timeout_s,
     )
+    connections = ConnectionLimit(max_connections=descriptor_bound(limits.max_connections))
+    web_app.middlewares.append(connections.middleware)
+    readiness = Readiness(db=store.db, redis_url=settings.redis_url, client=client)
+    web_app.router.add_get(READY_PATH, readiness.handle)
+    web_app.router.add_get(METRICS_PATH, metrics_handler(store.db))
+    quiet_accept_errors()
+    runner = web.AppRunner(web_app, access_log=None, keepalive_timeout=limits.header_read_timeout_s)
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
-    await web.SockSite(runner, sock).start()
+    await GuardedSite(runner, sock, limit=connections).start()
     bound_host, bound_port = sock.getsockname()[:2]
     shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
-    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}")
+    return WebServer(
+        runner=runner,
+        url=f"http://{shown}:{bound_port}",
+        connections=connections,
+        readiness=readiness,
+    )
 
 
 def build_worker(
@@ -224,7 +249,12 @@ async def run_worker(settings: WorkerSettings) -> None:
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
         logger.info("worker %s started", worker.owner)
+        if settings.metrics_port is not None:
+            served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
+            logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
         await worker.run(stop_on_signals())
+        if settings.metrics_port is not None:
+            await served.stop()
     finally:
         await session.close()
         await bus.close()
