@@ -14,7 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from agent_bridge import wording
+from agent_bridge import metrics, wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.pacing import Pacer
@@ -116,6 +116,7 @@ class ExpiryKeeper:
             await self.pacer.update()
             expired = await self.store.expire(request.request_id, note=expiry_note(request))
             if expired is not None:
+                metrics.decision_recorded(expired, source="timeout")
                 logger.info(
                     "run=%s interrupt=%s request=%s expired",
                     expired.run_id,

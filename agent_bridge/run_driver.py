@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests, is_hitl
@@ -84,6 +84,7 @@ class RunDriver:
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
+        log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
@@ -97,7 +98,11 @@ class RunDriver:
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
             return await self._finish(run, snapshot, calls)
-        if not await self._resume(run, graph_input, config, plan, calls):
+        applying = [r for r in requests if r.request_id in plan.applying]
+        with metrics.resuming(applying, now=self.store.clock()):
+            resumed = await self._resume(run, graph_input, config, plan, calls)
+        if not resumed:
+            metrics.RESUME_FAILURES.labels(reason="refused").inc()
             return RunState.WAITING, None
         return await self._settle(run, config, plan, calls)
 

@@ -19,7 +19,7 @@ build them directly. Names are docs/architecture.md's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -154,6 +154,16 @@ class WorkerSettings(BaseSettings, WorkerConfig):
     model_config = READ_ENVIRONMENT
 
     _credentials = field_validator("slack_bot_token")(refuse_public)
+
+
+class LogSettings(BaseSettings):
+    """How every process writes its log lines (read first, before the process's own
+    settings, so their errors are logged the same way)."""
+
+    model_config = READ_ENVIRONMENT
+
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line (``agent_bridge.logs``); ``text``: plain lines."""
 
 
 class ReleaseSettings(BaseSettings):

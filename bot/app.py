@@ -29,6 +29,7 @@ from agent_bridge.bus import Bus
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
+from bot.actor_context import bind_actor
 from bot.card_owner import CardOwner
 from bot.dedupe import DedupeMiddleware, Deduper
 from bot.directory import Directory
@@ -106,6 +107,7 @@ def create_app(
         signing_secret=signing_secret,
         process_before_response=False,
     )
+    app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
     slack = single_workspace(client)
     people = directory(slack)

@@ -98,6 +98,7 @@ class ConnectionLimit:
                 self._dropped("refused")
                 return False
             self._dropped("replaced")
+            self._open.pop(idle)  # gone now: its connection_lost comes later
             idle.drop()
         self._open[conn] = None
         metrics.HTTP_CONNECTIONS.set(len(self._open))
