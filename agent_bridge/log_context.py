@@ -17,7 +17,7 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from structlog.contextvars import bind_contextvars, bound_contextvars, get_contextvars
+from structlog.contextvars import bind_contextvars, bound_contextvars
 
 from agent_bridge.models import ApprovalRequest, Run
 
@@ -32,11 +32,6 @@ def bound(**ids: str | None) -> Iterator[None]:
         yield
 
 
-def about_run(run: Run) -> AbstractContextManager[None]:
-    """Bind ``run``'s IDs: ``run_id``, ``thread_id``, ``team_id``."""
-    return bound(run_id=run.run_id, thread_id=run.thread_id, team_id=run.team_id)
-
-
 def about_request(request: ApprovalRequest) -> AbstractContextManager[None]:
     """Bind ``request``'s IDs: its run's, ``interrupt_id`` and ``request_id``."""
     return bound(
@@ -48,15 +43,16 @@ def about_request(request: ApprovalRequest) -> AbstractContextManager[None]:
     )
 
 
-def about_actor(*, user_id: str | None, team_id: str | None) -> AbstractContextManager[None]:
-    """Bind who acts: the Slack ``user_id`` and their ``team_id``."""
-    return bound(user_id=user_id, team_id=team_id)
-
-
 def bind_run(run: Run) -> None:
     """Bind ``run``'s IDs for the rest of the current asyncio task (the top of a task
     doing one run's work: a worker's drive, a run start's listener)."""
     bind_contextvars(**_present(run_id=run.run_id, thread_id=run.thread_id, team_id=run.team_id))
+
+
+def bind_actor(*, user_id: str | None, team_id: str | None) -> None:
+    """Bind who acts for the rest of the current asyncio task (a request from Slack:
+    aiohttp runs each in a task of its own, and Bolt's listeners inherit it)."""
+    bind_contextvars(**_present(user_id=user_id, team_id=team_id))
 
 
 def bind_request(request: ApprovalRequest) -> None:
@@ -87,8 +83,3 @@ def _present(**ids: str | None) -> dict[str, str]:
     if unknown:
         raise ValueError(f"not a log context key: {sorted(unknown)}")
     return {k: v for k, v in ids.items() if v is not None}
-
-
-def current() -> dict[str, str]:
-    """The IDs bound now (for tests and for code that hands them to another context)."""
-    return {k: v for k, v in get_contextvars().items() if k in KEYS}

@@ -15,7 +15,7 @@ from typing import Any
 
 from slack_bolt.response import BoltResponse
 
-from agent_bridge.log_context import about_actor
+from agent_bridge import log_context
 
 
 def actor_of_body(body: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -38,8 +38,9 @@ def _text(value: Any) -> str | None:
 async def bind_actor(
     body: dict[str, Any], next: Callable[[], Awaitable[BoltResponse]]
 ) -> BoltResponse:
-    """Bolt global middleware: run the rest of the request with its actor bound (the
-    listeners Bolt starts from here inherit it)."""
+    """Bolt global middleware: bind the request's actor for the rest of its task
+    (aiohttp runs each request in a task of its own; Bolt runs the listeners after the
+    middleware, in that task or in tasks started from it, which inherit it)."""
     user_id, team_id = actor_of_body(body)
-    with about_actor(user_id=user_id, team_id=team_id):
-        return await next()
+    log_context.bind_actor(user_id=user_id, team_id=team_id)
+    return await next()
