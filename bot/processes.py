@@ -46,7 +46,7 @@ from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quie
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
 from bot.http_limits import DEFAULT_LIMITS, HttpLimits
-from bot.metrics_http import METRICS_PATH, metrics_handler, start_metrics_server
+from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
 from bot.readiness import READY_PATH, Readiness
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
@@ -239,6 +239,7 @@ async def run_worker(settings: WorkerSettings) -> None:
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     session = open_session()
+    served: MetricsServer | None = None
     try:
         await check_version(backend.db)
         store = ApprovalStore(backend.db)
@@ -253,9 +254,9 @@ async def run_worker(settings: WorkerSettings) -> None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
             logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
         await worker.run(stop_on_signals())
-        if settings.metrics_port is not None:
-            await served.stop()
     finally:
+        if served is not None:
+            await served.stop()
         await session.close()
         await bus.close()
         await backend.close()
