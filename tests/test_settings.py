@@ -12,6 +12,7 @@ from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
     DemoSettings,
+    LogSettings,
     ReleaseSettings,
     WebSettings,
     WorkerSettings,
@@ -44,8 +45,10 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "METRICS_PORT",
     },
     ReleaseSettings: {"DATABASE_URL"},
+    LogSettings: {"LOG_FORMAT"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
@@ -76,6 +79,8 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "METRICS_PORT": "not-a-port",
+    "LOG_FORMAT": "xml",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
