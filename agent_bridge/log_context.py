@@ -14,12 +14,18 @@ user acting: a reviewer clicking, a person starting a run).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any, ParamSpec, TypeVar
 
 from structlog.contextvars import bind_contextvars, bound_contextvars
 
 from agent_bridge.models import ApprovalRequest, Run
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 KEYS = ("run_id", "thread_id", "interrupt_id", "request_id", "team_id", "user_id")
 """Every key this module binds, in the order log lines show them."""
@@ -41,6 +47,22 @@ def about_request(request: ApprovalRequest) -> AbstractContextManager[None]:
         request_id=request.request_id,
         team_id=request.team_id,
     )
+
+
+def request_ids(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Decorator: run an async function with the IDs of its ``request`` argument (an
+    ``ApprovalRequest``) bound, as ``about_request`` does."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    async def with_ids(*args: P.args, **kwargs: P.kwargs) -> R:
+        request = signature.bind(*args, **kwargs).arguments["request"]
+        with about_request(request):
+            return await method(*args, **kwargs)
+
+    return with_ids
 
 
 def bind_run(run: Run) -> None:

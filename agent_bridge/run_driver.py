@@ -369,6 +369,7 @@ class RunDriver:
         sql = tool_policy.sql if tool_policy else None
         return sql if sql is not None and sql.estimate_url is not None else None
 
+    @log_context.request_ids
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.
 
@@ -376,27 +377,26 @@ class RunDriver:
             NotifyError: Slack refused the card for good (e.g. an unknown
                 ``APPROVALS_CHANNEL``): the run fails, saying why.
         """
-        with log_context.about_request(request):
-            try:
-                await self.notifier.approval_requested(request, run=run)
-            except NotifyError as exc:
-                if not exc.retryable:
-                    raise
-                logger.warning(
-                    "run=%s interrupt=%s request=%s not posted, will retry: %s",
-                    run.run_id,
-                    request.interrupt_id,
-                    request.request_id,
-                    exc,
-                )
-                return
-            logger.info(
-                "run=%s interrupt=%s index=%s request=%s posted",
+        try:
+            await self.notifier.approval_requested(request, run=run)
+        except NotifyError as exc:
+            if not exc.retryable:
+                raise
+            logger.warning(
+                "run=%s interrupt=%s request=%s not posted, will retry: %s",
                 run.run_id,
                 request.interrupt_id,
-                request.index,
                 request.request_id,
+                exc,
             )
+            return
+        logger.info(
+            "run=%s interrupt=%s index=%s request=%s posted",
+            run.run_id,
+            request.interrupt_id,
+            request.index,
+            request.request_id,
+        )
 
     async def _finish(self, run: Run, snapshot: Any, calls: ToolCalls) -> tuple[RunState, str]:
         messages = snapshot.values.get("messages", [])

@@ -59,6 +59,7 @@ class CardOwner:
         self.slack = slack
         self.outbox = Outbox(store=store, slack=slack)
 
+    @log_context.request_ids
     async def post(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post ``request``'s card once and record where it is.
 
@@ -77,30 +78,29 @@ class CardOwner:
         Raises:
             SlackCallError: Slack did not take the card; nothing was recorded.
         """
-        with log_context.about_request(request):
-            siblings = await self.store.requests_for_interrupt(request.interrupt_id)
-            current = next((r for r in siblings if r.request_id == request.request_id), request)
-            channel_id = current.channel_id or run.channel_id
-            if _elsewhere(current, run) and run.thread_link is None:
-                run = await self._link_thread(run)
-            text, blocks = draw_card(current, siblings, run)
-            ts = await self.outbox.post_once(
-                run,
-                card_key(current.request_id),
-                channel_id=channel_id,
-                text=text,
-                blocks=blocks,
-                thread_ts=current.thread_ts,
-            )
-            await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
-            await self.store.mark_drawn(current.request_id, current.revision)
-            posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
-            if _elsewhere(posted, run) and posted.pointer_ts is None:
-                await self._point(posted, run)
-            after = await self.store.get_request(current.request_id)
-            if after is not None and after.revision != current.revision:
-                return await self.redraw(current.request_id, siblings=False) or after
-            return posted
+        siblings = await self.store.requests_for_interrupt(request.interrupt_id)
+        current = next((r for r in siblings if r.request_id == request.request_id), request)
+        channel_id = current.channel_id or run.channel_id
+        if _elsewhere(current, run) and run.thread_link is None:
+            run = await self._link_thread(run)
+        text, blocks = draw_card(current, siblings, run)
+        ts = await self.outbox.post_once(
+            run,
+            card_key(current.request_id),
+            channel_id=channel_id,
+            text=text,
+            blocks=blocks,
+            thread_ts=current.thread_ts,
+        )
+        await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
+        await self.store.mark_drawn(current.request_id, current.revision)
+        posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+        if _elsewhere(posted, run) and posted.pointer_ts is None:
+            await self._point(posted, run)
+        after = await self.store.get_request(current.request_id)
+        if after is not None and after.revision != current.revision:
+            return await self.redraw(current.request_id, siblings=False) or after
+        return posted
 
     async def _link_thread(self, run: Run) -> Run:
         """``run`` with the permalink of its first message, fetched and kept once, so a
@@ -224,39 +224,39 @@ class CardOwner:
                 "run=%s request=%s pointer not redrawn: %s", run.run_id, request.request_id, exc
             )
 
+    @log_context.request_ids
     async def _redraw_one(
         self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
     ) -> ApprovalRequest:
-        with log_context.about_request(request):
-            if request.channel_id is None or request.message_ts is None:
-                return request  # never posted: the worker's sweep posts it
-            text, blocks = draw_card(request, batch, run)
-            try:
-                await self.slack.update_message(
-                    team_id=run.team_id,
-                    channel_id=request.channel_id,
-                    ts=request.message_ts,
-                    text=text,
-                    blocks=blocks,
-                )
-            except MessageGoneError:
-                if request.state == ApprovalState.PENDING:
-                    return await self._repost(request, run)
-                await self.store.mark_drawn(request.request_id, request.revision)  # nothing to draw
-                return request
-            except SlackCallError as exc:
-                logger.warning(
-                    "run=%s interrupt=%s request=%s card not redrawn: %s",
-                    request.run_id,
-                    request.interrupt_id,
-                    request.request_id,
-                    exc,
-                )
-                if not exc.retryable:  # Slack will never take it: do not retry every sweep
-                    await self.store.mark_drawn(request.request_id, request.revision)
-                return request
-            await self.store.mark_drawn(request.request_id, request.revision)
+        if request.channel_id is None or request.message_ts is None:
+            return request  # never posted: the worker's sweep posts it
+        text, blocks = draw_card(request, batch, run)
+        try:
+            await self.slack.update_message(
+                team_id=run.team_id,
+                channel_id=request.channel_id,
+                ts=request.message_ts,
+                text=text,
+                blocks=blocks,
+            )
+        except MessageGoneError:
+            if request.state == ApprovalState.PENDING:
+                return await self._repost(request, run)
+            await self.store.mark_drawn(request.request_id, request.revision)  # nothing to draw
             return request
+        except SlackCallError as exc:
+            logger.warning(
+                "run=%s interrupt=%s request=%s card not redrawn: %s",
+                request.run_id,
+                request.interrupt_id,
+                request.request_id,
+                exc,
+            )
+            if not exc.retryable:  # Slack will never take it: do not retry every sweep
+                await self.store.mark_drawn(request.request_id, request.revision)
+            return request
+        await self.store.mark_drawn(request.request_id, request.revision)
+        return request
 
     async def _repost(self, gone: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post again a pending card someone deleted, so the request can still be decided.
