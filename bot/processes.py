@@ -46,6 +46,8 @@ from bot.card_owner import CardOwner
 from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quiet_accept_errors
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
+from bot.guard import Guard
+from bot.home import HomePublisher
 from bot.http_limits import DEFAULT_LIMITS, HttpLimits
 from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
 from bot.readiness import READY_PATH, Readiness
@@ -159,7 +161,10 @@ def build_worker(
         checkpointer=backend.checkpointer,
     )
     slack = single_workspace(client)
-    cards = CardOwner(store=store, slack=slack)
+    home = HomePublisher(
+        store=store, slack=slack, guard=Guard(store=store, directory=Directory(slack=slack))
+    )
+    cards = CardOwner(store=store, slack=slack, on_change=home.request_changed)
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
@@ -169,6 +174,7 @@ def build_worker(
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
+        progress=notifier.progress,
     )
     pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(

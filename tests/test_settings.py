@@ -46,6 +46,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "POLL_INTERVAL_S",
         "LEASE_S",
         "METRICS_PORT",
+        "MAX_CONCURRENT_RUNS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     LogSettings: {"LOG_FORMAT"},
@@ -81,6 +82,7 @@ FOREIGN = {
     "LEASE_S": "-999",
     "METRICS_PORT": "not-a-port",
     "LOG_FORMAT": "xml",
+    "MAX_CONCURRENT_RUNS": "-31337",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
