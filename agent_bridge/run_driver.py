@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests, is_hitl
@@ -88,6 +88,7 @@ class RunDriver:
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
+        log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
@@ -101,7 +102,11 @@ class RunDriver:
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
             return await self._finish(run, snapshot, calls)
-        if not await self._resume(run, graph_input, config, plan, calls):
+        applying = [r for r in requests if r.request_id in plan.applying]
+        with metrics.resuming(applying, now=self.store.clock()):
+            resumed = await self._resume(run, graph_input, config, plan, calls)
+        if not resumed:
+            metrics.RESUME_FAILURES.labels(reason="refused").inc()
             return RunState.WAITING, None
         return await self._settle(run, config, plan, calls)
 
@@ -369,6 +374,7 @@ class RunDriver:
         sql = tool_policy.sql if tool_policy else None
         return sql if sql is not None and sql.estimate_url is not None else None
 
+    @log_context.request_ids
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.
 

@@ -19,7 +19,7 @@ build them directly. Names are docs/architecture.md's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -127,6 +127,8 @@ class WorkerConfig(ProcessConfig):
     """Where the demo tools write files and keep their SQLite database."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker sweeps the database when no signal arrives, seconds."""
+    metrics_port: int | None = None
+    """Port of the worker's own ``/metrics`` (prometheus-client); unset: not served."""
     lease_s: float = Field(default=3.0, gt=0)
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last
@@ -175,6 +177,16 @@ class WorkerSettings(BaseSettings, WorkerConfig):
     model_config = READ_ENVIRONMENT
 
     _credentials = field_validator("slack_bot_token")(refuse_public)
+
+
+class LogSettings(BaseSettings):
+    """How every process writes its log lines (read first, before the process's own
+    settings, so their errors are logged the same way)."""
+
+    model_config = READ_ENVIRONMENT
+
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line (``agent_bridge.logs``); ``text``: plain lines."""
 
 
 class ReleaseSettings(BaseSettings):

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import secrets
 
+from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
@@ -291,7 +292,10 @@ class Worker:
     def _spawn(self, run_id: str, from_state: RunState) -> None:
         if run_id in self._active:
             return
-        task = asyncio.create_task(self.advance(run_id, from_state, agent=self.agent_name))
+        task = asyncio.create_task(
+            self.advance(run_id, from_state, agent=self.agent_name),
+            context=log_context.task_context(run_id=run_id),  # run_id on every line of it
+        )
         self._active[run_id] = task
         task.add_done_callback(lambda _: self._ended(run_id))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, review_wording, wording
 from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
@@ -265,6 +265,7 @@ class ActionListeners:
         if request is None:
             await self.tell(payload, wording.STALE_TEXT)
             return None
+        log_context.bind_request(request)  # on every line of this click from here on
         why = await self.guard.refusal(
             actor_of(payload),
             decision_type,

@@ -12,6 +12,7 @@ acked as fast as any other.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -30,6 +31,7 @@ from agent_bridge.inbox import Inbox
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
+from bot.actor_context import bind_actor
 from bot.card_owner import CardOwner
 from bot.conversations import ConversationListeners
 from bot.dedupe import DedupeMiddleware, Deduper
@@ -37,6 +39,7 @@ from bot.directory import Directory
 from bot.groups import GroupListeners
 from bot.guard import Guard
 from bot.home import HomePublisher
+from bot.http_limits import BODY_READ_TIMEOUT_S, MAX_BODY_BYTES
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
@@ -108,6 +111,7 @@ def create_app(
         signing_secret=signing_secret,
         process_before_response=False,
     )
+    app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
     slack = single_workspace(client)
     people = directory(slack)
@@ -161,15 +165,21 @@ def is_unreadable(body: Mapping[str, Any]) -> str | None:
 
 
 def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
-    """Whether Slack signed ``body`` (a body that is not UTF-8 was not sent by Slack)."""
+    """Whether Slack signed ``body``. A body that is not UTF-8, or an
+    ``X-Slack-Request-Timestamp`` that is not a number (``SignatureVerifier`` raises
+    ``ValueError`` on it), was not sent by Slack."""
     try:
         return verifier.is_valid_request(body, headers)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, ValueError):
         return False
 
 
 def create_web_app(
-    bolt_app: AsyncApp, *, signing_secret: str, serve_events: bool = True
+    bolt_app: AsyncApp,
+    *,
+    signing_secret: str,
+    serve_events: bool = True,
+    body_read_timeout_s: float = BODY_READ_TIMEOUT_S,
 ) -> web.Application:
     """Return the aiohttp application serving ``bolt_app`` and the health check.
 
@@ -178,11 +188,17 @@ def create_web_app(
     (Slack's "Verifying requests from Slack"); a signed request Bolt cannot read gets 400.
     ``serve_events=False`` (Socket Mode, ``bot.socket_mode``): no ``POST /slack/events``,
     as Slack sends nothing there.
+    A body larger than Slack's largest modal (``bot.http_limits.MAX_BODY_BYTES``) is a
+    413, one not received within ``body_read_timeout_s`` (seconds) a 408.
     """
     verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
-        body = await request.read()
+        try:
+            async with asyncio.timeout(body_read_timeout_s):
+                body = await request.read()  # over MAX_BODY_BYTES: aiohttp answers 413
+        except TimeoutError:
+            return web.Response(status=408, text="request body not received in time")
         if is_ssl_check(body):
             return web.Response(status=200)  # Slack checking our certificate: nothing to do
         if not is_signed(verifier, body, dict(request.headers)):
@@ -206,7 +222,7 @@ def create_web_app(
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
-    web_app = web.Application()
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES)
     if serve_events:
         web_app.router.add_post(EVENTS_PATH, events)
     web_app.router.add_get(HEALTH_PATH, healthz)

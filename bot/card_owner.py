@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from agent_bridge import log_context
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from agent_bridge.store import ApprovalStore
 from bot.cards import draw_card
@@ -68,6 +69,7 @@ class CardOwner:
         self.outbox = Outbox(store=store, slack=slack)
         self.on_change = on_change
 
+    @log_context.request_ids
     async def post(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post ``request``'s card once and record where it is.
 
@@ -248,6 +250,7 @@ class CardOwner:
                 "run=%s request=%s pointer not redrawn: %s", run.run_id, request.request_id, exc
             )
 
+    @log_context.request_ids
     async def _redraw_one(
         self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
     ) -> ApprovalRequest:

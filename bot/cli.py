@@ -14,10 +14,13 @@ import argparse
 import asyncio
 import logging
 import sys
+from typing import TypeVar
 
 from agent_bridge.errors import BridgeError
+from agent_bridge.logs import add_secrets, configure_logging, scrub, settings_secrets
 from agent_bridge.settings import (
     DemoSettings,
+    LogSettings,
     ReleaseSettings,
     WebSettings,
     WorkerSettings,
@@ -67,7 +70,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--log-level",
         default=None,
-        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo)",
+        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo); "
+        "LOG_FORMAT=json for one JSON object per line",
     )
     return parser.parse_args(argv)
 
@@ -76,37 +80,36 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; return its exit code (2 for a configuration error)."""
     args = parse_args(argv)
     level = args.log_level or ("WARNING" if args.command == "demo" else "INFO")
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # sqlglot's parse warnings quote the whole statement: agent text, which can hold
-    # secrets; the risk line on the card already says a statement was unparseable.
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         if args.command == "manifest":
             return print_manifest(args)
+        configure_logging(level=level, log_format=read_settings(LogSettings).log_format)
+        # sqlglot's parse warnings quote the whole statement: agent text, which can hold
+        # secrets; the risk line on the card already says a statement was unparseable.
+        logging.getLogger("sqlglot").setLevel(logging.ERROR)
         if args.command == "web":
-            asyncio.run(run_web(read_settings(WebSettings)))
+            asyncio.run(run_web(_secrets_noted(read_settings(WebSettings))))
         elif args.command == "worker":
-            asyncio.run(run_worker(read_settings(WorkerSettings)))
+            asyncio.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
         elif args.command == "release":
-            version = asyncio.run(run_release(read_settings(ReleaseSettings)))
+            settings = _secrets_noted(read_settings(ReleaseSettings))
+            version = asyncio.run(run_release(settings))
             print(f"migrations applied; approval store at schema version {version}")
         elif args.command == "audit":
-            count = asyncio.run(export(read_settings(ReleaseSettings), args))
+            count = asyncio.run(export(_secrets_noted(read_settings(ReleaseSettings)), args))
             print(f"{count} audit events exported", file=sys.stderr)
         else:
-            settings = read_settings(DemoSettings)
+            demo = read_settings(DemoSettings)
             return asyncio.run(
                 run_demo(
-                    settings,
+                    demo,
                     unattended=args.unattended,
                     port=args.port,
                     socket_mode=args.socket_mode,
                 )
             )
     except BridgeError as exc:
-        print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)
+        print(scrub(f"agent-bridge {args.command}: {exc}"), file=sys.stderr)
         return 2
     return 0
 
@@ -119,6 +122,16 @@ def print_manifest(args: argparse.Namespace) -> int:
         print(f"agent-bridge manifest: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+S = TypeVar("S")
+
+
+def _secrets_noted(settings: S) -> S:
+    """``settings``, whose secrets no log line or error message will show
+    (``agent_bridge.logs.add_secrets``)."""
+    add_secrets(settings_secrets(settings))
+    return settings
 
 
 if __name__ == "__main__":

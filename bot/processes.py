@@ -43,10 +43,14 @@ from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
+from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quiet_accept_errors
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
 from bot.guard import Guard
 from bot.home import HomePublisher
+from bot.http_limits import DEFAULT_LIMITS, HttpLimits
+from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
+from bot.readiness import READY_PATH, Readiness
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
@@ -61,11 +65,13 @@ database outage is reported on the modal within Slack's 3 s deadline."""
 
 @dataclass
 class WebServer:
-    """A running web process: its aiohttp runner, its base URL and, in Socket Mode, its
-    connection to Slack."""
+    """A running web process: its aiohttp runner, its base URL, its client connections'
+    bound, its readiness checks and, in Socket Mode, its connection to Slack."""
 
     runner: web.AppRunner
     url: str
+    connections: ConnectionLimit
+    readiness: Readiness
     socket_mode: SocketModeConnection | None = None
 
     async def stop(self) -> None:
@@ -73,6 +79,7 @@ class WebServer:
         if self.socket_mode is not None:
             await self.socket_mode.stop()
         await self.runner.cleanup()
+        await self.readiness.close()
 
 
 async def start_web(
@@ -86,13 +93,16 @@ async def start_web(
     port: int | None = None,
     directory: Callable[[Slack], Directory] | None = None,
     ping_interval_s: float = PING_INTERVAL_S,
+    limits: HttpLimits = DEFAULT_LIMITS,
 ) -> WebServer:
-    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
-    builds its user-group resolver (tests move its clock). The bot token's installation
-    is resolved (``auth.test``) before serving, so no request waits for it. With
+    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port), with
+    ``/healthz``, ``/readyz`` and ``/metrics``; ``directory`` builds its user-group
+    resolver (tests move its clock); ``limits`` bound what a client may hold
+    (``bot.http_limits``, ``bot.connections``). The bot token's installation is
+    resolved (``auth.test``) before serving, so no request waits for it. With
     ``settings.slack_app_token`` the app takes Slack's deliveries over Socket Mode
     (``bot.socket_mode``, pinging every ``ping_interval_s``) and ``host:port`` serves
-    only the health check.
+    only the health, readiness and metrics endpoints.
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
@@ -116,20 +126,31 @@ async def start_web(
         socket_mode = await connect_socket_mode(
             bolt_app, app_token=settings.slack_app_token, ping_interval_s=ping_interval_s
         )
-    runner = web.AppRunner(
-        create_web_app(
-            bolt_app,
-            signing_secret=settings.slack_signing_secret,
-            serve_events=socket_mode is None,
-        ),
-        access_log=None,
+    web_app = create_web_app(
+        bolt_app,
+        signing_secret=settings.slack_signing_secret,
+        serve_events=socket_mode is None,
+        body_read_timeout_s=limits.body_read_timeout_s,
     )
+    connections = ConnectionLimit(max_connections=descriptor_bound(limits.max_connections))
+    web_app.middlewares.append(connections.middleware)
+    readiness = Readiness(db=store.db, redis_url=settings.redis_url, client=client)
+    web_app.router.add_get(READY_PATH, readiness.handle)
+    web_app.router.add_get(METRICS_PATH, metrics_handler(store.db))
+    quiet_accept_errors()
+    runner = web.AppRunner(web_app, access_log=None, keepalive_timeout=limits.header_read_timeout_s)
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
-    await web.SockSite(runner, sock).start()
+    await GuardedSite(runner, sock, limit=connections).start()
     bound_host, bound_port = sock.getsockname()[:2]
     shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
-    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}", socket_mode=socket_mode)
+    return WebServer(
+        runner=runner,
+        url=f"http://{shown}:{bound_port}",
+        connections=connections,
+        readiness=readiness,
+        socket_mode=socket_mode,
+    )
 
 
 def build_worker(
@@ -256,6 +277,7 @@ async def run_worker(settings: WorkerSettings) -> None:
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     session = open_session()
+    served: MetricsServer | None = None
     try:
         await check_version(backend.db)
         store = ApprovalStore(backend.db)
@@ -266,8 +288,13 @@ async def run_worker(settings: WorkerSettings) -> None:
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
         logger.info("worker %s started", worker.owner)
+        if settings.metrics_port is not None:
+            served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
+            logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
         await worker.run(stop_on_signals())
     finally:
+        if served is not None:
+            await served.stop()
         await session.close()
         await bus.close()
         await backend.close()

@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from agent_bridge import metrics
 from bot.errors import (
     ChannelUnreachableError,
     MessageGoneError,
@@ -185,6 +186,12 @@ def translate(method: str, exc: Exception) -> SlackCallError:
     if code in CHANNEL_UNREACHABLE_CODES:
         return ChannelUnreachableError(message, method=method, code=code, retryable=False)
     return SlackRefusedError(message, method=method, code=code, retryable=False)
+
+
+def counted(error: SlackCallError) -> SlackCallError:
+    """``error``, counted in ``agent_bridge_slack_api_errors_total`` by method and code."""
+    metrics.SLACK_API_ERRORS.labels(method=error.method, error=error.code or "unreachable").inc()
+    return error
 
 
 class SlackGateway:
@@ -436,14 +443,14 @@ class SlackGateway:
                 text=text, response_type="ephemeral", unfurl_links=False, unfurl_media=False
             )
         except (ClientError, TimeoutError) as exc:
-            raise translate(method, exc) from exc
+            raise counted(translate(method, exc)) from exc
         if response.status_code == 200:
             return
         message = f"{method} failed: {response.body or 'no body'} (HTTP {response.status_code})"
         code = f"HTTP {response.status_code}"
         if response.status_code == 429 or response.status_code >= 500:
-            raise SlackUnavailableError(message, method=method, code=code, retryable=True)
-        raise SlackRefusedError(message, method=method, code=code, retryable=False)
+            raise counted(SlackUnavailableError(message, method=method, code=code, retryable=True))
+        raise counted(SlackRefusedError(message, method=method, code=code, retryable=False))
 
     @staticmethod
     async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
@@ -451,7 +458,7 @@ class SlackGateway:
         try:
             return await call
         except (SlackApiError, ClientError, TimeoutError) as exc:
-            raise translate(method, exc) from exc
+            raise counted(translate(method, exc)) from exc
 
 
 def single_workspace(client: AsyncWebClient) -> SlackGateway:

@@ -13,6 +13,7 @@ from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
     DemoSettings,
+    LogSettings,
     ReleaseSettings,
     WebSettings,
     WorkerSettings,
@@ -46,9 +47,11 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "METRICS_PORT",
         "MAX_CONCURRENT_RUNS",
     },
     ReleaseSettings: {"DATABASE_URL"},
+    LogSettings: {"LOG_FORMAT"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
@@ -80,6 +83,8 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "METRICS_PORT": "not-a-port",
+    "LOG_FORMAT": "xml",
     "MAX_CONCURRENT_RUNS": "-31337",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
