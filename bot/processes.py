@@ -40,6 +40,7 @@ from agent_bridge.settings import (
 )
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
+from bot.acked_work import AckedWork
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
@@ -55,16 +56,35 @@ WEB_DB_TIMEOUT_S = 2.0
 database outage is reported on the modal within Slack's 3 s deadline."""
 
 
+IN_FLIGHT_STOP_S = 5.0
+"""How long a stopping web process lets requests it has not answered yet finish,
+seconds (Slack waits 3 s for an answer; aiohttp's ``shutdown_timeout``)."""
+ACKED_WORK_STOP_S = 20.0
+"""How long a stopping web process lets the work of acked requests finish, seconds:
+with ``IN_FLIGHT_STOP_S``, inside the 30 s a platform gives between SIGTERM and SIGKILL
+(Heroku, Kubernetes' default ``terminationGracePeriodSeconds``)."""
+
+
 @dataclass
 class WebServer:
-    """A running web process: its aiohttp runner and its base URL."""
+    """A running web process: its aiohttp runner, its base URL and the work of the
+    requests it has acked (``bot.acked_work``)."""
 
     runner: web.AppRunner
     url: str
+    acked: AckedWork
 
-    async def stop(self) -> None:
-        """Stop serving."""
+    async def stop(self) -> list[str]:
+        """Stop taking requests (the listening socket is closed at once), let those
+        being answered finish (``IN_FLIGHT_STOP_S``), then the work of every acked one
+        (``ACKED_WORK_STOP_S``), so an acked click's decision is recorded before the
+        process exits.
+
+        Returns:
+            The acked requests whose work had not ended in time (logged as errors).
+        """
         await self.runner.cleanup()
+        return await self.acked.drain(ACKED_WORK_STOP_S)
 
 
 async def start_web(
@@ -98,15 +118,18 @@ async def start_web(
         channel_agents=settings.channel_agents,
         **({"directory": directory} if directory else {}),
     )
+    acked = AckedWork.watch(bolt_app)
     runner = web.AppRunner(
-        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
+        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret),
+        access_log=None,
+        shutdown_timeout=IN_FLIGHT_STOP_S,
     )
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
     await web.SockSite(runner, sock).start()
     bound_host, bound_port = sock.getsockname()[:2]
     shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
-    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}")
+    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}", acked=acked)
 
 
 def build_worker(
@@ -201,7 +224,9 @@ async def run_web(settings: WebSettings) -> None:
         )
         logger.info("web listening on %s", server.url)
         await stop_on_signals().wait()
+        logger.info("web stopping: no new requests; finishing those already acked")
         await server.stop()
+        logger.info("web stopped")
     finally:
         await session.close()
         await deduper.close()
