@@ -118,6 +118,12 @@ class WorkerConfig(ProcessConfig):
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last
     renewal; a worker that cannot renew stops driving the run before it ends."""
+    stop_grace_s: float = Field(default=20.0, gt=0)
+    """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
+    a run still driven then is given back to the queue (``agent_bridge.worker``)."""
+    checkpoint_retention_days: float = Field(default=30.0, ge=0)
+    """How long the checkpoints of a finished (done or failed) run are kept, days; then
+    they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
 
 
 def refuse_public(value: str) -> str:

@@ -41,8 +41,11 @@ CARD_REDRAW_MAX = 20
 TIME_KEEPING_S = 1.0
 """Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
 each is a few indexed queries, whatever the number of paused runs."""
-STOP_GRACE_S = 30.0
-"""How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
+STOP_GRACE_S = 20.0
+"""How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
+next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
+seconds: inside the 30 s platforms give between SIGTERM and SIGKILL. A drive still going
+then is cancelled and its run given back to the queue (``_give_back``)."""
 
 
 class Worker:
@@ -64,6 +67,7 @@ class Worker:
             ``max_active_runs_per_user``); published for the web process on the first sweep.
         pacer: Spaces out the redraws of lagging cards (share the ``ExpiryKeeper``'s, so
             all background Slack calls keep to one budget).
+        stop_grace_s: How long in-flight drives may finish after ``stop``, seconds.
     """
 
     def __init__(
@@ -80,6 +84,7 @@ class Worker:
         owner: str | None = None,
         start_rules: StartRules | None = None,
         pacer: Pacer | None = None,
+        stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -92,6 +97,7 @@ class Worker:
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
         self.start_rules = start_rules
         self.pacer = pacer or Pacer()
+        self.stop_grace_s = stop_grace_s
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -114,7 +120,7 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Advance signalled runs, sweep, and keep time until ``stop`` is set, then let
-        runs finish.
+        in-flight drives finish (``stop_grace_s``; no new one starts) and return.
 
         A signal names its run, which is advanced at once, with no sweep on the way (the
         click path). The sweep runs every ``poll_interval_s`` (sooner when another
@@ -144,12 +150,14 @@ class Worker:
             elif not backoff_s:
                 next_sweep = loop.time()  # no signal: the bus may be broken; sweep now
         self._stopping = True
-        await asyncio.wait([keeper], timeout=STOP_GRACE_S)
-        keeper.cancel()
-        if self._active:
-            await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
-        for task in list(self._active.values()):
-            task.cancel()
+        in_flight = [keeper, *self._active.values()]
+        if len(in_flight) > 1:
+            logger.info("stopping: finishing %d in-flight runs", len(in_flight) - 1)
+        _, late = await asyncio.wait(in_flight, timeout=self.stop_grace_s)
+        for task in late:
+            task.cancel()  # a drive gives its run back as it ends (``advance``)
+        if late:
+            await asyncio.wait(late, timeout=self.stop_grace_s)
 
     def _advance_signalled(self, signals: list[Signal]) -> None:
         """Advance each signalled run from the state its signal implies: a requested run
@@ -278,7 +286,7 @@ class Worker:
         return signals
 
     def _spawn(self, run_id: str, from_state: RunState) -> None:
-        if run_id in self._active:
+        if run_id in self._active or self._stopping:
             return
         task = asyncio.create_task(self.advance(run_id, from_state, agent=self.agent_name))
         self._active[run_id] = task
@@ -323,6 +331,10 @@ class Worker:
                 work=self.driver.drive(run),
             )
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
+        except asyncio.CancelledError:
+            if self._stopping:
+                await self._give_back(run)
+            raise
         except LeaseLost as exc:
             logger.error("run=%s thread_id=%s %s", run.run_id, run.thread_id, exc)
         except NotifyError as exc:
@@ -337,6 +349,22 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self.failures.fail(run, owner=self.owner, error=f"{type(exc).__name__}: {exc}")
+
+    async def _give_back(self, run: Run) -> None:
+        """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
+        so another worker continues it from its checkpoint at once rather than after
+        the lease; what the cut step had not saved runs again there (LangGraph's
+        at-least-once rule for a tool's body)."""
+        logger.warning(
+            "run=%s thread_id=%s still driven %.0f s after the stop; given back to the queue",
+            run.run_id,
+            run.thread_id,
+            self.stop_grace_s,
+        )
+        try:
+            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+        except StoreUnavailableError as exc:
+            logger.warning("run=%s not given back, its lease will expire: %s", run.run_id, exc)
 
     async def _slack_failed(self, run: Run, exc: NotifyError) -> None:
         """Requeue the run after a passing Slack failure; fail it after a refusal."""

@@ -44,6 +44,8 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "STOP_GRACE_S",
+        "CHECKPOINT_RETENTION_DAYS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
@@ -76,6 +78,8 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "STOP_GRACE_S": "-999",
+    "CHECKPOINT_RETENTION_DAYS": "-999",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
