@@ -96,7 +96,7 @@ async def test_a_resume_past_the_stop_grace_is_given_back_and_continued(
 ) -> None:
     log = tmp_path / "worker.log"
     workspace = harness.settings.workspace_dir
-    quick = {"STOP_GRACE_S": "0.5", "LEASE_S": "30"}  # a lease far longer than the grace
+    quick: dict[str, str | None] = {"STOP_GRACE_S": "0.5", "LEASE_S": "30"}  # lease > grace
     worker = await start_worker(harness, log, "hang_in_tool", LEDGER_AGENT, env_changes=quick)
     second: asyncio.subprocess.Process | None = None
     try:
