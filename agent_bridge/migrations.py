@@ -207,6 +207,13 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             ON approval_requests ((expires_at - review_timeout_s / 2))
             WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL""",
     ),
+    (
+        # issue 12: finished runs' checkpoints are deleted after a retention period
+        # (agent_bridge/pruning.py); the runs still to prune, oldest first, by index
+        "ALTER TABLE runs ADD COLUMN checkpoint_pruned_at DOUBLE PRECISION",
+        """CREATE INDEX runs_checkpoints_to_prune ON runs (updated_at)
+            WHERE state IN ('done', 'failed') AND checkpoint_pruned_at IS NULL""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

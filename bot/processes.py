@@ -26,6 +26,7 @@ from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
+from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
@@ -236,7 +237,8 @@ async def run_web(settings: WebSettings) -> None:
 
 
 async def run_worker(settings: WorkerSettings) -> None:
-    """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
+    """The ``worker`` process: advance runs, and prune finished runs' old checkpoints
+    (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     session = open_session()
@@ -249,8 +251,14 @@ async def run_worker(settings: WorkerSettings) -> None:
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
+        pruner = CheckpointPruner(
+            db=backend.db,
+            checkpointer=backend.checkpointer,
+            retention_days=settings.checkpoint_retention_days,
+        )
         logger.info("worker %s started", worker.owner)
-        await worker.run(stop_on_signals())
+        stop = stop_on_signals()
+        await asyncio.gather(worker.run(stop), pruner.run(stop))
     finally:
         await session.close()
         await bus.close()
