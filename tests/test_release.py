@@ -33,6 +33,9 @@ EXIT_TIMEOUT_S = 60.0
 RELEASES = 3
 OTHER_SESSIONS = """SELECT count(*) AS sessions FROM pg_stat_activity
     WHERE datname = %(db)s AND pid <> pg_backend_pid()"""
+VALID_INDEX = """SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE c.relname = 'checkpoints_thread_id_idx' AND i.indisvalid
+    AND current_database() = %(db)s"""
 WAITING_INSERT = """SELECT count(*) AS waiting FROM pg_stat_activity
     WHERE datname = %(db)s AND wait_event_type = 'Lock'
     AND query ILIKE 'INSERT INTO bridge_schema_version%%'"""
@@ -165,3 +168,37 @@ async def test_a_release_waits_for_the_one_holding_the_lock(empty_url: str) -> N
                 pass
         finally:
             await backend.close()
+
+
+async def test_an_index_an_interrupted_setup_left_invalid_is_built_again(pg_url: str) -> None:
+    # As a release killed inside the checkpointer's CREATE INDEX CONCURRENTLY leaves it:
+    # the index exists but is invalid, and its migration's version row was never written.
+    first_index = next(
+        v
+        for v, sql in enumerate(AsyncPostgresSaver.MIGRATIONS)
+        if "checkpoints_thread_id_idx" in sql
+    )
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP INDEX checkpoints_thread_id_idx")
+        await conn.execute("DELETE FROM checkpoint_migrations WHERE v >= %s", (first_index,))
+        for checkpoint_id in ("a", "b"):  # a unique build over duplicates fails half-way
+            await conn.execute(
+                "INSERT INTO checkpoints (thread_id, checkpoint_id, checkpoint) "
+                "VALUES ('t', %s, '{}')",
+                (checkpoint_id,),
+            )
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            await conn.execute(
+                "CREATE UNIQUE INDEX CONCURRENTLY checkpoints_thread_id_idx "
+                "ON checkpoints (thread_id)"
+            )
+    assert await count(pg_url, VALID_INDEX) == 0  # left invalid
+    backend = await open_backend(pg_url)
+    try:
+        assert await backend.release() == LATEST_VERSION
+    finally:
+        await backend.close()
+    assert await count(pg_url, VALID_INDEX) == 1
+    assert await count(pg_url, "SELECT count(*) FROM checkpoint_migrations") == len(
+        AsyncPostgresSaver.MIGRATIONS
+    )
