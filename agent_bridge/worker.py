@@ -19,7 +19,7 @@ import secrets
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.lease import LeaseLost, hold
+from agent_bridge.lease import LeaseLost, Leases
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
 from agent_bridge.pacing import Pacer
@@ -41,6 +41,10 @@ CARD_REDRAW_MAX = 20
 TIME_KEEPING_S = 1.0
 """Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
 each is a few indexed queries, whatever the number of paused runs."""
+MAX_CONCURRENT_RUNS = 10
+"""Runs one worker drives at once by default (the pool's size: each drive holds a
+connection at times); further signalled runs wait unclaimed, so another worker with room
+takes them (arq's ``max_jobs``, procrastinate's ``concurrency``)."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -67,6 +71,8 @@ class Worker:
             ``max_active_runs_per_user``); published for the web process on the first sweep.
         pacer: Spaces out the redraws of lagging cards (share the ``ExpiryKeeper``'s, so
             all background Slack calls keep to one budget).
+        max_concurrent_runs: Runs driven at once; a run waiting for room is not claimed
+            (another worker may take it), and a slow tool holds its room until it ends.
         stop_grace_s: How long in-flight drives may finish after ``stop``, seconds.
     """
 
@@ -84,6 +90,7 @@ class Worker:
         owner: str | None = None,
         start_rules: StartRules | None = None,
         pacer: Pacer | None = None,
+        max_concurrent_runs: int = MAX_CONCURRENT_RUNS,
         stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.store = store
@@ -97,6 +104,8 @@ class Worker:
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
         self.start_rules = start_rules
         self.pacer = pacer or Pacer()
+        self.leases = Leases(store, owner=self.owner, lease_s=lease_s)
+        self._room = asyncio.Semaphore(max_concurrent_runs)
         self.stop_grace_s = stop_grace_s
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
@@ -158,6 +167,7 @@ class Worker:
             task.cancel()  # a drive gives its run back as it ends (``advance``)
         if late:
             await asyncio.wait(late, timeout=self.stop_grace_s)
+        await self.leases.close()
 
     def _advance_signalled(self, signals: list[Signal]) -> None:
         """Advance each signalled run from the state its signal implies: a requested run
@@ -303,8 +313,8 @@ class Worker:
     async def advance(
         self, run_id: str, from_state: RunState, *, agent: str = DEFAULT_AGENT
     ) -> None:
-        """Claim the run (if it is ``agent``'s) and drive it until it waits for people or
-        ends.
+        """Claim the run (if it is ``agent``'s) once there is room (``max_concurrent_runs``)
+        and drive it until it waits for people or ends.
 
         If Slack fails, the run goes back to the queue and the next sweep drives it
         again from its checkpoint (the driver only ever continues from there). If the
@@ -313,6 +323,12 @@ class Worker:
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
+        async with self._room:
+            await self._claim_and_drive(run_id, from_state, agent)
+
+    async def _claim_and_drive(self, run_id: str, from_state: RunState, agent: str) -> None:
+        if self._stopping:
+            return  # it waited for room past the stop: left unclaimed, for other workers
         try:
             run = await self.store.claim_run(
                 run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state, agent=agent
@@ -323,13 +339,7 @@ class Worker:
         if run is None:
             return
         try:
-            state, answer = await hold(
-                self.store,
-                run_id,
-                owner=self.owner,
-                lease_s=self.lease_s,
-                work=self.driver.drive(run),
-            )
+            state, answer = await self.leases.hold(run_id, self.driver.drive(run))
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except asyncio.CancelledError:
             if self._stopping:
@@ -356,7 +366,7 @@ class Worker:
         the lease; what the cut step had not saved runs again there (LangGraph's
         at-least-once rule for a tool's body)."""
         logger.warning(
-            "run=%s thread_id=%s still driven %.0f s after the stop; given back to the queue",
+            "run=%s thread_id=%s still driven %g s after the stop; given back to the queue",
             run.run_id,
             run.thread_id,
             self.stop_grace_s,
