@@ -22,6 +22,7 @@ from bench.profiling import py_spy
 from bench.report import NONE, TIMES, Report, ms, ratio
 from bench.stage import running, stage
 from bench.stats import percentile
+from bench.web_process import web_process
 from bench.workers import workers
 from tests.harness import Harness
 
@@ -42,8 +43,9 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="sample the worker with py-spy while it applies decisions (1 worker), into "
-        "this directory (a speedscope file; the rates of a sampled run are not comparable)",
+        help="sample the worker with py-spy while it applies decisions (1 worker), and the "
+        "web process while it answers the first round of Approve clicks, into this "
+        "directory (speedscope files; the figures of a sampled run are not comparable)",
     )
     return parser.parse_args(argv)
 
@@ -75,7 +77,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
     """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
     async with stage() as on:
         harness = on.harness(workers=0, users=reviewers.reviewers(args.reviewers))
-        async with running(harness), workers(harness, 1):
+        async with running(harness), web_process(harness) as web, workers(harness, 1):
             step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
@@ -96,7 +98,9 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     (name, ms(drawn.seconds), f"{drawn.characters:,}", str(drawn.blocks))
                 )
             step(f"{args.reviewers} reviewers at once (x{args.rounds})")
-            crowd = await reviewers.measure(harness, args.reviewers, args.rounds)
+            crowd = await reviewers.measure(
+                harness, args.reviewers, args.rounds, web.pid, args.profile
+            )
             report.notes.append(
                 f"Reject clicks that opened their modal: {crowd.modals_opened} "
                 f"of {len(crowd.ack['reject'])}"
@@ -154,7 +158,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
 async def rates(report: Report, args: argparse.Namespace) -> None:
     """Worker throughput and CPU, on a fresh database."""
     async with stage() as on:
-        async with running(on.harness(workers=0)) as harness:
+        async with running(on.harness(workers=0)) as harness, web_process(harness):
             step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
             scaling = await throughput.measure(on, harness, args.decisions, args.profile)
     report.notes.append(violations(harness, "worker rates"))
