@@ -44,6 +44,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "MAX_CONCURRENT_RUNS",
         "STOP_GRACE_S",
         "CHECKPOINT_RETENTION_DAYS",
     },
@@ -78,6 +79,7 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "MAX_CONCURRENT_RUNS": "-999",
     "STOP_GRACE_S": "-999",
     "CHECKPOINT_RETENTION_DAYS": "-999",
 }
