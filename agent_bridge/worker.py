@@ -168,6 +168,7 @@ class Worker:
         if late:
             await asyncio.wait(late, timeout=self.stop_grace_s)
         await self.leases.close()
+        await self.pacer.close()
 
     def _advance_signalled(self, signals: list[Signal]) -> None:
         """Advance each signalled run from the state its signal implies: a requested run

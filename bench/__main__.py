@@ -69,6 +69,14 @@ def violations(harness: Harness, phase: str) -> str:
     return f"sandbox violations, {phase}: {len(found)}{first}"
 
 
+def peak_memory_kb(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far, KiB (Linux ``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise BenchError(f"no VmHWM for process {pid}")
+
+
 def step(what: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
@@ -77,7 +85,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
     """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
     async with stage() as on:
         harness = on.harness(workers=0, users=reviewers.reviewers(args.reviewers))
-        async with running(harness), web_process(harness) as web, workers(harness, 1):
+        async with running(harness), web_process(harness) as web, workers(harness, 1) as started:
+            worker_pid = started.processes[0].pid
             step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
@@ -120,6 +129,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 ms(percentile(crowd.redraw, 50)),
                 target="≤ 50 ms",
             )
+            peak_one = peak_memory_kb(worker_pid)
             step(f"adding {args.paused:,} paused runs")
             await asyncio.to_thread(
                 paused.add_paused_runs, on.settings.database_url, template.run_id, args.paused
@@ -129,6 +139,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
             bare_many = await latency.bare_resumes(on, args.clicks_paused)
             clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+            await started.swept_again()  # a whole sweep of the worker over them, at least
+            peak_many = peak_memory_kb(worker_pid)
     report.notes.append(violations(harness, "clicks, sweeps and reviewers"))
     many = f"{args.paused:,} paused runs"
     report.add(
@@ -144,6 +156,13 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
         f"with 1 paused run: {p50_p99(clicks)}",
         both_ratios(clicks_many, clicks),
         target="does not grow",
+    )
+    report.add(
+        f"worker peak memory (VmHWM), {many}",
+        f"{peak_many / 1024:.0f} MiB",
+        f"with 1 paused run: {peak_one / 1024:.0f} MiB",
+        ratio(peak_many, peak_one),
+        target="independent of paused runs",
     )
     sweep_many, sweep_one = percentile(sweeps_many, 50), percentile(sweeps_one, 50)
     report.add(

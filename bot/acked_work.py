@@ -31,17 +31,24 @@ logger = logging.getLogger(__name__)
 def describe(request: AsyncBoltRequest) -> str:
     """A short, secret-free name of a Slack request for the log: its type, the action's
     ``action_id`` and value (``<request_id>.<version>``) or the view's ``callback_id``,
-    and the user ID."""
+    and the user ID (e.g. ``block_actions approve value=r1.v1 by U1``)."""
     body = request.body
-    kind = str(body.get("type") or body.get("command") or "request")
-    actions = body.get("actions") or [{}]
-    action = actions[0] if isinstance(actions, list) and isinstance(actions[0], dict) else {}
-    view = body.get("view") if isinstance(body.get("view"), dict) else {}
-    user = body.get("user") if isinstance(body.get("user"), dict) else {}
-    what = action.get("action_id") or (view or {}).get("callback_id") or ""
-    value = f" value={action['value']}" if action.get("value") else ""
-    who = (user or {}).get("id") or body.get("user_id") or "?"
-    return f"{kind} {what}{value} by {who}".replace("  ", " ")
+    actions = body.get("actions")
+    action = _mapping(actions[0] if isinstance(actions, list) and actions else None)
+    view = _mapping(body.get("view"))
+    user = _mapping(body.get("user"))
+    parts = [
+        str(body.get("type") or body.get("command") or "request"),
+        str(action.get("action_id") or view.get("callback_id") or ""),
+        f"value={action['value']}" if action.get("value") else "",
+        f"by {user.get('id') or body.get('user_id') or '?'}",
+    ]
+    return " ".join(part for part in parts if part)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a malformed body)."""
+    return value if isinstance(value, dict) else {}
 
 
 class AckedWork:
