@@ -27,6 +27,7 @@ from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy, SqlPolicy
+from agent_bridge.progress import NoProgress, ProgressHook
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
@@ -52,6 +53,7 @@ class RunDriver:
         approvals_channel: Channel for approval cards; ``None``: the run's Slack thread.
         estimator: Affected rows of SQL statements, for tools whose policy's ``sql``
             has an ``estimate_url``.
+        progress: Told of each step of the stream (the run's live progress message).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class RunDriver:
         args_schemas: Mapping[str, dict[str, Any]],
         approvals_channel: str | None = None,
         estimator: RowEstimator | None = None,
+        progress: ProgressHook | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -72,6 +75,7 @@ class RunDriver:
         self.args_schemas = dict(args_schemas)
         self.approvals_channel = approvals_channel
         self.estimator = estimator or RowEstimator()
+        self.progress = progress or NoProgress()
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
@@ -239,6 +243,7 @@ class RunDriver:
             messages = values.get("messages") if isinstance(values, dict) else None
             if messages:
                 await self.messages.results(run, messages, calls)
+                await self.progress.step(run, messages)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None

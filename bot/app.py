@@ -25,14 +25,17 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.bus import Bus
+from agent_bridge.inbox import Inbox
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
 from bot.card_owner import CardOwner
+from bot.conversations import ConversationListeners
 from bot.dedupe import DedupeMiddleware, Deduper
 from bot.directory import Directory
 from bot.groups import GroupListeners
 from bot.guard import Guard
+from bot.home import HomePublisher
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
@@ -109,19 +112,30 @@ def create_app(
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)
-    recorder = DecisionRecorder(store=store, bus=bus, cards=CardOwner(store=store, slack=slack))
+    home = HomePublisher(store=store, slack=slack, guard=guard, clock=store.clock)
+    cards = CardOwner(store=store, slack=slack, on_change=home.request_changed)
+    recorder = DecisionRecorder(store=store, bus=bus, cards=cards)
     ActionListeners(store=store, recorder=recorder, slack=slack, guard=guard, views=views).register(
         app
     )
     SubmissionListeners(store=store, recorder=recorder, guard=guard, views=views).register(app)
-    StartListeners(
+    starts = StartListeners(
         store=store,
         bus=bus,
         slack=slack,
         channel_agents=channel_agents or {},
         directory=people,
-    ).register(app)
+    )
+    starts.register(app)
     GroupListeners(directory=people).register(app)
+    home.register(app)
+    ConversationListeners(
+        starts=starts,
+        inbox=Inbox(db=store.db, clock=store.clock),
+        guard=guard,
+        recorder=recorder,
+        slack=slack,
+    ).register(app)
     return app
 
 

@@ -47,6 +47,8 @@ from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
+from bot.guard import Guard
+from bot.home import HomePublisher
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, single_workspace
 from bot.slack_notifier import SlackNotifier
@@ -158,7 +160,10 @@ def build_worker(
         checkpointer=backend.checkpointer,
     )
     slack = single_workspace(client)
-    cards = CardOwner(store=store, slack=slack)
+    home = HomePublisher(
+        store=store, slack=slack, guard=Guard(store=store, directory=Directory(slack=slack))
+    )
+    cards = CardOwner(store=store, slack=slack, on_change=home.request_changed)
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
@@ -168,6 +173,7 @@ def build_worker(
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
+        progress=notifier.progress,
     )
     pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(

@@ -106,6 +106,12 @@ class Slack(Protocol):
         """Return the user IDs of a user group's members."""
         ...
 
+    async def publish_home(
+        self, *, team_id: str | None, user_id: str, view: dict[str, Any]
+    ) -> None:
+        """Set ``user_id``'s App Home tab to ``view``."""
+        ...
+
     async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
         """Return a message's permalink."""
         ...
@@ -352,6 +358,21 @@ class SlackGateway:
             "views.open", self._client_for(team_id).views_open(trigger_id=trigger_id, view=view)
         )
         return str(response["view"]["id"])
+
+    async def publish_home(
+        self, *, team_id: str | None, user_id: str, view: dict[str, Any]
+    ) -> None:
+        """``views.publish``: set ``user_id``'s App Home tab (Tier 4: 100+ a minute;
+        https://docs.slack.dev/reference/methods/views.publish).
+
+        Raises:
+            SlackRefusedError: E.g. ``invalid_arguments`` (a view Slack refuses).
+            SlackCallError: Any other kind.
+        """
+        await self._call(
+            "views.publish",
+            self._client_for(team_id).views_publish(user_id=user_id, view=view),
+        )
 
     async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
         """``usergroups.users.list``: the members of a user group (``S…``), disabled

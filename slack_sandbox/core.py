@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sandbox.block_rules import Problem
+from slack_sandbox.home_state import Homes
 from slack_sandbox.modals import Modals
 from slack_sandbox.stalls import Slowness, Stall
 from slack_sandbox.state import Workspace
@@ -64,6 +65,8 @@ class Core:
         self.responses: dict[str, ResponseTarget] = {}
         self.slowness = Slowness()
         self.held: list[Stall] = []
+        self.homes = Homes()
+        """Each user's published App Home view (``views.publish``)."""
         """Stalls holding a call now (released when the sandbox stops)."""
 
     def violate(self, where: str, problems: Iterable[Problem | str]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from slack_sandbox.acting import Acting
+from slack_sandbox.conversing import Conversing
 from slack_sandbox.core import Core, Failure
 from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery
 from slack_sandbox.errors import SandboxError
@@ -87,6 +88,7 @@ class Sandbox(Acting):
             ack_deadline_s=ack_deadline_s,
         )
         self._events = Events(core=self._core, interactions=self._interactions)
+        self._conversing = Conversing(core=self._core, interactions=self._interactions)
         self._app = build_app(
             core=self._core, interactions=self._interactions, request_url=lambda: self.request_url
         )
@@ -170,6 +172,15 @@ class Sandbox(Acting):
             for m in self._core.workspace.ephemerals
             if channel_id in (None, m["channel"]) and user_id in (None, m["user"])
         ]
+
+    def home_view(self, user_id: str) -> dict[str, Any] | None:
+        """The App Home view last published for ``user_id`` (a copy), if any."""
+        view = self._core.homes.views.get(user_id)
+        return copy.deepcopy(view) if view else None
+
+    def dm_channel(self, user_id: str) -> str:
+        """The ID of the app's DM with ``user_id`` (``D…``), opened if need be."""
+        return self._conversing.dm_channel(user_id)
 
     def open_views(self, user_id: str) -> list[dict[str, Any]]:
         """Return ``user_id``'s modal stack, top last, each with its field ``errors``."""

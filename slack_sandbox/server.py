@@ -7,6 +7,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from slack_sandbox.api_chat import CHAT_METHODS
+from slack_sandbox.api_home import HOME_METHODS
 from slack_sandbox.api_read import READ_METHODS
 from slack_sandbox.api_usergroups import USERGROUP_METHODS
 from slack_sandbox.api_views import VIEWS_METHODS
@@ -16,7 +17,7 @@ from slack_sandbox.page import page_routes
 from slack_sandbox.responses import response_routes
 from slack_sandbox.web_api import api_routes
 
-WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHODS
+WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHODS | HOME_METHODS
 
 
 def build_app(

@@ -9,6 +9,7 @@ strings and are decoded by the method handlers with :func:`json_arg`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -124,6 +125,7 @@ def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any
     call: dict[str, Any] = {"method": method, "args": args, "ok": bool(result.get("ok"))}
     if not result.get("ok"):
         call["error"] = result.get("error")
+    call["answered_at"] = time.monotonic()  # real time, for pacing checks
     core.calls.append(call)
     return web.json_response(result)
 

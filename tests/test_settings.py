@@ -45,8 +45,6 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "POLL_INTERVAL_S",
         "LEASE_S",
         "MAX_CONCURRENT_RUNS",
-        "STOP_GRACE_S",
-        "CHECKPOINT_RETENTION_DAYS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
@@ -79,9 +77,7 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
-    "MAX_CONCURRENT_RUNS": "-999",
-    "STOP_GRACE_S": "-999",
-    "CHECKPOINT_RETENTION_DAYS": "-999",
+    "MAX_CONCURRENT_RUNS": "-31337",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
