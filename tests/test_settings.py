@@ -45,6 +45,8 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "POLL_INTERVAL_S",
         "LEASE_S",
         "MAX_CONCURRENT_RUNS",
+        "STOP_GRACE_S",
+        "CHECKPOINT_RETENTION_DAYS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
@@ -78,6 +80,8 @@ FOREIGN = {
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
     "MAX_CONCURRENT_RUNS": "-31337",
+    "STOP_GRACE_S": "-999",
+    "CHECKPOINT_RETENTION_DAYS": "-999",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
