@@ -137,6 +137,12 @@ class WorkerConfig(ProcessConfig):
     """Runs one worker drives at once; more signalled runs wait, unclaimed, for room or
     for another worker. A slow tool keeps its run's room until it ends: raise this (and
     run more workers) for agents whose tools take minutes (``agent_bridge.worker``)."""
+    stop_grace_s: float = Field(default=20.0, gt=0)
+    """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
+    a run still driven then is given back to the queue (``agent_bridge.worker``)."""
+    checkpoint_retention_days: float = Field(default=30.0, ge=0)
+    """How long the checkpoints of a finished (done or failed) run are kept, days; then
+    they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
 
 
 def refuse_public(value: str) -> str:

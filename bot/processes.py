@@ -26,6 +26,7 @@ from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
+from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.redis_pacing import RedisPacer
 from agent_bridge.row_estimate import RowEstimator
@@ -41,6 +42,7 @@ from agent_bridge.settings import (
 )
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
+from bot.acked_work import AckedWork
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quiet_accept_errors
@@ -63,23 +65,43 @@ WEB_DB_TIMEOUT_S = 2.0
 database outage is reported on the modal within Slack's 3 s deadline."""
 
 
+IN_FLIGHT_STOP_S = 5.0
+"""How long a stopping web process lets requests it has not answered yet finish,
+seconds (Slack waits 3 s for an answer; aiohttp's ``shutdown_timeout``)."""
+ACKED_WORK_STOP_S = 20.0
+"""How long a stopping web process lets the work of acked requests finish, seconds:
+with ``IN_FLIGHT_STOP_S``, inside the 30 s a platform gives between SIGTERM and SIGKILL
+(Heroku, Kubernetes' default ``terminationGracePeriodSeconds``)."""
+
+
 @dataclass
 class WebServer:
     """A running web process: its aiohttp runner, its base URL, its client connections'
-    bound, its readiness checks and, in Socket Mode, its connection to Slack."""
+    bound, its readiness checks, the work of the requests it has acked
+    (``bot.acked_work``) and, in Socket Mode, its connection to Slack."""
 
     runner: web.AppRunner
     url: str
     connections: ConnectionLimit
     readiness: Readiness
+    acked: AckedWork
     socket_mode: SocketModeConnection | None = None
 
-    async def stop(self) -> None:
-        """Stop taking Slack's deliveries, then stop serving."""
+    async def stop(self) -> list[str]:
+        """Stop taking Slack's deliveries and requests (Socket Mode's connection and the
+        listening socket are closed at once), let those being answered finish
+        (``IN_FLIGHT_STOP_S``), then the work of every acked one (``ACKED_WORK_STOP_S``),
+        so an acked click's decision is recorded before the process exits.
+
+        Returns:
+            The acked requests whose work had not ended in time (logged as errors).
+        """
         if self.socket_mode is not None:
             await self.socket_mode.stop()
         await self.runner.cleanup()
+        unfinished = await self.acked.drain(ACKED_WORK_STOP_S)
         await self.readiness.close()
+        return unfinished
 
 
 async def start_web(
@@ -121,6 +143,7 @@ async def start_web(
         channel_agents=settings.channel_agents,
         **({"directory": directory} if directory else {}),
     )
+    acked = AckedWork.watch(bolt_app)
     socket_mode = None
     if settings.slack_app_token is not None:
         socket_mode = await connect_socket_mode(
@@ -138,7 +161,12 @@ async def start_web(
     web_app.router.add_get(READY_PATH, readiness.handle)
     web_app.router.add_get(METRICS_PATH, metrics_handler(store.db))
     quiet_accept_errors()
-    runner = web.AppRunner(web_app, access_log=None, keepalive_timeout=limits.header_read_timeout_s)
+    runner = web.AppRunner(
+        web_app,
+        access_log=None,
+        keepalive_timeout=limits.header_read_timeout_s,
+        shutdown_timeout=IN_FLIGHT_STOP_S,
+    )
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
     await GuardedSite(runner, sock, limit=connections).start()
@@ -149,6 +177,7 @@ async def start_web(
         url=f"http://{shown}:{bound_port}",
         connections=connections,
         readiness=readiness,
+        acked=acked,
         socket_mode=socket_mode,
     )
 
@@ -205,6 +234,7 @@ def build_worker(
         lease_s=settings.lease_s,
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
+        stop_grace_s=settings.stop_grace_s,
     )
 
 
@@ -264,7 +294,9 @@ async def run_web(settings: WebSettings) -> None:
         via = "Socket Mode" if server.socket_mode else f"POST {server.url}/slack/events"
         logger.info("web listening on %s; Slack's deliveries via %s", server.url, via)
         await stop_on_signals().wait()
+        logger.info("web stopping: no new requests; finishing those already acked")
         await server.stop()
+        logger.info("web stopped")
     finally:
         await session.close()
         await deduper.close()
@@ -273,7 +305,8 @@ async def run_web(settings: WebSettings) -> None:
 
 
 async def run_worker(settings: WorkerSettings) -> None:
-    """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
+    """The ``worker`` process: advance runs, and prune finished runs' old checkpoints
+    (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     session = open_session()
@@ -287,11 +320,17 @@ async def run_worker(settings: WorkerSettings) -> None:
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
+        pruner = CheckpointPruner(
+            db=backend.db,
+            checkpointer=backend.checkpointer,
+            retention_days=settings.checkpoint_retention_days,
+        )
         logger.info("worker %s started", worker.owner)
         if settings.metrics_port is not None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
             logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
-        await worker.run(stop_on_signals())
+        stop = stop_on_signals()
+        await asyncio.gather(worker.run(stop), pruner.run(stop))
     finally:
         if served is not None:
             await served.stop()

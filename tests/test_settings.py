@@ -49,6 +49,8 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "LEASE_S",
         "METRICS_PORT",
         "MAX_CONCURRENT_RUNS",
+        "STOP_GRACE_S",
+        "CHECKPOINT_RETENTION_DAYS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     LogSettings: {"LOG_FORMAT"},
@@ -86,6 +88,8 @@ FOREIGN = {
     "METRICS_PORT": "not-a-port",
     "LOG_FORMAT": "xml",
     "MAX_CONCURRENT_RUNS": "-31337",
+    "STOP_GRACE_S": "-999",
+    "CHECKPOINT_RETENTION_DAYS": "-999",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
