@@ -206,6 +206,27 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             ON approval_requests ((expires_at - review_timeout_s / 2))
             WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL""",
     ),
+    (
+        # issue 12: the app installed in many workspaces (OAuth): each workspace's bot
+        # token, and the OAuth flow's one-time states (bot.installations)
+        """CREATE TABLE slack_installations (
+            team_id TEXT PRIMARY KEY,
+            enterprise_id TEXT,
+            team_name TEXT,
+            app_id TEXT,
+            bot_id TEXT,
+            bot_user_id TEXT NOT NULL,
+            bot_token TEXT NOT NULL,
+            bot_scopes TEXT NOT NULL,
+            installer_id TEXT,
+            installed_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE slack_oauth_states (
+            state TEXT PRIMARY KEY,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX runs_team ON runs (team_id)",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from langchain_core.language_models import BaseChatModel
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -44,9 +45,13 @@ from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
+from bot.installations import InstallationStore
+from bot.oauth_install import OAuthInstall
+from bot.oauth_states import OAuthStateStore
 from bot.slack_client import installation_of_token, make_client, open_session
-from bot.slack_gateway import Slack, single_workspace
+from bot.slack_gateway import Slack, SlackGateway, single_workspace
 from bot.slack_notifier import SlackNotifier
+from bot.workspaces import TeamClients
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +84,9 @@ async def start_web(
     directory: Callable[[Slack], Directory] | None = None,
 ) -> WebServer:
     """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
-    builds its user-group resolver (tests move its clock). The bot token's installation
-    is resolved (``auth.test``) before serving, so no request waits for it.
+    builds its user-group resolver (tests move its clock). With one bot token its
+    installation is resolved (``auth.test``) before serving, so no request waits for it;
+    with OAuth (``SLACK_CLIENT_ID``) each request's is read from the database.
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
@@ -88,9 +94,11 @@ async def start_web(
     Raises:
         ConfigurationError: Slack refused the bot token or could not be reached.
     """
+    oauth = oauth_settings(settings, store) if settings.oauth else None
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret,
-        installation=await installation_of_token(client),
+        installation=None if oauth else await installation_of_token(client),
+        oauth=oauth,
         store=store,
         bus=bus,
         client=client,
@@ -132,7 +140,15 @@ def build_worker(
         policy=policy,
         checkpointer=backend.checkpointer,
     )
-    slack = single_workspace(client)
+    slack = (
+        SlackGateway(
+            TeamClients(
+                InstallationStore(store.db), base_url=client.base_url, session=client.session
+            ).client_for
+        )
+        if settings.oauth
+        else single_workspace(client)
+    )
     cards = CardOwner(store=store, slack=slack)
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
@@ -156,6 +172,21 @@ def build_worker(
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
         start_rules=policy.start_rules(),
+    )
+
+
+def oauth_settings(settings: WebConfig, store: ApprovalStore) -> AsyncOAuthSettings:
+    """Bolt's OAuth settings of ``settings`` (OAuth mode), with installations and states
+    kept in ``store``'s database."""
+    install = OAuthInstall(
+        client_id=settings.slack_client_id or "",
+        client_secret=settings.slack_client_secret or "",
+        api_url=settings.slack_api_url,
+        redirect_uri=settings.slack_redirect_uri,
+    )
+    return install.settings(
+        installations=InstallationStore(store.db, clock=store.clock),
+        states=OAuthStateStore(store.db, clock=store.clock),
     )
 
 

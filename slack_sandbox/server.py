@@ -12,6 +12,7 @@ from slack_sandbox.api_usergroups import USERGROUP_METHODS
 from slack_sandbox.api_views import VIEWS_METHODS
 from slack_sandbox.core import Core
 from slack_sandbox.interactions import Interactions
+from slack_sandbox.oauth import OAuthApp, oauth_routes
 from slack_sandbox.page import page_routes
 from slack_sandbox.responses import response_routes
 from slack_sandbox.web_api import api_routes
@@ -20,10 +21,16 @@ WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHOD
 
 
 def build_app(
-    *, core: Core, interactions: Interactions, request_url: Callable[[], str | None]
+    *,
+    core: Core,
+    interactions: Interactions,
+    request_url: Callable[[], str | None],
+    oauth_app: Callable[[], OAuthApp | None] = lambda: None,
 ) -> web.Application:
-    """Return the application: Web API, response URLs, the page and its endpoints."""
+    """Return the application: OAuth installs, Web API, response URLs, the page and its
+    endpoints."""
     app = web.Application()
+    app.add_routes(oauth_routes(core, oauth_app))  # before /api/{method}
     app.add_routes(api_routes(core, WEB_API_METHODS))
     app.add_routes(response_routes(core))
     app.add_routes(page_routes(core, interactions, request_url))

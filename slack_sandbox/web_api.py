@@ -90,23 +90,26 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
         failure = core.take_failure(method)
         if failure is not None:
             return _injected(core, method, args, failure.status, failure.retry_after_s)
-        if token != core.bot_token:
-            return _answer(core, method, args, {"ok": False, "error": "invalid_auth"})
+        team = core.tokens.get(token or "")
+        if team is None:
+            error = "token_revoked" if token in core.revoked else "invalid_auth"
+            return _answer(core, method, args, {"ok": False, "error": error})
+        # a token works in its own workspace only: the call is answered there
         handler = methods.get(method)
         if handler is None:
-            return _answer(core, method, args, {"ok": False, "error": "unknown_method"})
-        await core.slowness.delay()
-        stall = core.slowness.take_stall(method, args)
+            return _answer(team, method, args, {"ok": False, "error": "unknown_method"})
+        await team.slowness.delay()
+        stall = team.slowness.take_stall(method, args)
         if stall is not None and not stall.applied:
-            await _held(core, stall)  # lost on the way: never applied
-            return _injected(core, method, args, 500, 0)
+            await _held(team, stall)  # lost on the way: never applied
+            return _injected(team, method, args, 500, 0)
         try:
-            result = handler(core, args)
+            result = handler(team, args)
         except BadArgument as e:
-            result = refusal(core, method, str(e))
+            result = refusal(team, method, str(e))
         if stall is not None and stall.applied:
-            await _held(core, stall)
-        return _answer(core, method, args, result)
+            await _held(team, stall)
+        return _answer(team, method, args, result)
 
     return [web.post("/api/{method}", handle), web.get("/api/{method}", handle)]
 
@@ -121,7 +124,12 @@ async def _held(core: Core, stall: Stall) -> None:
 
 
 def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any]) -> web.Response:
-    call: dict[str, Any] = {"method": method, "args": args, "ok": bool(result.get("ok"))}
+    call: dict[str, Any] = {
+        "method": method,
+        "args": args,
+        "ok": bool(result.get("ok")),
+        "team_id": core.workspace.team_id,
+    }
     if not result.get("ok"):
         call["error"] = result.get("error")
     core.calls.append(call)

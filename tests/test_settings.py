@@ -22,6 +22,9 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     WebSettings: {
         "SLACK_SIGNING_SECRET",
         "SLACK_BOT_TOKEN",
+        "SLACK_CLIENT_ID",
+        "SLACK_CLIENT_SECRET",
+        "SLACK_REDIRECT_URI",
         "SLACK_API_URL",
         "DATABASE_URL",
         "REDIS_URL",
@@ -32,6 +35,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     },
     WorkerSettings: {
         "SLACK_BOT_TOKEN",
+        "SLACK_CLIENT_ID",
         "SLACK_API_URL",
         "DATABASE_URL",
         "REDIS_URL",
@@ -61,6 +65,9 @@ VALID = {
 FOREIGN = {
     "SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET,
     "SLACK_BOT_TOKEN": DEMO_BOT_TOKEN,
+    "SLACK_CLIENT_ID": "foreign.client",
+    "SLACK_CLIENT_SECRET": "",
+    "SLACK_REDIRECT_URI": "https://foreign.invalid/slack/oauth_redirect",
     "SLACK_API_URL": "http://foreign.invalid/api/",
     "DATABASE_URL": "",
     "REDIS_URL": "redis://foreign.invalid:6379/0",
