@@ -129,7 +129,7 @@ class Harness:
         self.channel = channel
         self.sandbox = Sandbox(
             signing_secret=web_settings.slack_signing_secret,
-            bot_token=web_settings.slack_bot_token or "",
+            bot_token=web_settings.slack_bot_token,
             users=users,
         )
         self.web_bus = RedisBus(web_redis_url or web_settings.redis_url or "", channel=channel)
