@@ -185,7 +185,8 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
 
     refusals = await harness.wait_for(both_refused)
     assert all(e.reason and e.reason in review_wording.OTHER_WORKSPACE_TEXT for e in refusals)
-    assert (await harness.store.get_request(write_b.request_id)).state == ApprovalState.PENDING
+    still = await harness.store.get_request(write_b.request_id)
+    assert still is not None and still.state == ApprovalState.PENDING
 
     # Alpha uninstalls: its token is revoked, its open requests closed and audited.
     replies = await alpha.uninstall()
@@ -212,5 +213,6 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
     done = await harness.finished(run_b)
     assert done.state == RunState.DONE
     assert {c["team_id"] for c in posts_in(alpha, BETA_CHANNEL)} == {BETA}
-    assert (await harness.store.get_request(write_a.request_id)).state == ApprovalState.CANCELLED
+    closed_card = await harness.store.get_request(write_a.request_id)
+    assert closed_card is not None and closed_card.state == ApprovalState.CANCELLED
     assert not [c for c in alpha.calls if c.get("error") == "invalid_auth"]
