@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
+from slack_sdk.oauth import OAuthStateUtils
 from yarl import URL
 
 from agent_bridge import review_wording
@@ -216,3 +218,36 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
     closed_card = await harness.store.get_request(write_a.request_id)
     assert closed_card is not None and closed_card.state == ApprovalState.CANCELLED
     assert not [c for c in alpha.calls if c.get("error") == "invalid_auth"]
+
+
+async def test_a_redirect_from_another_browser_or_replayed_installs_nothing(
+    harness: Harness, beta: Sandbox
+) -> None:
+    assert harness.server is not None
+    jar = aiohttp.CookieJar(unsafe=True, treat_as_secure_origin=[harness.server.url])
+    name, value = beta.browser_cookie(BETA_REQUESTER)
+    jar.update_cookies({name: value}, URL(beta.base_url))
+    installations = InstallationStore(harness.store.db)
+    async with aiohttp.ClientSession(cookie_jar=jar) as browser:
+        async with browser.get(harness.server.url + INSTALL_PATH, allow_redirects=False) as start:
+            assert start.status == 302  # to Slack's authorize page, the state in a cookie
+            authorize_url = start.headers["Location"]
+        assert authorize_url.startswith(beta.base_url + "oauth/v2/authorize?")
+        async with browser.get(authorize_url, allow_redirects=False) as allowed:
+            assert allowed.status == 302
+            back = allowed.headers["Location"]
+        assert back.startswith(harness.server.url + REDIRECT_PATH + "?code=")
+        # Another browser (no state cookie: a link sent to a victim) installs nothing.
+        async with aiohttp.ClientSession() as other, other.get(back) as page:
+            assert page.status == 400
+        assert await installations.teams() == []
+        async with browser.get(back) as page:
+            assert page.status == 200
+        assert await installations.teams() == [BETA]
+        async with browser.get(back) as page:  # the success page cleared the state cookie
+            assert page.status == 400
+        state = parse_qs(urlsplit(back).query)["state"][0]
+        jar.update_cookies({OAuthStateUtils.default_cookie_name: state}, URL(harness.server.url))
+        async with browser.get(back) as page:  # with it put back: the state was consumed
+            assert page.status == 401
+    assert beta.installs == [(BETA, BETA_REQUESTER)]
