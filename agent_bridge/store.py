@@ -563,8 +563,8 @@ class ApprovalStore:
     async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:
         """The app left workspace ``team_id`` (uninstalled, or its bot token revoked):
         cancel its open requests, so nobody can decide them, each with its audit event
-        (``reason``: ``note``), and fail its runs no worker is driving, in one
-        transaction; return the cancelled requests."""
+        (``reason``: ``note``), and fail its unfinished runs (a worker driving one loses
+        its lease), in one transaction; return the cancelled requests."""
         now = self.clock()
         async with self.db.transaction() as tx:
             rows = await tx.fetch_all(

@@ -38,13 +38,12 @@ from bot.dedupe import DedupeMiddleware, Deduper
 from bot.directory import Directory
 from bot.groups import GroupListeners
 from bot.guard import Guard
-from bot.oauth_install import StoreAuthorize
+from bot.oauth_install import bolt_options, oauth_gateway
 from bot.recorder import DecisionRecorder
-from bot.slack_gateway import Slack, SlackGateway, single_workspace
+from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
 from bot.uninstalls import UninstallListeners
-from bot.workspaces import TeamClients
 
 logger = logging.getLogger(__name__)
 
@@ -110,31 +109,22 @@ def create_app(
         session=client.session,
         retry_handlers=client.retry_handlers,
     )
-    slack: Slack
     if oauth is not None and installation is None:
-        installations = oauth.installation_store
-        app = AsyncApp(
-            client=bolt_client,
-            # Bolt takes an AsyncAuthorize here (typed as a plain callable)
-            authorize=StoreAuthorize(installations),  # type: ignore[arg-type]
-            oauth_settings=oauth,
-            signing_secret=signing_secret,
-            process_before_response=False,
-        )
-        teams = TeamClients(installations, base_url=client.base_url, session=client.session)
-        slack = SlackGateway(teams.client_for)
-        UninstallListeners(store=store, installations=installations).register(app)
+        options = bolt_options(oauth)
     elif installation is not None and oauth is None:
-        app = AsyncApp(
-            client=bolt_client,
-            authorize=authorize_as(installation),
-            signing_secret=signing_secret,
-            process_before_response=False,
-        )
-        slack = single_workspace(client)
+        options = {"authorize": authorize_as(installation)}
     else:
         raise ValueError("create_app takes an installation or OAuth settings, one of them")
+    app = AsyncApp(
+        client=bolt_client,
+        **options,
+        signing_secret=signing_secret,
+        process_before_response=False,
+    )
     app.use(DedupeMiddleware(deduper))
+    slack = oauth_gateway(oauth, client) if oauth else single_workspace(client)
+    if oauth:
+        UninstallListeners(store=store, installations=oauth.installation_store).register(app)
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)

@@ -20,6 +20,10 @@ from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack_gateway import SlackGateway
+from bot.workspaces import TeamClients
 
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
@@ -122,3 +126,16 @@ class StoreAuthorize(AsyncAuthorize):
             bot_scopes=bot.bot_scopes,
             user_id=user_id,
         )
+
+
+def bolt_options(oauth: AsyncOAuthSettings) -> dict[str, Any]:
+    """``AsyncApp``'s arguments for OAuth: the flow's settings, and ``StoreAuthorize``
+    (Bolt takes an ``AsyncAuthorize`` instance beside OAuth settings)."""
+    return {"oauth_settings": oauth, "authorize": StoreAuthorize(oauth.installation_store)}
+
+
+def oauth_gateway(oauth: AsyncOAuthSettings, client: AsyncWebClient) -> SlackGateway:
+    """The gateway whose every call uses the stored token of its workspace, on
+    ``client``'s base URL and HTTP session."""
+    teams = TeamClients(oauth.installation_store, base_url=client.base_url, session=client.session)
+    return SlackGateway(teams.client_for)

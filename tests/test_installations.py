@@ -145,7 +145,7 @@ def test_the_authorize_page_is_beside_the_web_api() -> None:
     assert authorize_url_of("http://127.0.0.1:5/api/") == "http://127.0.0.1:5/oauth/v2/authorize"
 
 
-async def test_closing_a_workspace_cancels_its_open_requests_and_idle_runs_only(
+async def test_closing_a_workspace_cancels_its_open_requests_and_fails_its_runs_only(
     store: ApprovalStore,
 ) -> None:
     for run_id, team_id in (("r1", "T1"), ("r2", "T1"), ("r3", "T2")):
@@ -179,7 +179,7 @@ async def test_closing_a_workspace_cancels_its_open_requests_and_idle_runs_only(
     assert await store.claim_run("r1", owner="w0", lease_s=30, from_state=RunState.QUEUED)
     await store.release_run("r1", owner="w0", state=RunState.WAITING)  # paused, no lease
     claimed = await store.claim_run("r2", owner="w1", lease_s=30, from_state=RunState.QUEUED)
-    assert claimed is not None  # r2 is being driven: its worker fails it on its next call
+    assert claimed is not None  # r2 is being driven
 
     closed = await store.close_workspace("T1", note="gone from T1")
 
@@ -189,7 +189,11 @@ async def test_closing_a_workspace_cancels_its_open_requests_and_idle_runs_only(
     other = await store.get_request("q-r3")
     assert other is not None and other.state == ApprovalState.PENDING
     states = {r: (await store.get_run(r)).state for r in ("r1", "r2", "r3")}
-    assert states == {"r1": RunState.FAILED, "r2": RunState.RUNNING, "r3": RunState.QUEUED}
+    assert states == {"r1": RunState.FAILED, "r2": RunState.FAILED, "r3": RunState.QUEUED}
+    # r2's worker finds its lease gone and stops; its release changes nothing
+    assert not await store.renew_lease("r2", owner="w1", lease_s=30)
+    await store.release_run("r2", owner="w1", state=RunState.WAITING)
+    assert (await store.get_run("r2")).state == RunState.FAILED
     audit = [e for e in await read_events(store.db) if e.kind == AuditKind.CANCELLED]
     assert {(e.request_id, e.reason) for e in audit} == {
         ("q-r1", "gone from T1"),

@@ -132,8 +132,13 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
     harness: Harness, beta: Sandbox
 ) -> None:
     alpha = harness.sandbox
-    # Before any install the app has no token anywhere: a command is not served.
+    # Before any install the app has no token anywhere: a command starts nothing.
     assert await InstallationStore(harness.store.db).teams() == []
+    status, _ = await alpha.slash_command(
+        command="/agent", text=DEMO_TASK, user_id=REQUESTER, channel_id=CHANNEL
+    )
+    assert status == 200
+    assert await runs(harness) == [] and harness.web_store.runs_asked == 0
 
     status, page = await install(harness, alpha, REQUESTER)
     assert status == 200, page
