@@ -1,12 +1,15 @@
-"""Keeping a run's lease while it is driven, and stopping the driving when it cannot.
+"""Keeping the leases of the runs a worker drives, and stopping a drive that lost its own.
 
 A lease is short (``LEASE_S``, seconds) and renewed every third of it, so a run whose
-worker died is taken by another worker within about one lease. The other half of that
-bargain: a worker that cannot renew (the database is unreachable, or another worker
-took the run) must stop driving the run *before* its lease can expire, or the two would
-drive one ``thread_id`` at once and a slow tool would run twice. ``hold`` cancels the
-drive at ``STOP_MARGIN`` of a lease before the last lease it knows it holds ends
-(docs/architecture.md, step 7).
+worker died is taken by another worker within about one lease. A worker renews every
+lease it holds in one statement per renewal period (``Leases``): the cost of keeping
+leases does not grow with the number of runs driven at once.
+
+The other half of that bargain: a worker that cannot renew a lease (the database is
+unreachable, or another worker took the run) must stop driving that run *before* the
+lease can expire, or the two would drive one ``thread_id`` at once and a slow tool would
+run twice. ``Leases.hold`` cancels the drive at ``STOP_MARGIN`` of a lease before the last
+lease it knows it holds ends (docs/architecture.md, step 7).
 
 What cancelling cannot stop: a synchronous tool already running in a thread finishes
 its body (LangGraph's at-least-once rule for a tool's body; the README says so).
@@ -19,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agent_bridge.errors import StoreUnavailableError
@@ -42,72 +46,115 @@ class LeaseLost(Exception):
     """
 
 
-async def hold(
-    store: ApprovalStore, run_id: str, *, owner: str, lease_s: float, work: Awaitable[T]
-) -> T:
-    """Await ``work`` while renewing ``owner``'s lease on ``run_id``.
+@dataclass
+class _Held:
+    """One run being driven: its drive, and when it must stop unless renewed first
+    (this process's monotonic clock, seconds)."""
+
+    task: asyncio.Future[Any]
+    stop_at: float
+    lost: bool = False
+
+
+class Leases:
+    """The leases one worker holds, renewed together.
 
     Args:
-        store: Where the lease is kept.
-        run_id: The run, claimed by ``owner`` just before (its lease runs ``lease_s``).
-        owner: This worker's name in leases.
-        lease_s: Lease length, seconds.
-        work: The driving of the run.
-
-    Returns:
-        What ``work`` returned.
-
-    Raises:
-        LeaseLost: The lease could not be renewed in time, or another worker has the
-            run; ``work`` was cancelled before the lease could expire.
-        Exception: Whatever ``work`` raised.
+        store: Where leases are kept.
+        owner: The worker's name in leases.
+        lease_s: Lease length, seconds (as claimed by ``ApprovalStore.claim_run``).
     """
-    task = asyncio.ensure_future(work)
-    lost = asyncio.Event()
-    keeper = asyncio.create_task(_keep(store, run_id, owner, lease_s, task, lost))
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if lost.is_set():
-            raise LeaseLost(f"run {run_id}: lease not kept, driving stopped") from None
-        raise
-    finally:
-        keeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await keeper
-        if not task.done():
-            task.cancel()
 
+    def __init__(self, store: ApprovalStore, *, owner: str, lease_s: float) -> None:
+        self.store = store
+        self.owner = owner
+        self.lease_s = lease_s
+        self._held: dict[str, _Held] = {}
+        self._keeper: asyncio.Task[None] | None = None
+        self.renewals = 0
+        """Renewal statements sent (tests count them)."""
 
-async def _keep(
-    store: ApprovalStore,
-    run_id: str,
-    owner: str,
-    lease_s: float,
-    task: asyncio.Future[Any],
-    lost: asyncio.Event,
-) -> None:
-    """Renew the lease every ``lease_s / RENEWALS_PER_LEASE``; cancel ``task`` (setting
-    ``lost``) when another worker has the run or the deadline passes unrenewed."""
-    # The database's lease ends at least lease_s after the renewal was *sent*; stopping
-    # a margin before that, measured on this process's monotonic clock, is safe.
-    stop_at = time.monotonic() + lease_s * (1 - STOP_MARGIN)
-    while True:
-        now = time.monotonic()
-        await asyncio.sleep(max(0.0, min(lease_s / RENEWALS_PER_LEASE, stop_at - now)))
-        sent = time.monotonic()
-        if sent >= stop_at:
-            logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
-            break
+    async def hold(self, run_id: str, work: Awaitable[T]) -> T:
+        """Await ``work`` while ``run_id``'s lease is kept with the others'.
+
+        Args:
+            run_id: The run, claimed by this worker just before (its lease runs
+                ``lease_s``).
+            work: The driving of the run.
+
+        Returns:
+            What ``work`` returned.
+
+        Raises:
+            LeaseLost: The lease could not be renewed in time, or another worker has the
+                run; ``work`` was cancelled before the lease could expire.
+            Exception: Whatever ``work`` raised.
+        """
+        task = asyncio.ensure_future(work)
+        # The database's lease ends at least lease_s after the claim was *sent*; stopping
+        # a margin before that, measured on this process's monotonic clock, is safe.
+        held = _Held(task, time.monotonic() + self.lease_s * (1 - STOP_MARGIN))
+        self._held[run_id] = held
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.create_task(self._keep())
         try:
-            async with asyncio.timeout(stop_at - sent):
-                renewed = await store.renew_lease(run_id, owner=owner, lease_s=lease_s)
-        except (StoreUnavailableError, TimeoutError) as exc:
-            logger.warning("run=%s lease not renewed: %s", run_id, exc or "timed out")
-            continue
-        if not renewed:
-            logger.error("run=%s lease lost to another worker; stopping its driving", run_id)
-            break
-        stop_at = sent + lease_s * (1 - STOP_MARGIN)
-    lost.set()
-    task.cancel()
+            return await task
+        except asyncio.CancelledError:
+            if held.lost:
+                raise LeaseLost(f"run {run_id}: lease not kept, driving stopped") from None
+            raise
+        finally:
+            if self._held.get(run_id) is held:
+                del self._held[run_id]
+            if not task.done():
+                task.cancel()
+
+    async def close(self) -> None:
+        """Stop renewing (the drives still held are left to their leases' ends)."""
+        if self._keeper is not None:
+            self._keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keeper
+
+    async def _keep(self) -> None:
+        """Every ``lease_s / RENEWALS_PER_LEASE``, renew every held lease in one statement;
+        stop the drives whose run another worker has, or whose deadline passed
+        unrenewed. Ends when no drive is held."""
+        period = self.lease_s / RENEWALS_PER_LEASE
+        while holding := self._holding():
+            soonest = min(h.stop_at for h in holding.values())
+            await asyncio.sleep(max(0.0, min(period, soonest - time.monotonic())))
+            sent = time.monotonic()
+            for run_id, held in self._holding().items():
+                if sent >= held.stop_at:
+                    logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
+                    self._lose(held)
+            holding = self._holding()
+            if not holding:
+                break
+            try:
+                async with asyncio.timeout(min(h.stop_at for h in holding.values()) - sent):
+                    self.renewals += 1
+                    renewed = await self.store.renew_leases(
+                        holding, owner=self.owner, lease_s=self.lease_s
+                    )
+            except (StoreUnavailableError, TimeoutError) as exc:
+                logger.warning(
+                    "leases of %d runs not renewed: %s", len(holding), exc or "timed out"
+                )
+                continue
+            for run_id, held in holding.items():
+                if run_id in renewed:
+                    held.stop_at = sent + self.lease_s * (1 - STOP_MARGIN)
+                elif not held.task.done():
+                    logger.error("run=%s lease lost to another worker; driving stopped", run_id)
+                    self._lose(held)
+
+    def _holding(self) -> dict[str, _Held]:
+        """The held runs whose drive goes on (not stopped for a lost lease)."""
+        return {run_id: h for run_id, h in self._held.items() if not h.lost}
+
+    @staticmethod
+    def _lose(held: _Held) -> None:
+        held.lost = True
+        held.task.cancel()

@@ -168,6 +168,10 @@ class WorkerConfig(ProcessConfig):
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last
     renewal; a worker that cannot renew stops driving the run before it ends."""
+    max_concurrent_runs: int = Field(default=10, ge=1)
+    """Runs one worker drives at once; more signalled runs wait, unclaimed, for room or
+    for another worker. A slow tool keeps its run's room until it ends: raise this (and
+    run more workers) for agents whose tools take minutes (``agent_bridge.worker``)."""
 
 
 def refuse_public(value: str | None) -> str | None:

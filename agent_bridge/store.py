@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,7 @@ from agent_bridge.store_sql import (
     MOVE_MESSAGE,
     RECORD_DECISION,
     RELEASE_RUN,
-    RENEW_LEASE,
+    RENEW_LEASES,
     REOPEN_REQUEST,
     SELECT_AGENT_POLICY,
     SELECT_DUE_ESCALATIONS,
@@ -76,7 +76,6 @@ from agent_bridge.store_sql import (
     SELECT_PENDING_POSTED,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
-    SELECT_REQUEST_BY_TOOL_CALL,
     SELECT_RUN,
     SELECT_RUN_REQUESTS,
     SELECT_RUNS_NEEDING_WORK,
@@ -248,12 +247,27 @@ class ApprovalStore:
         )
         return run_from_row(row) if row else None
 
-    async def renew_lease(self, run_id: str, *, owner: str, lease_s: float) -> bool:
-        """Extend ``owner``'s lease by ``lease_s`` seconds; ``False`` if it lost the run."""
-        changed = await self.db.execute(
-            RENEW_LEASE, {"run_id": run_id, "owner": owner, "until": self.clock() + lease_s}
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
+        """Extend ``owner``'s leases on ``run_ids`` to ``lease_s`` seconds from now, in one
+        statement (a worker renews every run it drives at once, ``agent_bridge.lease``).
+
+        Returns:
+            The runs renewed; a run missing was lost (another worker took it after its
+            lease expired, or it is no longer running).
+        """
+        if not run_ids:
+            return set()
+        rows = await self.db.fetch_all(
+            RENEW_LEASES[self.db.dialect],
+            {
+                "run_ids": json.dumps(sorted(run_ids)),
+                "owner": owner,
+                "until": self.clock() + lease_s,
+            },
         )
-        return changed == 1
+        return {row["run_id"] for row in rows}
 
     async def release_run(
         self,
@@ -504,10 +518,13 @@ class ApprovalStore:
         The worker posts a tool result, a note or the final answer only after claiming
         it, so a resumed graph that replays earlier results never posts them twice.
         """
-        changed = await self.db.execute(
+        return await self._insert_notice(run_id, key) is not None
+
+    async def _insert_notice(self, run_id: str, key: str) -> Row | None:
+        """Insert the notice ``key`` of the run; its row, or ``None`` if it was there."""
+        return await self.db.fetch_one(
             INSERT_NOTICE, {"run_id": run_id, "notice_key": key, "now": self.clock()}
         )
-        return changed == 1
 
     async def due_reminders(self, *, limit: int = SWEEP_BATCH) -> list[ApprovalRequest]:
         """Return posted pending requests past half their review time, not yet reminded,
@@ -749,11 +766,6 @@ class ApprovalStore:
             The request with its ``result`` if this recorded it; ``None`` if the call had
             no request or its result was recorded before.
         """
-        row = await self.db.fetch_one(
-            SELECT_REQUEST_BY_TOOL_CALL, {"run_id": run_id, "tool_call_id": tool_call_id}
-        )
-        if row is None:
-            return None
         now = self.clock()
         text = content[:RESULT_MAX_CHARS] if ok and shown else ""
         result = CallResult(ok=ok, text=text, at=now)
@@ -761,7 +773,12 @@ class ApprovalStore:
         async with self.db.transaction() as tx:
             updated = await tx.fetch_one(
                 SET_RESULT,
-                {"request_id": row["request_id"], "result": result.model_dump_json(), "now": now},
+                {
+                    "run_id": run_id,
+                    "tool_call_id": tool_call_id,
+                    "result": result.model_dump_json(),
+                    "now": now,
+                },
             )
             if updated is None:
                 return None
@@ -824,8 +841,10 @@ class ApprovalStore:
             The intention: ``fresh`` if this call recorded it (no one can have posted
             it yet), and the message's ``ts`` once posted.
         """
-        fresh = await self.claim_notice(run_id, key)
-        row = await self.db.fetch_one(SELECT_NOTICE, {"run_id": run_id, "notice_key": key})
+        row = await self._insert_notice(run_id, key)
+        fresh = row is not None
+        if row is None:
+            row = await self.db.fetch_one(SELECT_NOTICE, {"run_id": run_id, "notice_key": key})
         assert row is not None  # just inserted or already there
         return Notice(
             key=key,

@@ -15,8 +15,16 @@ CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_un
     WHERE run_id = :run_id AND agent = :agent AND (state = :from_state
         OR (state = 'running' AND lease_until < :now))
     RETURNING *"""
-RENEW_LEASE = """UPDATE runs SET lease_until = :until
-    WHERE run_id = :run_id AND lease_owner = :owner AND state = 'running'"""
+_RENEW_LEASES = """UPDATE runs SET lease_until = :until
+    WHERE lease_owner = :owner AND state = 'running' AND run_id IN ({ids})
+    RETURNING run_id"""
+RENEW_LEASES = {
+    "postgres": _RENEW_LEASES.format(
+        ids="SELECT jsonb_array_elements_text(CAST(:run_ids AS jsonb))"
+    ),
+    "sqlite": _RENEW_LEASES.format(ids="SELECT value FROM json_each(:run_ids)"),
+}
+"""Extend one owner's leases on the runs of a JSON array of IDs, in one statement."""
 RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until = NULL,
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
     updated_at = :now
@@ -86,7 +94,8 @@ REOPEN_REQUEST = """UPDATE approval_requests
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
-    VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING"""
+    VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING
+    RETURNING *"""
 SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL
     AND expires_at - review_timeout_s / 2 <= :now AND expires_at > :now
@@ -168,12 +177,13 @@ INSERT_RUN_WITHIN_LIMIT = """INSERT INTO runs (run_id, thread_id, task, channel_
         AND state IN ('queued', 'running', 'waiting')) < :max_active"""
 LOCK_USER_RUNS = "SELECT pg_advisory_xact_lock(hashtext('agent_bridge.runs:' || :user_id))"
 """PostgreSQL only: serialise one user's run starts until the transaction ends."""
-SELECT_REQUEST_BY_TOOL_CALL = """SELECT * FROM approval_requests
-    WHERE run_id = :run_id AND tool_call_id = :tool_call_id
-    ORDER BY created_at DESC LIMIT 1"""
 SET_RESULT = """UPDATE approval_requests SET result = :result, revision = revision + 1,
     changed_at = :now
-    WHERE request_id = :request_id AND result IS NULL RETURNING *"""
-"""A call's result, once: a replayed result changes nothing."""
+    WHERE request_id = (SELECT request_id FROM approval_requests
+        WHERE run_id = :run_id AND tool_call_id = :tool_call_id
+        ORDER BY created_at DESC LIMIT 1)
+    AND result IS NULL RETURNING *"""
+"""A reviewed call's result on its request, once: a replayed result, or a call that was
+not reviewed (no request), changes nothing."""
 SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
     WHERE request_id = :request_id AND pointer_ts IS NULL"""

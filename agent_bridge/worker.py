@@ -19,7 +19,7 @@ import secrets
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.lease import LeaseLost, hold
+from agent_bridge.lease import LeaseLost, Leases
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
 from agent_bridge.pacing import Pacer
@@ -41,6 +41,10 @@ CARD_REDRAW_MAX = 20
 TIME_KEEPING_S = 1.0
 """Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
 each is a few indexed queries, whatever the number of paused runs."""
+MAX_CONCURRENT_RUNS = 10
+"""Runs one worker drives at once by default (the pool's size: each drive holds a
+connection at times); further signalled runs wait unclaimed, so another worker with room
+takes them (arq's ``max_jobs``, procrastinate's ``concurrency``)."""
 STOP_GRACE_S = 30.0
 """How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
 
@@ -64,6 +68,8 @@ class Worker:
             ``max_active_runs_per_user``); published for the web process on the first sweep.
         pacer: Spaces out the redraws of lagging cards (share the ``ExpiryKeeper``'s, so
             all background Slack calls keep to one budget).
+        max_concurrent_runs: Runs driven at once; a run waiting for room is not claimed
+            (another worker may take it), and a slow tool holds its room until it ends.
     """
 
     def __init__(
@@ -80,6 +86,7 @@ class Worker:
         owner: str | None = None,
         start_rules: StartRules | None = None,
         pacer: Pacer | None = None,
+        max_concurrent_runs: int = MAX_CONCURRENT_RUNS,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -92,6 +99,8 @@ class Worker:
         self.owner = owner or f"worker-{secrets.token_hex(4)}"
         self.start_rules = start_rules
         self.pacer = pacer or Pacer()
+        self.leases = Leases(store, owner=self.owner, lease_s=lease_s)
+        self._room = asyncio.Semaphore(max_concurrent_runs)
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -150,6 +159,7 @@ class Worker:
             await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
         for task in list(self._active.values()):
             task.cancel()
+        await self.leases.close()
 
     def _advance_signalled(self, signals: list[Signal]) -> None:
         """Advance each signalled run from the state its signal implies: a requested run
@@ -295,8 +305,8 @@ class Worker:
     async def advance(
         self, run_id: str, from_state: RunState, *, agent: str = DEFAULT_AGENT
     ) -> None:
-        """Claim the run (if it is ``agent``'s) and drive it until it waits for people or
-        ends.
+        """Claim the run (if it is ``agent``'s) once there is room (``max_concurrent_runs``)
+        and drive it until it waits for people or ends.
 
         If Slack fails, the run goes back to the queue and the next sweep drives it
         again from its checkpoint (the driver only ever continues from there). If the
@@ -305,6 +315,10 @@ class Worker:
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
+        async with self._room:
+            await self._claim_and_drive(run_id, from_state, agent)
+
+    async def _claim_and_drive(self, run_id: str, from_state: RunState, agent: str) -> None:
         try:
             run = await self.store.claim_run(
                 run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state, agent=agent
@@ -315,13 +329,7 @@ class Worker:
         if run is None:
             return
         try:
-            state, answer = await hold(
-                self.store,
-                run_id,
-                owner=self.owner,
-                lease_s=self.lease_s,
-                work=self.driver.drive(run),
-            )
+            state, answer = await self.leases.hold(run_id, self.driver.drive(run))
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except LeaseLost as exc:
             logger.error("run=%s thread_id=%s %s", run.run_id, run.thread_id, exc)

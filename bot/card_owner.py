@@ -159,20 +159,26 @@ class CardOwner:
         (``drawn_revision`` < ``revision``). Slack failures are logged, not raised: what
         changed is already recorded.
 
+        The run is read once: what a card shows of it (task, requester, thread) is set
+        before its first card is posted.
+
         Returns:
             The request as it is now on Slack (``message_ts`` changes when its deleted
             card was posted again), or ``None`` if there is no such request.
         """
+        first = await self.store.get_request(request_id)
+        if first is None:
+            return None
+        run = await self.store.get_run(first.run_id)
         drawn: ApprovalRequest | None = None
         seen: dict[str, int] | None = None
         for _ in range(REDRAW_ROUNDS_MAX):
-            request = await self.store.get_request(request_id)
-            if request is None:
-                return None
-            batch = await self.store.requests_for_interrupt(request.interrupt_id)
+            batch = await self.store.requests_for_interrupt(first.interrupt_id)
             revisions = {r.request_id: r.revision for r in batch}
             if revisions == seen:
                 break
+            # a request is always in its interrupt's batch (interrupt IDs never change)
+            request = next(r for r in batch if r.request_id == request_id)
             targets = [request]
             if siblings and len(batch) <= SIBLING_REDRAW_MAX:
                 # pending siblings show the batch's progress; and a sibling drawn in an
@@ -187,12 +193,11 @@ class CardOwner:
                     )
                 ]
             seen = revisions
-            run = await self.store.get_run(request.run_id)
             drawn = await self._redraw_one(request, batch, run)
             for sibling in targets[1:]:
                 await self._redraw_one(sibling, batch, run)
         if drawn is not None:
-            await self._redraw_pointer(drawn, await self.store.get_run(drawn.run_id))
+            await self._redraw_pointer(drawn, run)
         return drawn
 
     async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:

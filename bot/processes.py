@@ -171,6 +171,7 @@ def build_worker(
         agent_name=settings.agent_name,
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
+        max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
     )
 

@@ -49,7 +49,7 @@ from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.card_owner import CardOwner
 from bot.processes import open_bus, stop_on_signals
-from bot.slack_client import make_client
+from bot.slack_client import make_client, open_session
 from bot.slack_gateway import single_workspace
 from bot.slack_notifier import SlackNotifier
 from tests.graph_wrappers import ResumeInterceptor
@@ -199,7 +199,10 @@ async def main(
     )
     if crash_at == "before_resume":
         graph = ResumeInterceptor(graph, on_resume=lambda _: die())
-    client = make_client(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+    session = open_session()  # one HTTP session for the workspace, as production's worker
+    client = make_client(
+        token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session
+    )
     notifier_type = CrashingNotifier if crash_at == "before_post" else SlackNotifier
     slack = single_workspace(client)
     notifier = notifier_type(slack=slack, cards=CardOwner(store=store, slack=slack))
@@ -217,6 +220,7 @@ async def main(
         failures=RunFailures(store=store, notifier=notifier),
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
+        max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
         owner=owner,
     )
@@ -224,6 +228,7 @@ async def main(
     try:
         await worker.run(stop_on_signals())
     finally:
+        await session.close()
         await bus.close()
         await backend.close()
 

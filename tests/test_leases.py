@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Collection
 from typing import Any, cast
 
-from agent_bridge.bus import InProcessBus
+from agent_bridge.bus import InProcessBus, Signal
 from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.lease import Leases
 from agent_bridge.models import Run, RunState
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -45,15 +47,19 @@ class SlowDriver:
 class FailingRenewals(ApprovalStore):
     """A store whose lease renewals fail as an unreachable database's would."""
 
-    async def renew_lease(self, run_id: str, *, owner: str, lease_s: float) -> bool:
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
         raise StoreUnavailableError("database unreachable")
 
 
 class TakenRenewals(ApprovalStore):
     """A store whose renewals find the run held by someone else."""
 
-    async def renew_lease(self, run_id: str, *, owner: str, lease_s: float) -> bool:
-        return False
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
+        return set()
 
 
 class CountedRenewals(ApprovalStore):
@@ -63,8 +69,10 @@ class CountedRenewals(ApprovalStore):
     driver: SlowDriver | None = None
     renewals = 0
 
-    async def renew_lease(self, run_id: str, *, owner: str, lease_s: float) -> bool:
-        renewed = await super().renew_lease(run_id, owner=owner, lease_s=lease_s)
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
+        renewed = await super().renew_leases(run_ids, owner=owner, lease_s=lease_s)
         self.renewals += 1
         if self.renewals >= self.needed and self.driver is not None:
             self.driver.enough.set()
@@ -122,3 +130,102 @@ async def test_a_healthy_worker_keeps_its_lease_through_a_long_drive(
     assert driver.cancelled_at is None
     assert store.renewals >= CountedRenewals.needed  # more than one lease long
     assert (run["state"], run["final_answer"], run["lease_owner"]) == ("done", "finished", None)
+
+
+class RecordedRenewals(ApprovalStore):
+    """A store that records which runs each renewal statement named, and sets ``enough``
+    after ``needed`` statements."""
+
+    needed = 3
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statements: list[set[str]] = []
+        self.enough = asyncio.Event()
+
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
+        self.statements.append(set(run_ids))
+        if len(self.statements) >= self.needed:
+            self.enough.set()
+        return await super().renew_leases(run_ids, owner=owner, lease_s=lease_s)
+
+
+async def test_one_statement_renews_every_lease_a_worker_holds(
+    sqlite_store: ApprovalStore,
+) -> None:
+    store = RecordedRenewals(sqlite_store.db)
+    run_ids = [f"run-{i}" for i in range(5)]
+    for run_id in run_ids:
+        await store.create_run(
+            Run(run_id=run_id, thread_id=f"t-{run_id}", task="slow", channel_id="C1", user_id="U1")
+        )
+        assert await store.claim_run(
+            run_id, owner=OWNER, lease_s=LEASE_S, from_state=RunState.QUEUED
+        )
+    leases = Leases(store, owner=OWNER, lease_s=LEASE_S)
+
+    async def drive() -> str:
+        await store.enough.wait()  # several lease periods: never cancelled meanwhile
+        return "finished"
+
+    results = await asyncio.gather(*(leases.hold(run_id, drive()) for run_id in run_ids))
+    assert results == ["finished"] * 5
+    assert len(store.statements) >= RecordedRenewals.needed
+    assert all(named == set(run_ids) for named in store.statements)
+    assert leases.renewals == len(store.statements)
+
+
+class CountingDriver:
+    """A driver whose drives wait for ``enough``; it counts drives at once."""
+
+    def __init__(self, started_needed: int) -> None:
+        self.enough = asyncio.Event()
+        self.started = asyncio.Event()
+        self.started_needed = started_needed
+        self.at_once = 0
+        self.most_at_once = 0
+        self.driven = 0
+
+    async def drive(self, run: Run) -> tuple[RunState, str | None]:
+        self.at_once += 1
+        self.driven += 1
+        self.most_at_once = max(self.most_at_once, self.at_once)
+        if self.driven >= self.started_needed:
+            self.started.set()
+        try:
+            await self.enough.wait()
+        finally:
+            self.at_once -= 1
+        return RunState.DONE, "finished"
+
+
+async def test_a_worker_drives_no_more_runs_than_its_room_and_leaves_the_rest_unclaimed(
+    sqlite_store: ApprovalStore,
+) -> None:
+    store = sqlite_store
+    driver = CountingDriver(started_needed=2)
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, driver),
+        failures=RunFailures(store=store, notifier=RecordingNotifier(store)),
+        lease_s=LEASE_S,
+        owner=OWNER,
+        max_concurrent_runs=2,
+    )
+    run_ids = [f"run-{i}" for i in range(5)]
+    for run_id in run_ids:
+        await store.create_run(
+            Run(run_id=run_id, thread_id=f"t-{run_id}", task="t", channel_id="C1", user_id="U1")
+        )
+    worker._advance_signalled([Signal(kind="run_requested", run_id=r) for r in run_ids])
+    await driver.started.wait()
+    states = [(await store.get_run(r)).state for r in run_ids]
+    assert states.count(RunState.RUNNING) == 2
+    assert states.count(RunState.QUEUED) == 3  # not claimed: free for another worker
+    driver.enough.set()
+    await worker.idle()
+    assert [(await store.get_run(r)).state for r in run_ids] == [RunState.DONE] * 5
+    assert driver.most_at_once == 2

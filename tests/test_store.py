@@ -114,7 +114,8 @@ async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: App
     now[0] += 11
     assert await store.startable_runs() == ["run-1"]
     assert await store.claim_run("run-1", owner="b", lease_s=10, from_state=RunState.QUEUED)
-    assert not await store.renew_lease("run-1", owner="a", lease_s=10)
+    assert await store.renew_leases(["run-1"], owner="a", lease_s=10) == set()
+    assert await store.renew_leases(["run-1", "run-2"], owner="b", lease_s=10) == {"run-1"}
 
 
 async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
