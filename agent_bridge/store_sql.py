@@ -128,7 +128,7 @@ FAIL_TEAM_RUNS = """UPDATE runs SET state = 'failed', error = :error, lease_owne
     lease_until = NULL, updated_at = :now
     WHERE team_id = :team_id AND state IN ('queued', 'running', 'waiting')"""
 """The workspace's unfinished runs, failed; a worker driving one finds its lease gone at
-its next renewal and stops (``agent_bridge.lease.hold``), and its release changes nothing."""
+its next renewal and stops (``agent_bridge.lease.Leases.hold``), and its release changes nothing."""
 SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
 SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
     WHERE run_id = :run_id AND notice_key = :notice_key"""

@@ -191,7 +191,7 @@ async def test_closing_a_workspace_cancels_its_open_requests_and_fails_its_runs_
     states = {r: (await store.get_run(r)).state for r in ("r1", "r2", "r3")}
     assert states == {"r1": RunState.FAILED, "r2": RunState.FAILED, "r3": RunState.QUEUED}
     # r2's worker finds its lease gone and stops; its release changes nothing
-    assert not await store.renew_lease("r2", owner="w1", lease_s=30)
+    assert await store.renew_leases(["r2"], owner="w1", lease_s=30) == set()
     await store.release_run("r2", owner="w1", state=RunState.WAITING)
     assert (await store.get_run("r2")).state == RunState.FAILED
     audit = [e for e in await read_events(store.db) if e.kind == AuditKind.CANCELLED]
