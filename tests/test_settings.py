@@ -48,6 +48,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "MAX_CONCURRENT_RUNS",
     },
     ReleaseSettings: {"DATABASE_URL"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
@@ -83,6 +84,7 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
+    "MAX_CONCURRENT_RUNS": "0",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
