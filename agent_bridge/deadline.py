@@ -6,7 +6,9 @@ follows the awaits of that one request and no other). The PostgreSQL driver hono
 ``statement_timeout`` of the time left, so the database itself aborts it and a COMMIT
 never races a cancelled client (nothing is half-recorded); a single statement, which
 records nothing that matters on its own, is awaited at most the time left. Either way
-the caller gets ``StoreUnavailableError`` and can still answer Slack in time.
+the caller gets ``StoreUnavailableError`` and can still answer Slack in time. A user
+group read from Slack under the deadline (``bot.directory``) is cut at it too, and counts
+as unresolved (nobody is authorized by it).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ instead of being refused with HTTP 429.
 The limits are Slack's (https://api.slack.com/docs/rate-limits): ``chat.postMessage``
 "generally allows posting one message per second per channel"; ``chat.update`` is a
 Tier 3 method, "50+ per minute" per method per app per workspace. Background work keeps
-below both, leaving headroom for the cards that reviewers' clicks redraw.
+below both, leaving headroom for the cards that reviewers' clicks redraw. With Redis, every
+worker of a deployment draws from one schedule (``agent_bridge.redis_pacing``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class Pacer:
     async def update(self) -> None:
         """Wait for the next slot to redraw a message (``chat.update``)."""
         await self._slot("update", self.update_interval_s)
+
+    async def close(self) -> None:
+        """Release what the pacer holds (nothing here; ``RedisPacer`` its connection)."""
 
     async def _slot(self, key: str, interval_s: float) -> None:
         now = self._clock()

@@ -109,8 +109,9 @@ class PostgresDatabase(StatementRunner):
         A connection the server had closed fails at ``BEGIN`` and is replaced once, as
         in ``_run``.
         Under a deadline (``agent_bridge.deadline``) the transaction starts with
-        ``SET LOCAL lock_timeout`` and ``statement_timeout`` of the time left, so
-        PostgreSQL aborts a statement that waits on a lock or runs past it and the
+        ``SET LOCAL lock_timeout`` and ``statement_timeout`` of the time left (set
+        again before each later statement, to the time left then), so PostgreSQL
+        aborts a statement that waits on a lock or runs past the deadline and the
         transaction is rolled back; it is never cancelled from here, so its COMMIT
         either happened before the caller hears back or not at all.
         """
@@ -126,7 +127,7 @@ class PostgresDatabase(StatementRunner):
                         begun = True
                         if left is not None:
                             await _bound(conn, time_left() or 0.0)
-                        yield _Transaction(conn)
+                        yield _Transaction(conn, bounded=left is not None)
                     return
                 except psycopg.OperationalError:
                     if begun or attempt or conn is None or not conn.broken:
@@ -190,12 +191,26 @@ async def _on(conn: Any, sql: str, params: Params | None) -> tuple[list[Row], in
 
 
 class _Transaction(Queries):
-    """``Statements`` on one connection inside ``PostgresDatabase.transaction``."""
+    """``Statements`` on one connection inside ``PostgresDatabase.transaction``.
 
-    def __init__(self, conn: Any) -> None:
+    Under a deadline each statement after the first is bounded again by the time left
+    then (the first by ``transaction``'s own bound), and none is sent once it has passed:
+    the transaction as a whole ends by the deadline, not each statement.
+    """
+
+    def __init__(self, conn: Any, *, bounded: bool) -> None:
         self.conn = conn
+        self.bounded = bounded
+        self._sent = 0
 
     async def _run(self, sql: str, params: Params | None) -> tuple[list[Row], int]:
+        left = time_left()
+        if self.bounded and left is not None:
+            if left <= 0:
+                raise TimeoutError  # rolled back by the transaction: nothing recorded
+            if self._sent:
+                await _bound(self.conn, left)
+        self._sent += 1
         return await _on(self.conn, sql, params)
 
 

@@ -603,6 +603,7 @@ class ApprovalStore:
         team_id: str | None,
         version: str,
         still_approvers: frozenset[str] | None = None,
+        known: ApprovalRequest | None = None,
     ) -> Recording:
         """Count ``user_id``'s approval of the call's ``version`` (the one on the card they
         clicked); record the decision once ``required_approvals`` distinct people have.
@@ -610,7 +611,9 @@ class ApprovalStore:
         approvers since) are dropped first.
 
         A compare-and-set on the request's ``revision``, retried when another approval
-        lands first, with its audit event in the same transaction.
+        lands first, with its audit event in the same transaction. ``known``, the request
+        as the caller just read it, saves the first read: the compare-and-set fails if it
+        changed since, and anything it would refuse is read again before refusing.
 
         Returns:
             ``Recorded`` (the quorum is reached: decided, ``approve`` or the pending
@@ -624,6 +627,7 @@ class ApprovalStore:
             team_id=team_id,
             version=version,
             still_approvers=still_approvers,
+            known=known,
         )
 
     async def propose_edit(
@@ -655,17 +659,22 @@ class ApprovalStore:
         version: str,
         edit: Decision | None = None,
         still_approvers: frozenset[str] | None = None,
+        known: ApprovalRequest | None = None,
     ) -> Recording:
         for _ in range(APPROVAL_ATTEMPTS):
-            current = await self.get_request(request_id)
+            current = known or await self.get_request(request_id)
             if current is None:
                 return UnknownRequest(request_id)
-            if current.state != ApprovalState.PENDING:
-                return AlreadyDecided(current)
-            if current.version != version:
-                return CallChanged(current)
-            if edit is None and user_id in current.approved_by:
-                return AlreadyCounted(current)
+            refusal = _refusal(current, version=version, user_id=user_id, edit=edit)
+            if refusal is not None and current is known:
+                known = None  # the caller's read may be old: refuse only on a fresh one
+                current = await self.get_request(request_id)
+                if current is None:
+                    return UnknownRequest(request_id)
+                refusal = _refusal(current, version=version, user_id=user_id, edit=edit)
+            known = None
+            if refusal is not None:
+                return refusal
             pending_edit = edit or current.pending_edit
             earlier = [
                 u for u in current.approved_by if still_approvers is None or u in still_approvers
@@ -903,3 +912,17 @@ class ApprovalStore:
             "redact": json.dumps(request.redact),
             "reason": request.reason,
         }
+
+
+def _refusal(
+    current: ApprovalRequest, *, version: str, user_id: str, edit: Decision | None
+) -> Recording | None:
+    """Why an approval (or an edit, ``edit``) of ``version`` by ``user_id`` cannot be
+    counted on ``current``, or ``None`` if it can."""
+    if current.state != ApprovalState.PENDING:
+        return AlreadyDecided(current)
+    if current.version != version:
+        return CallChanged(current)
+    if edit is None and user_id in current.approved_by:
+        return AlreadyCounted(current)
+    return None

@@ -160,6 +160,7 @@ class Worker:
         for task in list(self._active.values()):
             task.cancel()
         await self.leases.close()
+        await self.pacer.close()
 
     def _advance_signalled(self, signals: list[Signal]) -> None:
         """Advance each signalled run from the state its signal implies: a requested run

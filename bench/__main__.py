@@ -22,6 +22,7 @@ from bench.profiling import py_spy
 from bench.report import NONE, TIMES, Report, ms, ratio
 from bench.stage import running, stage
 from bench.stats import percentile
+from bench.web_process import web_process
 from bench.workers import workers
 from tests.harness import Harness
 
@@ -42,8 +43,9 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         type=Path,
-        help="sample the worker with py-spy while it applies decisions (1 worker), into "
-        "this directory (a speedscope file; the rates of a sampled run are not comparable)",
+        help="sample the worker with py-spy while it applies decisions (1 worker), and the "
+        "web process while it answers the first round of Approve clicks, into this "
+        "directory (speedscope files; the figures of a sampled run are not comparable)",
     )
     return parser.parse_args(argv)
 
@@ -67,6 +69,14 @@ def violations(harness: Harness, phase: str) -> str:
     return f"sandbox violations, {phase}: {len(found)}{first}"
 
 
+def peak_memory_kb(pid: int) -> int:
+    """The peak resident memory of process ``pid`` so far, KiB (Linux ``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise BenchError(f"no VmHWM for process {pid}")
+
+
 def step(what: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
@@ -75,7 +85,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
     """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
     async with stage() as on:
         harness = on.harness(workers=0, users=reviewers.reviewers(args.reviewers))
-        async with running(harness), workers(harness, 1):
+        async with running(harness), web_process(harness) as web, workers(harness, 1) as started:
+            worker_pid = started.processes[0].pid
             step(f"bare resumes and clicks, 1 paused run (x{args.clicks})")
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
@@ -96,7 +107,9 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     (name, ms(drawn.seconds), f"{drawn.characters:,}", str(drawn.blocks))
                 )
             step(f"{args.reviewers} reviewers at once (x{args.rounds})")
-            crowd = await reviewers.measure(harness, args.reviewers, args.rounds)
+            crowd = await reviewers.measure(
+                harness, args.reviewers, args.rounds, web.pid, args.profile
+            )
             report.notes.append(
                 f"Reject clicks that opened their modal: {crowd.modals_opened} "
                 f"of {len(crowd.ack['reject'])}"
@@ -116,6 +129,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 ms(percentile(crowd.redraw, 50)),
                 target="≤ 50 ms",
             )
+            peak_one = peak_memory_kb(worker_pid)
             step(f"adding {args.paused:,} paused runs")
             await asyncio.to_thread(
                 paused.add_paused_runs, on.settings.database_url, template.run_id, args.paused
@@ -125,6 +139,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
             bare_many = await latency.bare_resumes(on, args.clicks_paused)
             clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+            await started.swept_again()  # a whole sweep of the worker over them, at least
+            peak_many = peak_memory_kb(worker_pid)
     report.notes.append(violations(harness, "clicks, sweeps and reviewers"))
     many = f"{args.paused:,} paused runs"
     report.add(
@@ -141,6 +157,13 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
         both_ratios(clicks_many, clicks),
         target="does not grow",
     )
+    report.add(
+        f"worker peak memory (VmHWM), {many}",
+        f"{peak_many / 1024:.0f} MiB",
+        f"with 1 paused run: {peak_one / 1024:.0f} MiB",
+        ratio(peak_many, peak_one),
+        target="independent of paused runs",
+    )
     sweep_many, sweep_one = percentile(sweeps_many, 50), percentile(sweeps_one, 50)
     report.add(
         f"one sweep (median), {many}",
@@ -154,7 +177,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
 async def rates(report: Report, args: argparse.Namespace) -> None:
     """Worker throughput and CPU, on a fresh database."""
     async with stage() as on:
-        async with running(on.harness(workers=0)) as harness:
+        async with running(on.harness(workers=0)) as harness, web_process(harness):
             step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
             scaling = await throughput.measure(on, harness, args.decisions, args.profile)
     report.notes.append(violations(harness, "worker rates"))

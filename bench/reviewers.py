@@ -3,7 +3,8 @@
 - ack: seconds from a signed click leaving the sandbox to the web app's HTTP answer,
   for Reject (a click that opens a modal) and Approve, every reviewer at once; the
   baseline is a bare Bolt app with one listener that only acks, served the same way
-  (``bot.app.create_web_app`` on aiohttp), clicked on the same cards;
+  (``bot.app.create_web_app`` on aiohttp, a process of its own, ``bench.bare_bolt``),
+  clicked on the same cards;
 - redraw: seconds from an Approve click to its card showing no decision buttons.
 """
 
@@ -12,26 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import secrets
 import time
 from dataclasses import dataclass, field
-
-from aiohttp import web
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
+from bench.profiling import sampled
 from bench.stats import until
+from bench.web_process import bare_bolt_process
 from bot import ids
-from bot.app import EVENTS_PATH, create_web_app
 from slack_sandbox.state import DEFAULT_USERS
 from tests.harness import CHANNEL, REQUESTER, Harness, decision_buttons
 
 REDRAW_POLL_S = 0.002
 MODAL_WAIT_S = 10.0
 """How long the Reject clicks' modals are waited for, seconds (a trigger lives 3 s)."""
-STARTS_AT_ONCE = 10
+STARTS_AT_ONCE = 4
 """Slash commands in flight at once while runs are set up (not measured)."""
 PENDING_POSTED = """SELECT request_id, args FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL"""
@@ -131,53 +130,29 @@ async def redrawn_at(harness: Harness, requests: list[ApprovalRequest]) -> dict[
     return seen
 
 
-async def serve_bare_bolt(harness: Harness) -> web.AppRunner:
-    """A bare Bolt app whose one listener acks any click, served as the product's is."""
-    app = AsyncApp(
-        client=harness.client,
-        signing_secret=harness.web_settings.slack_signing_secret,
-        process_before_response=False,
-    )
-
-    @app.action(re.compile(".*"))
-    async def ack_only(ack: AsyncAck) -> None:
-        await ack()
-
-    runner = web.AppRunner(
-        create_web_app(app, signing_secret=harness.web_settings.slack_signing_secret),
-        access_log=None,
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = site._server.sockets[0].getsockname()[:2]  # type: ignore[union-attr]
-    harness.sandbox.request_url = f"http://{host}:{port}{EVENTS_PATH}"
-    return runner
-
-
-async def measure(harness: Harness, count: int, rounds: int) -> Clicks:
+async def measure(
+    harness: Harness, count: int, rounds: int, web_pid: int, profile: Path | None = None
+) -> Clicks:
     """``rounds`` rounds of ``count`` reviewers clicking at once: Reject (the product and
-    the bare app on the same cards) and Approve (fresh cards each round)."""
+    the bare app on the same cards) and Approve (fresh cards each round). The web process
+    (``web_pid``) is sampled with py-spy into ``profile``, if given, while the Approve
+    clicks of the first round are answered and their cards redrawn."""
     users = [u for u in reviewers(count) if u.startswith("U0BENCH")]
     clicks = Clicks(ack={"bare": [], "reject": [], "approve": []})
-    product_url = harness.sandbox.request_url
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
-        runner = await serve_bare_bolt(harness)
-        try:
+        async with bare_bolt_process(harness):
             await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
             for sent, answered in await click_all(harness, requests, users, "approve"):
                 clicks.ack["bare"].append(answered - sent)
-        finally:
-            harness.sandbox.request_url = product_url
-            await runner.cleanup()
         views_before = {u: open_view_ids(harness, u) for u in users}
         for sent, answered in await click_all(harness, requests, users, "reject"):
             clicks.ack["reject"].append(answered - sent)
         clicks.modals_opened += await modals_opened(harness, views_before)
-        watcher = asyncio.create_task(redrawn_at(harness, requests))
-        approved = await click_all(harness, requests, users, "approve")
-        redrawn = await watcher
+        async with sampled([web_pid], profile if not clicks.redraw else None, "web"):
+            watcher = asyncio.create_task(redrawn_at(harness, requests))
+            approved = await click_all(harness, requests, users, "approve")
+            redrawn = await watcher
         for request, (sent, answered) in zip(requests, approved, strict=True):
             clicks.ack["approve"].append(answered - sent)
             clicks.redraw.append(redrawn[request.request_id] - sent)

@@ -61,6 +61,17 @@ class Workers:
         await until(swept, poll_s=0.05)
         return process
 
+    async def swept_again(self) -> None:
+        """Return once every worker has finished a whole sweep begun after this call (the
+        second after it: one may have been under way)."""
+        files = [self.log_dir / f"worker-{i}.ready" for i in range(len(self.processes))]
+        wanted = [int(f.read_text() or 0) + 2 for f in files]
+
+        async def swept() -> bool:
+            return all(int(f.read_text() or 0) >= n for f, n in zip(files, wanted, strict=True))
+
+        await until(swept, poll_s=0.1)
+
 
 @contextlib.asynccontextmanager
 async def workers(harness: Harness, count: int = 0) -> AsyncIterator[Workers]:

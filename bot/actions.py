@@ -211,6 +211,7 @@ class ActionListeners:
             team_id=payload.actor_team_id,
             version=version,
             still_approvers=await self.guard.current_approvers(request, installation=installation),
+            known=request,
         )
         await self._answer(payload, outcome)
 

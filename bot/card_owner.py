@@ -147,7 +147,9 @@ class CardOwner:
             return
         await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link)
 
-    async def redraw(self, request_id: str, *, siblings: bool = True) -> ApprovalRequest | None:
+    async def redraw(
+        self, request_id: str, *, siblings: bool = True, known: ApprovalRequest | None = None
+    ) -> ApprovalRequest | None:
         """Redraw the request's card from the store's current state and, with
         ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
         up to ``SIBLING_REDRAW_MAX``.
@@ -162,11 +164,17 @@ class CardOwner:
         The run is read once: what a card shows of it (task, requester, thread) is set
         before its first card is posted.
 
+        Args:
+            request_id: The request whose card to redraw.
+            siblings: Whether its batch's pending cards are redrawn too.
+            known: The request as the caller last read it, if it has it (only its run and
+                interrupt are used, which never change: the state drawn is read fresh).
+
         Returns:
             The request as it is now on Slack (``message_ts`` changes when its deleted
             card was posted again), or ``None`` if there is no such request.
         """
-        first = await self.store.get_request(request_id)
+        first = known if known is not None else await self.store.get_request(request_id)
         if first is None:
             return None
         run = await self.store.get_run(first.run_id)
@@ -177,8 +185,10 @@ class CardOwner:
             revisions = {r.request_id: r.revision for r in batch}
             if revisions == seen:
                 break
-            # a request is always in its interrupt's batch (interrupt IDs never change)
-            request = next(r for r in batch if r.request_id == request_id)
+            # a request is in its interrupt's batch (interrupt IDs never change)
+            request = next((r for r in batch if r.request_id == request_id), None)
+            if request is None:
+                return None
             targets = [request]
             if siblings and len(batch) <= SIBLING_REDRAW_MAX:
                 # pending siblings show the batch's progress; and a sibling drawn in an

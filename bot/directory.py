@@ -7,16 +7,20 @@ A policy names users (``U…``/``W…``) and user groups (``S…``). Groups are 
 process keeps its own cache, so another process sees the change within ``ttl_s``.
 
 It fails closed: if any group of a list cannot be read (Slack down, the group unknown,
-the scope missing), ``members`` says so and nobody is authorized by that list.
+the scope missing, or no answer before the request's own answer is due: a click's or a
+submission's deadline, ``agent_bridge.deadline``), ``members`` says so and nobody is
+authorized by that list.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from agent_bridge.deadline import time_left
 from bot.errors import SlackCallError
 from bot.slack_gateway import Slack
 
@@ -24,6 +28,13 @@ logger = logging.getLogger(__name__)
 
 GROUP_TTL_S = 60.0
 """How long a user group's members are trusted without asking Slack again, seconds."""
+TIMED_OUT = "timed_out"
+"""Why a group is unresolved when Slack did not list it before the request's answer was
+due (``agent_bridge.deadline``): nobody is authorized by it this time; the next click
+asks again."""
+ANSWER_MARGIN_S = 0.5
+"""How long before a request's deadline a group read is cut, seconds: the refusal (an
+audit event) is still recorded, and the reviewer told why, in time."""
 UNKNOWN_GROUP_CODES = frozenset({"no_such_subteam"})
 """``usergroups.users.list`` errors that mean the group does not exist (a policy mistake,
 not an outage)."""
@@ -118,13 +129,21 @@ class Directory:
         now = self.clock()
         if cached is not None and now - cached[0] < self.ttl_s:
             return cached[1]
+        left = time_left()  # a request's answer is due (agent_bridge.deadline)
+        cut_s = None if left is None else max(0.0, left - ANSWER_MARGIN_S)
         try:
-            found = frozenset(
-                await self.slack.usergroup_members(team_id=team_id, usergroup_id=usergroup_id)
-            )
+            async with asyncio.timeout(cut_s):
+                found = frozenset(
+                    await self.slack.usergroup_members(team_id=team_id, usergroup_id=usergroup_id)
+                )
         except SlackCallError as exc:
             logger.warning("user group %s of team %s not read: %s", usergroup_id, team_id, exc)
             self.forget(team_id, usergroup_id)  # never decide on members Slack disowned
             return exc.code or "unreachable"
+        except TimeoutError:
+            logger.warning(
+                "user group %s of team %s not read before the answer was due", usergroup_id, team_id
+            )
+            return TIMED_OUT
         self._groups[(team_id, usergroup_id)] = (now, found)
         return found

@@ -28,6 +28,7 @@ from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus, signal_channel
+from agent_bridge.redis_pacing import RedisPacer
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -160,7 +161,7 @@ def build_worker(
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
     )
-    pacer = Pacer()  # one budget for every background Slack call of this worker
+    pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(
         store=store,
         bus=bus,
@@ -201,8 +202,21 @@ def open_bus(settings: ProcessConfig) -> Bus:
     (``SIGNAL_CHANNEL``, else named after ``DATABASE_URL``), else the in-process one."""
     if not settings.redis_url:
         return InProcessBus()
-    channel = settings.signal_channel or signal_channel(settings.database_url)
-    return RedisBus(settings.redis_url, channel=channel)
+    return RedisBus(settings.redis_url, channel=deployment_of(settings))
+
+
+def open_pacer(settings: ProcessConfig) -> Pacer:
+    """Return the pacer of background Slack calls: shared by the deployment's workers
+    through Redis when ``REDIS_URL`` is set (``RedisPacer``), else this process's own."""
+    if not settings.redis_url:
+        return Pacer()
+    return RedisPacer(settings.redis_url, deployment=deployment_of(settings))
+
+
+def deployment_of(settings: ProcessConfig) -> str:
+    """The deployment's name in Redis: ``SIGNAL_CHANNEL``, else named after
+    ``DATABASE_URL`` (``agent_bridge.redis_bus.signal_channel``)."""
+    return settings.signal_channel or signal_channel(settings.database_url)
 
 
 def stop_on_signals() -> asyncio.Event:

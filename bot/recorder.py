@@ -42,6 +42,7 @@ class DecisionRecorder:
         team_id: str | None,
         version: str,
         still_approvers: frozenset[str] | None = None,
+        known: ApprovalRequest | None = None,
     ) -> Recording:
         """Record ``decision`` if the request is still pending; signal the workers once it
         is decided.
@@ -58,6 +59,8 @@ class DecisionRecorder:
                 card's button or the opened form).
             still_approvers: Of the earlier approvals, the people who may still approve
                 (``bot.guard.Guard.current_approvers``); ``None``: all of them.
+            known: The request as the guard just read it (approve: saves a read,
+                ``ApprovalStore.approve``).
 
         Returns:
             As ``ApprovalStore.approve`` (approve), ``propose_edit`` (edit) or
@@ -73,6 +76,7 @@ class DecisionRecorder:
                 team_id=team_id,
                 version=version,
                 still_approvers=still_approvers,
+                known=known,
             )
         elif decision.type == "edit":
             outcome = await self.store.propose_edit(
@@ -99,4 +103,4 @@ class DecisionRecorder:
 
     async def refresh(self, request: ApprovalRequest) -> None:
         """Redraw ``request``'s card and its batch's pending siblings (``CardOwner.redraw``)."""
-        await self.cards.redraw(request.request_id)
+        await self.cards.redraw(request.request_id, known=request)

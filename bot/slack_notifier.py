@@ -98,7 +98,7 @@ class SlackNotifier:
 
     async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.approval_updated``: redrawn from the store's current state."""
-        await self.cards.redraw(request.request_id)
+        await self.cards.redraw(request.request_id, known=request)
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.reminder``: posted where the card is (in its Slack thread, or under

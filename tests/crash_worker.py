@@ -161,14 +161,15 @@ def hanging_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
 
 
 class ReadyWorker(Worker):
-    """A worker that creates ``ready_file`` once its first sweep is done."""
+    """A worker that creates ``ready_file`` once its first sweep is done, and writes in it
+    how many sweeps it has finished after each one."""
 
     ready_file: Path | None = None
 
     async def sweep(self) -> None:
         await super().sweep()
-        if self.ready_file is not None and not self.ready_file.exists():
-            self.ready_file.touch()
+        if self.ready_file is not None:
+            self.ready_file.write_text(str(self.sweeps))
 
 
 async def main(

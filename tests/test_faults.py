@@ -16,7 +16,8 @@ import redis
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge import wording
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.deadline import within
+from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
@@ -163,6 +164,22 @@ async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
             await conn.execute("SELECT run_id FROM runs WHERE run_id = %s", ("x",))
         cursor = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
         assert (await cursor.fetchone())["n"] == 0
+
+
+async def test_a_bounded_transaction_ends_by_its_deadline_not_each_statement(
+    pg_backend: Any,
+) -> None:
+    """Under a deadline, a later statement of a transaction gets only the time left then
+    (each one getting the whole deadline would let two slow statements run past it), and
+    the transaction is rolled back: nothing of it is recorded."""
+    db = pg_backend.db
+    await db.execute("CREATE TABLE bounded_marks (n int)")
+    with pytest.raises(StoreTooSlowError), within(1.0):
+        async with db.transaction() as tx:
+            await tx.execute("INSERT INTO bounded_marks VALUES (1)")
+            await tx.execute("SELECT pg_sleep(0.6)")  # within the deadline alone...
+            await tx.execute("SELECT pg_sleep(0.6)")  # ...and so is this one: not both
+    assert await db.fetch_all("SELECT n FROM bounded_marks") == []
 
 
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:

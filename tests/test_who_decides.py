@@ -365,6 +365,27 @@ class TestGroupCacheTtl:
         await harness.click(sql, "approve", user_id=SECOND_DBA)
         await harness.wait_for(lambda: _approved_by(harness, sql, [SECOND_DBA]))
 
+    async def test_a_submission_whose_group_slack_lists_too_slowly_is_answered_in_time(
+        self, harness: Harness
+    ) -> None:
+        await people(harness, dbas=[DBA])
+        run = await harness.start_run(DEMO_TASK)
+        _, sql = await harness.requests(run, count=2)
+        view = await harness.open_modal(sql, "reject", user_id=DBA)  # S0DBA is cached now
+        TICKS.now = 61  # past the TTL: the submission must read the group again...
+        stall = harness.sandbox.stall_next("usergroups.users.list")  # ...and Slack hangs
+        try:
+            status, body = await harness.sandbox.submit_view(
+                view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: "no"}
+            )
+        finally:
+            stall.released.set()
+        assert stall.reached.is_set()
+        assert status == 200 and body is not None and body["response_action"] == "errors", body
+        assert "(S0DBA) could not be read from Slack" in json.dumps(body["errors"])
+        assert harness.sandbox.violations == []  # answered within Slack's 3 s
+        assert (await current(harness, sql)).state == ApprovalState.PENDING
+
 
 async def _notes(harness: Harness, user_id: str, count: int) -> list[dict[str, Any]] | None:
     notes = [n for n in harness.sandbox.ephemerals(user_id=user_id) if "Nothing" in n["text"]]

@@ -1,0 +1,51 @@
+"""The baseline of the acks: a bare Bolt app whose one listener acks any click.
+
+``python -m bench.bare_bolt`` serves it on ``HOST``:``PORT`` with the product's server
+stack (``bot.app.create_web_app`` on aiohttp) until SIGTERM, verifying requests with
+``SLACK_SIGNING_SECRET``; its client calls ``SLACK_API_URL`` with ``SLACK_BOT_TOKEN``
+(``bench.web_process.bare_bolt_process`` starts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncAck, AsyncApp
+
+from bot.app import create_web_app
+from bot.processes import stop_on_signals
+from bot.slack_client import make_client, open_session
+
+
+async def main() -> None:
+    session = open_session()
+    secret = os.environ["SLACK_SIGNING_SECRET"]
+    app = AsyncApp(
+        client=make_client(
+            token=os.environ["SLACK_BOT_TOKEN"],
+            base_url=os.environ["SLACK_API_URL"],
+            session=session,
+        ),
+        signing_secret=secret,
+        process_before_response=False,
+    )
+
+    @app.action(re.compile(".*"))
+    async def ack_only(ack: AsyncAck) -> None:
+        await ack()
+
+    runner = web.AppRunner(create_web_app(app, signing_secret=secret), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, os.environ["HOST"], int(os.environ["PORT"])).start()
+    try:
+        await stop_on_signals().wait()
+    finally:
+        await runner.cleanup()
+        await session.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,110 @@
+"""The web app as its own process for the benchmark, as production runs it.
+
+``web_process(harness)`` starts ``python -m bot.cli web`` (``bot.processes.run_web``)
+on a free port against the harness's database, Redis signal channel and sandbox, points
+the sandbox's request URL at it, and stops it on exit; ``bare_bolt_process`` does the
+same for the baseline: a bare Bolt app whose one listener only acks
+(``bench.bare_bolt``), so both are served by a process of their own and neither shares
+an event loop with the sandbox (Slack's side) or the benchmark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from bench.stats import until
+from bot.app import EVENTS_PATH
+from tests.harness import Harness
+from tests.worker_processes import REPO, stop
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _listening(port: int, process: asyncio.subprocess.Process, log: Path) -> bool:
+    if process.returncode is not None:
+        raise RuntimeError(f"a web process exited {process.returncode}; see {log}")
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def _served(
+    harness: Harness, module: str, env: dict[str, str], args: tuple[str, ...] = ()
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """Run ``python -m module`` with ``env`` on a free port (``PORT``) until the block
+    ends, the sandbox's request URL pointing at it meanwhile."""
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-web-"))
+    log = log_dir / "web.log"
+    port = free_port()
+    with log.open("ab") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            module,
+            *args,
+            cwd=REPO,
+            env={**os.environ, **env, "HOST": "127.0.0.1", "PORT": str(port)},
+            stdout=out,
+            stderr=out,
+        )
+    before = harness.sandbox.request_url
+    try:
+        await until(lambda: _listening(port, process, log), poll_s=0.05)
+        harness.sandbox.request_url = f"http://127.0.0.1:{port}{EVENTS_PATH}"
+        yield process
+    except BaseException as exc:
+        exc.add_note(f"the web process's log: {log}")
+        raise
+    finally:
+        harness.sandbox.request_url = before
+        await stop(process)
+    shutil.rmtree(log_dir, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The product's ``web`` process on the harness's database, Redis and sandbox, with
+    production's settings; the sandbox sends it every request while the block runs."""
+    web = harness.web_settings
+    env = {
+        "DATABASE_URL": web.database_url,
+        "REDIS_URL": web.redis_url or "",
+        "SIGNAL_CHANNEL": harness.channel,
+        "SLACK_API_URL": harness.sandbox.api_url,
+        "SLACK_BOT_TOKEN": web.slack_bot_token,
+        "SLACK_SIGNING_SECRET": web.slack_signing_secret,
+    }
+    async with _served(harness, "bot.cli", env, ("web",)) as process:
+        yield process
+
+
+@contextlib.asynccontextmanager
+async def bare_bolt_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The baseline's bare Bolt app (``bench.bare_bolt``), served as the product is; the
+    sandbox sends it every request while the block runs."""
+    web = harness.web_settings
+    env = {
+        "SLACK_API_URL": harness.sandbox.api_url,
+        "SLACK_BOT_TOKEN": web.slack_bot_token,
+        "SLACK_SIGNING_SECRET": web.slack_signing_secret,
+    }
+    async with _served(harness, "bench.bare_bolt", env) as process:
+        yield process
