@@ -84,7 +84,7 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
-    "MAX_CONCURRENT_RUNS": "0",
+    "MAX_CONCURRENT_RUNS": "-7",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
