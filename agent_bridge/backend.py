@@ -16,9 +16,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from agent_bridge import migrations
+from agent_bridge import checkpoint_indexes, migrations
 from agent_bridge.db import Database, dialect_of, sqlite_path
 from agent_bridge.postgres_db import POOL_TIMEOUT_S, PostgresDatabase, open_pool
+from agent_bridge.release_lock import release_lock
 from agent_bridge.sqlite_db import open_sqlite
 
 
@@ -31,9 +32,19 @@ class Backend:
     _extra_connection: aiosqlite.Connection | None = None
 
     async def release(self) -> int:
-        """Apply the checkpointer's and the store's migrations; return the store's version."""
-        await self.checkpointer.setup()  # type: ignore[attr-defined]
-        return await migrations.setup(self.db)
+        """Apply the checkpointer's and the store's migrations under the release lock
+        (``agent_bridge.release_lock``: several releases at once run one at a time);
+        return the store's version. An index an interrupted ``setup()`` left invalid is
+        dropped first and built again (``agent_bridge.checkpoint_indexes``).
+
+        Raises:
+            ReleaseBusyError: Another release held the lock too long.
+            StoreUnavailableError: The database failed; run the release again.
+        """
+        async with release_lock(self.db):
+            await checkpoint_indexes.drop_invalid(self.db)
+            await self.checkpointer.setup()  # type: ignore[attr-defined]
+            return await migrations.setup(self.db)
 
     async def close(self) -> None:
         """Close every connection."""

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from agent_bridge import wording
+from agent_bridge import log_context, metrics, wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.pacing import Pacer
@@ -116,6 +116,7 @@ class ExpiryKeeper:
             await self.pacer.update()
             expired = await self.store.expire(request.request_id, note=expiry_note(request))
             if expired is not None:
+                metrics.decision_recorded(expired, source="timeout")
                 logger.info(
                     "run=%s interrupt=%s request=%s expired",
                     expired.run_id,
@@ -127,6 +128,7 @@ class ExpiryKeeper:
         more = limit in (len(reminders), len(escalations), len(expiries))
         return KeptTime(expired_runs=list(dict.fromkeys(expired_runs)), more=more)
 
+    @log_context.request_ids
     async def _escalate(self, request: ApprovalRequest) -> None:
         """Tell the backup approvers; a Slack failure is logged (the card is escalated in
         the store, so they may decide, and its next redraw shows it)."""
@@ -138,6 +140,7 @@ class ExpiryKeeper:
                 "run=%s request=%s escalation not posted: %s", run.run_id, request.request_id, exc
             )
 
+    @log_context.request_ids
     async def _tell(self, request: ApprovalRequest, *, reminder: bool) -> None:
         run = await self.store.get_run(request.run_id)
         try:

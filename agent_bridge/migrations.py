@@ -1,15 +1,16 @@
 """The approval store's schema: an ordered list of migrations, index = version.
 
 Run by ``setup()`` from the ``release`` step (as LangGraph's ``AsyncPostgresSaver.setup()``
-is). Applying twice is a no-op. Each process calls ``check_version`` at start and is told
-to run ``agent-bridge release`` if the database is behind. DDL is the portable subset
-PostgreSQL and SQLite share, except the triggers that keep ``audit_events``
-append-only (one text per dialect).
+is), one release at a time (``agent_bridge.release_lock``). Each migration is one
+transaction with its version row. Applying twice is a no-op. Each process calls
+``check_version`` at start and is told to run ``agent-bridge release`` if the database
+is behind. DDL is the portable subset PostgreSQL and SQLite share, except the triggers
+that keep ``audit_events`` append-only (one text per dialect).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent_bridge.db import Database, Dialect
 from agent_bridge.errors import SchemaOutdatedError
@@ -207,6 +208,13 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             WHERE state = 'pending' AND expires_at IS NOT NULL AND reminded_at IS NULL""",
     ),
     (
+        # issue 12: finished runs' checkpoints are deleted after a retention period
+        # (agent_bridge/pruning.py); the runs still to prune, oldest first, by index
+        "ALTER TABLE runs ADD COLUMN checkpoint_pruned_at DOUBLE PRECISION",
+        """CREATE INDEX runs_checkpoints_to_prune ON runs (updated_at)
+            WHERE state IN ('done', 'failed') AND checkpoint_pruned_at IS NULL""",
+    ),
+    (
         # issue 12: the app installed in many workspaces (OAuth): each workspace's bot
         # token, and the OAuth flow's one-time states (bot.installations)
         """CREATE TABLE slack_installations (
@@ -240,18 +248,33 @@ async def current_version(db: Database) -> int:
     return int(row["version"]) if row and row["version"] is not None else 0
 
 
-async def setup(db: Database) -> int:
+async def setup(db: Database, migrations: Sequence[Sequence[Statement]] = MIGRATIONS) -> int:
     """Apply every migration ``db`` lacks; return the resulting version.
 
-    Each migration's statements run one by one, then its version is recorded; two
-    ``release`` steps started together may race, so run one at a time.
+    Each migration runs in one transaction with its version row, and the version is
+    read again inside it: a migration is applied whole or not at all, so a release
+    interrupted anywhere (killed, the database gone) is simply run again. Run it under
+    ``agent_bridge.release_lock`` (``Backend.release`` does), so two releases started
+    together run one after the other.
+
+    Args:
+        db: The database.
+        migrations: The ordered migrations (``MIGRATIONS``; tests pass their own).
+
+    Raises:
+        StoreUnavailableError: The database failed; nothing of that migration is kept.
+        StoreRejectedError: A statement was refused; nothing of that migration is kept.
     """
     version = await current_version(db)
-    for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
-        for statement in statements:
-            await db.execute(statement if isinstance(statement, str) else statement[db.dialect])
-        await db.execute(INSERT_VERSION, {"version": number})
-    return max(version, LATEST_VERSION)
+    for number, statements in enumerate(migrations[version:], start=version + 1):
+        async with db.transaction() as tx:
+            row = await tx.fetch_one(SELECT_VERSION)
+            if row and row["version"] is not None and int(row["version"]) >= number:
+                continue  # applied meanwhile (SQLite has no release lock)
+            for statement in statements:
+                await tx.execute(statement if isinstance(statement, str) else statement[db.dialect])
+            await tx.execute(INSERT_VERSION, {"version": number})
+    return max(version, len(migrations))
 
 
 async def check_version(db: Database) -> None:

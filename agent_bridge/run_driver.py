@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests, is_hitl
@@ -27,6 +27,7 @@ from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy, SqlPolicy
+from agent_bridge.progress import NoProgress, ProgressHook
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
@@ -52,6 +53,7 @@ class RunDriver:
         approvals_channel: Channel for approval cards; ``None``: the run's Slack thread.
         estimator: Affected rows of SQL statements, for tools whose policy's ``sql``
             has an ``estimate_url``.
+        progress: Told of each step of the stream (the run's live progress message).
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class RunDriver:
         args_schemas: Mapping[str, dict[str, Any]],
         approvals_channel: str | None = None,
         estimator: RowEstimator | None = None,
+        progress: ProgressHook | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -72,6 +75,7 @@ class RunDriver:
         self.args_schemas = dict(args_schemas)
         self.approvals_channel = approvals_channel
         self.estimator = estimator or RowEstimator()
+        self.progress = progress or NoProgress()
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
@@ -84,6 +88,7 @@ class RunDriver:
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
+        log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
@@ -97,7 +102,11 @@ class RunDriver:
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
             return await self._finish(run, snapshot, calls)
-        if not await self._resume(run, graph_input, config, plan, calls):
+        applying = [r for r in requests if r.request_id in plan.applying]
+        with metrics.resuming(applying, now=self.store.clock()):
+            resumed = await self._resume(run, graph_input, config, plan, calls)
+        if not resumed:
+            metrics.RESUME_FAILURES.labels(reason="refused").inc()
             return RunState.WAITING, None
         return await self._settle(run, config, plan, calls)
 
@@ -239,6 +248,7 @@ class RunDriver:
             messages = values.get("messages") if isinstance(values, dict) else None
             if messages:
                 await self.messages.results(run, messages, calls)
+                await self.progress.step(run, messages)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -364,6 +374,7 @@ class RunDriver:
         sql = tool_policy.sql if tool_policy else None
         return sql if sql is not None and sql.estimate_url is not None else None
 
+    @log_context.request_ids
     async def _post_card(self, run: Run, request: ApprovalRequest) -> None:
         """Post one request's card; a retryable failure is left to the next sweep.
 

@@ -19,7 +19,7 @@ build them directly. Names are docs/architecture.md's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
@@ -33,7 +33,9 @@ DEMO_SIGNING_SECRET = "sandbox-signing-secret"
 """Signing secret shared by the demo's bot and its local Slack sandbox (never a real one)."""
 DEMO_BOT_TOKEN = "xoxb-sandbox-token"
 """Bot token the sandbox accepts in the demo (never a real one)."""
-PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN})
+DEMO_APP_TOKEN = "xapp-sandbox-token"
+"""App-level token the sandbox accepts in the demo's Socket Mode (never a real one)."""
+PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN, DEMO_APP_TOKEN})
 """Values anyone can read here; production's web and worker refuse them."""
 DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
@@ -144,6 +146,17 @@ class WebConfig(ProcessConfig):
     channels go to the ``default`` agent."""
     port: int = 3000
     host: str = "0.0.0.0"
+    slack_app_token: str | None = Field(default=None, repr=False)
+    """An app-level token (``xapp-…``): Slack's deliveries come over Socket Mode
+    (``bot.socket_mode``) and ``POST /slack/events`` is not served; unset: HTTP."""
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _an_app_token(cls, value: str | None) -> str | None:
+        """Refuse a token that is not app-level (a bot token pasted by mistake)."""
+        if value is not None and not value.strip().startswith("xapp-"):
+            raise PydanticCustomError("app_token", "is not an app-level token (xapp-...)")
+        return value
 
 
 class WorkerConfig(ProcessConfig):
@@ -164,6 +177,8 @@ class WorkerConfig(ProcessConfig):
     """Where the demo tools write files and keep their SQLite database."""
     poll_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker sweeps the database when no signal arrives, seconds."""
+    metrics_port: int | None = None
+    """Port of the worker's own ``/metrics`` (prometheus-client); unset: not served."""
     lease_s: float = Field(default=3.0, gt=0)
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last
@@ -172,6 +187,12 @@ class WorkerConfig(ProcessConfig):
     """Runs one worker drives at once; more signalled runs wait, unclaimed, for room or
     for another worker. A slow tool keeps its run's room until it ends: raise this (and
     run more workers) for agents whose tools take minutes (``agent_bridge.worker``)."""
+    stop_grace_s: float = Field(default=20.0, gt=0)
+    """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
+    a run still driven then is given back to the queue (``agent_bridge.worker``)."""
+    checkpoint_retention_days: float = Field(default=30.0, ge=0)
+    """How long the checkpoints of a finished (done or failed) run are kept, days; then
+    they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
 
 
 def refuse_public(value: str | None) -> str | None:
@@ -186,11 +207,17 @@ def refuse_public(value: str | None) -> str | None:
     return value
 
 
+def refuse_public_if_set(value: str | None) -> str | None:
+    """``refuse_public`` for an optional credential: unset stays unset."""
+    return None if value is None else refuse_public(value)
+
+
 class WebSettings(BaseSettings, WebConfig):
     """The ``web`` process's ``WebConfig``, from the environment.
 
-    ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the
-    demo's public credentials are refused.
+    ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` (or, for OAuth, ``SLACK_CLIENT_ID`` and
+    ``SLACK_CLIENT_SECRET``) and ``DATABASE_URL`` are required; the demo's public
+    credentials are refused (``SLACK_APP_TOKEN``'s too).
     """
 
     model_config = READ_ENVIRONMENT
@@ -198,6 +225,7 @@ class WebSettings(BaseSettings, WebConfig):
     _credentials = field_validator(
         "slack_signing_secret", "slack_bot_token", "slack_client_secret"
     )(refuse_public)
+    _app_token = field_validator("slack_app_token")(refuse_public_if_set)
 
 
 class WorkerSettings(BaseSettings, WorkerConfig):
@@ -212,6 +240,16 @@ class WorkerSettings(BaseSettings, WorkerConfig):
     model_config = READ_ENVIRONMENT
 
     _credentials = field_validator("slack_bot_token")(refuse_public)
+
+
+class LogSettings(BaseSettings):
+    """How every process writes its log lines (read first, before the process's own
+    settings, so their errors are logged the same way)."""
+
+    model_config = READ_ENVIRONMENT
+
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line (``agent_bridge.logs``); ``text``: plain lines."""
 
 
 class ReleaseSettings(BaseSettings):
@@ -243,11 +281,13 @@ class DemoSettings(BaseSettings):
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy."""
 
-    def web_config(self, *, api_url: str, data_dir: Path) -> WebConfig:
-        """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``."""
+    def web_config(self, *, api_url: str, data_dir: Path, socket_mode: bool = False) -> WebConfig:
+        """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``
+        (``socket_mode``: over Socket Mode, with the demo's public app-level token)."""
         return WebConfig(
             slack_signing_secret=DEMO_SIGNING_SECRET,
             slack_bot_token=DEMO_BOT_TOKEN,
+            slack_app_token=DEMO_APP_TOKEN if socket_mode else None,
             slack_api_url=api_url,
             database_url=demo_database_url(data_dir),
         )
@@ -302,8 +342,11 @@ def describe_error(error: ErrorDetails) -> str:
     if error["type"] == "slack_mode":
         return error["msg"]
     if error["type"] == "public":
-        kind = {"slack_signing_secret": "signing secret", "slack_client_secret": "client secret"}
-        return (
-            f"{variable} is the demo's public value: set your app's {kind.get(field, 'bot token')}"
-        )
+        kinds = {
+            "slack_signing_secret": "signing secret",
+            "slack_client_secret": "client secret",
+            "slack_app_token": "app-level token",
+        }
+        kind = kinds.get(field, "bot token")
+        return f"{variable} is the demo's public value: set your app's {kind}"
     return f"{variable}: {error['msg']}"

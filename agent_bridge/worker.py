@@ -16,6 +16,7 @@ import contextlib
 import logging
 import secrets
 
+from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
@@ -45,8 +46,11 @@ MAX_CONCURRENT_RUNS = 10
 """Runs one worker drives at once by default (the pool's size: each drive holds a
 connection at times); further signalled runs wait unclaimed, so another worker with room
 takes them (arq's ``max_jobs``, procrastinate's ``concurrency``)."""
-STOP_GRACE_S = 30.0
-"""How long ``run`` lets in-flight runs finish after ``stop`` is set, seconds."""
+STOP_GRACE_S = 20.0
+"""How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
+next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
+seconds: inside the 30 s platforms give between SIGTERM and SIGKILL. A drive still going
+then is cancelled and its run given back to the queue (``_give_back``)."""
 
 
 class Worker:
@@ -70,6 +74,7 @@ class Worker:
             all background Slack calls keep to one budget).
         max_concurrent_runs: Runs driven at once; a run waiting for room is not claimed
             (another worker may take it), and a slow tool holds its room until it ends.
+        stop_grace_s: How long in-flight drives may finish after ``stop``, seconds.
     """
 
     def __init__(
@@ -87,6 +92,7 @@ class Worker:
         start_rules: StartRules | None = None,
         pacer: Pacer | None = None,
         max_concurrent_runs: int = MAX_CONCURRENT_RUNS,
+        stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -101,6 +107,7 @@ class Worker:
         self.pacer = pacer or Pacer()
         self.leases = Leases(store, owner=self.owner, lease_s=lease_s)
         self._room = asyncio.Semaphore(max_concurrent_runs)
+        self.stop_grace_s = stop_grace_s
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -123,7 +130,7 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Advance signalled runs, sweep, and keep time until ``stop`` is set, then let
-        runs finish.
+        in-flight drives finish (``stop_grace_s``; no new one starts) and return.
 
         A signal names its run, which is advanced at once, with no sweep on the way (the
         click path). The sweep runs every ``poll_interval_s`` (sooner when another
@@ -153,12 +160,14 @@ class Worker:
             elif not backoff_s:
                 next_sweep = loop.time()  # no signal: the bus may be broken; sweep now
         self._stopping = True
-        await asyncio.wait([keeper], timeout=STOP_GRACE_S)
-        keeper.cancel()
-        if self._active:
-            await asyncio.wait(list(self._active.values()), timeout=STOP_GRACE_S)
-        for task in list(self._active.values()):
-            task.cancel()
+        in_flight = [keeper, *self._active.values()]
+        if len(in_flight) > 1:
+            logger.info("stopping: finishing %d in-flight runs", len(in_flight) - 1)
+        _, late = await asyncio.wait(in_flight, timeout=self.stop_grace_s)
+        for task in late:
+            task.cancel()  # a drive gives its run back as it ends (``advance``)
+        if late:
+            await asyncio.wait(late, timeout=self.stop_grace_s)
         await self.leases.close()
         await self.pacer.close()
 
@@ -289,9 +298,12 @@ class Worker:
         return signals
 
     def _spawn(self, run_id: str, from_state: RunState) -> None:
-        if run_id in self._active:
+        if run_id in self._active or self._stopping:
             return
-        task = asyncio.create_task(self.advance(run_id, from_state, agent=self.agent_name))
+        task = asyncio.create_task(
+            self.advance(run_id, from_state, agent=self.agent_name),
+            context=log_context.task_context(run_id=run_id),  # run_id on every line of it
+        )
         self._active[run_id] = task
         task.add_done_callback(lambda _: self._ended(run_id))
 
@@ -320,6 +332,8 @@ class Worker:
             await self._claim_and_drive(run_id, from_state, agent)
 
     async def _claim_and_drive(self, run_id: str, from_state: RunState, agent: str) -> None:
+        if self._stopping:
+            return  # it waited for room past the stop: left unclaimed, for other workers
         try:
             run = await self.store.claim_run(
                 run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state, agent=agent
@@ -332,6 +346,10 @@ class Worker:
         try:
             state, answer = await self.leases.hold(run_id, self.driver.drive(run))
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
+        except asyncio.CancelledError:
+            if self._stopping:
+                await self._give_back(run)
+            raise
         except LeaseLost as exc:
             logger.error("run=%s thread_id=%s %s", run.run_id, run.thread_id, exc)
         except NotifyError as exc:
@@ -346,6 +364,22 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self.failures.fail(run, owner=self.owner, error=f"{type(exc).__name__}: {exc}")
+
+    async def _give_back(self, run: Run) -> None:
+        """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
+        so another worker continues it from its checkpoint at once rather than after
+        the lease; what the cut step had not saved runs again there (LangGraph's
+        at-least-once rule for a tool's body)."""
+        logger.warning(
+            "run=%s thread_id=%s still driven %g s after the stop; given back to the queue",
+            run.run_id,
+            run.thread_id,
+            self.stop_grace_s,
+        )
+        try:
+            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+        except StoreUnavailableError as exc:
+            logger.warning("run=%s not given back, its lease will expire: %s", run.run_id, exc)
 
     async def _slack_failed(self, run: Run, exc: NotifyError) -> None:
         """Requeue the run after a passing Slack failure; fail it after a refusal."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, review_wording, wording
 from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
@@ -52,7 +52,7 @@ from bot.modals import (
     render_reject_modal,
     render_respond_modal,
 )
-from bot.mrkdwn import escape
+from bot.mrkdwn import escape, text_object
 from bot.payloads import BlockActions, parse
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack
@@ -179,7 +179,8 @@ class ActionListeners:
         """Answer the clicking user privately in the card's channel (and Slack thread);
         a failure is logged (there is no one else to tell)."""
         channel_id = payload.container.channel_id
-        if channel_id is None:
+        if channel_id is None:  # a click in the App Home tab: told in the app's DM
+            await self._tell_in_dm(payload, text)
             return
         try:
             await self.slack.post_ephemeral(
@@ -191,6 +192,19 @@ class ActionListeners:
             )
         except SlackCallError as exc:
             logger.warning("ephemeral to %s not posted: %s", payload.user.id, exc)
+
+    async def _tell_in_dm(self, payload: BlockActions, text: str) -> None:
+        """Answer a click that came from no channel (the Home tab) in the app's DM with
+        the clicker (``chat.postMessage`` to the user ID opens it); a failure is logged."""
+        try:
+            await self.slack.post_message(
+                team_id=payload.team_id,
+                channel_id=payload.user.id,
+                text=text,
+                blocks=[{"type": "section", "text": text_object(text)}],
+            )
+        except SlackCallError as exc:
+            logger.warning("answer to %s's Home click not posted: %s", payload.user.id, exc)
 
     async def _approve(
         self,
@@ -251,6 +265,7 @@ class ActionListeners:
         if request is None:
             await self.tell(payload, wording.STALE_TEXT)
             return None
+        log_context.bind_request(request)  # on every line of this click from here on
         why = await self.guard.refusal(
             actor_of(payload),
             decision_type,

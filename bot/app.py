@@ -15,8 +15,10 @@ API call uses the token of the workspace it is for (``bot.workspaces``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -30,14 +32,20 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.bus import Bus
+from agent_bridge.inbox import Inbox
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
+from bot.actor_context import bind_actor
 from bot.card_owner import CardOwner
+from bot.conversations import ConversationListeners
 from bot.dedupe import DedupeMiddleware, Deduper
 from bot.directory import Directory
 from bot.groups import GroupListeners
 from bot.guard import Guard
+from bot.home import HomePublisher
+from bot.http_limits import BODY_READ_TIMEOUT_S, MAX_BODY_BYTES
+from bot.manifest import EVENTS_PATH as EVENTS_PATH
 from bot.oauth_install import bolt_options, oauth_gateway
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
@@ -47,7 +55,6 @@ from bot.uninstalls import UninstallListeners
 
 logger = logging.getLogger(__name__)
 
-EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 
 
@@ -121,6 +128,7 @@ def create_app(
         signing_secret=signing_secret,
         process_before_response=False,
     )
+    app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
     slack = oauth_gateway(oauth, client) if oauth else single_workspace(client)
     if oauth:
@@ -128,19 +136,30 @@ def create_app(
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)
-    recorder = DecisionRecorder(store=store, bus=bus, cards=CardOwner(store=store, slack=slack))
+    home = HomePublisher(store=store, slack=slack, guard=guard, clock=store.clock)
+    cards = CardOwner(store=store, slack=slack, on_change=home.request_changed)
+    recorder = DecisionRecorder(store=store, bus=bus, cards=cards)
     ActionListeners(store=store, recorder=recorder, slack=slack, guard=guard, views=views).register(
         app
     )
     SubmissionListeners(store=store, recorder=recorder, guard=guard, views=views).register(app)
-    StartListeners(
+    starts = StartListeners(
         store=store,
         bus=bus,
         slack=slack,
         channel_agents=channel_agents or {},
         directory=people,
-    ).register(app)
+    )
+    starts.register(app)
     GroupListeners(directory=people).register(app)
+    home.register(app)
+    ConversationListeners(
+        starts=starts,
+        inbox=Inbox(db=store.db, clock=store.clock),
+        guard=guard,
+        recorder=recorder,
+        slack=slack,
+    ).register(app)
     return app
 
 
@@ -156,25 +175,49 @@ def is_ssl_check(body: bytes) -> bool:
         return False
 
 
+def is_unreadable(body: Mapping[str, Any]) -> str | None:
+    """Why Bolt cannot be given the parsed request ``body`` (it would fail matching a
+    listener: a 500 over HTTP), or None. Both edges, HTTP and Socket Mode, ask it."""
+    if body.get("type") == "block_actions" and not body.get("actions"):
+        return "block_actions without actions"
+    return None
+
+
 def is_signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
-    """Whether Slack signed ``body`` (a body that is not UTF-8 was not sent by Slack)."""
+    """Whether Slack signed ``body``. A body that is not UTF-8, or an
+    ``X-Slack-Request-Timestamp`` that is not a number (``SignatureVerifier`` raises
+    ``ValueError`` on it), was not sent by Slack."""
     try:
         return verifier.is_valid_request(body, headers)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, ValueError):
         return False
 
 
-def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Application:
+def create_web_app(
+    bolt_app: AsyncApp,
+    *,
+    signing_secret: str,
+    serve_events: bool = True,
+    body_read_timeout_s: float = BODY_READ_TIMEOUT_S,
+) -> web.Application:
     """Return the aiohttp application serving ``bolt_app`` and the health check.
 
     The signature is checked over the exact raw body before anything parses it, so an
     unsigned or forged request, however malformed, gets 401 and reaches no listener
     (Slack's "Verifying requests from Slack"); a signed request Bolt cannot read gets 400.
+    ``serve_events=False`` (Socket Mode, ``bot.socket_mode``): no ``POST /slack/events``,
+    as Slack sends nothing there.
+    A body larger than Slack's largest modal (``bot.http_limits.MAX_BODY_BYTES``) is a
+    413, one not received within ``body_read_timeout_s`` (seconds) a 408.
     """
     verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
-        body = await request.read()
+        try:
+            async with asyncio.timeout(body_read_timeout_s):
+                body = await request.read()  # over MAX_BODY_BYTES: aiohttp answers 413
+        except TimeoutError:
+            return web.Response(status=408, text="request body not received in time")
         if is_ssl_check(body):
             return web.Response(status=200)  # Slack checking our certificate: nothing to do
         if not is_signed(verifier, body, dict(request.headers)):
@@ -185,11 +228,9 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
                 query=request.query_string,
                 headers=dict(request.headers),
             )
-            if bolt_request.body.get("type") == "block_actions" and not bolt_request.body.get(
-                "actions"
-            ):
-                # Bolt's listener matching fails on a click with no action (a 500).
-                return web.Response(status=400, text="block_actions without actions")
+            unreadable = is_unreadable(bolt_request.body)
+            if unreadable is not None:
+                return web.Response(status=400, text=unreadable)
             return await to_aiohttp_response(await bolt_app.async_dispatch(bolt_request))
         except Exception:
             # Bolt raises while reading a signed body it cannot make sense of (bad
@@ -200,8 +241,9 @@ def create_web_app(bolt_app: AsyncApp, *, signing_secret: str) -> web.Applicatio
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
-    web_app = web.Application()
-    web_app.router.add_post(EVENTS_PATH, events)
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+    if serve_events:
+        web_app.router.add_post(EVENTS_PATH, events)
     web_app.router.add_get(HEALTH_PATH, healthz)
     if bolt_app.oauth_flow is not None:
         web_app.add_routes(install_routes(bolt_app.oauth_flow))

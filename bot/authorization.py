@@ -9,8 +9,10 @@ in this order; the first failure is the answer, in plain words
    the installation's (Bolt's ``authorize_result``, from ``auth.test``), and so is the
    request's;
 2. a click is on the request's own card: the payload's ``container`` channel and
-   ``message_ts`` are the request's (a modal submission is bound to its opened view by
-   ``bot.submissions`` instead);
+   ``message_ts`` are the request's; or in the actor's own App Home inbox: the
+   container is a Home view whose ``private_metadata`` names the actor (``bot.home``
+   publishes each user's view with it; Slack signs the payload). A modal submission is
+   bound to its opened view by ``bot.submissions`` instead;
 3. four eyes: the person who started the run may not approve, edit or respond unless
    ``requester_may_approve`` (rejecting stays allowed to them, and needs nothing more);
 4. the actor is an approver (or, once escalated, a backup approver). Each list counts
@@ -58,10 +60,14 @@ class Installation:
 
 @dataclass(frozen=True)
 class Clicked:
-    """Where a clicked button lives (``container.channel_id`` / ``message_ts``)."""
+    """Where a clicked button lives (``container.channel_id`` / ``message_ts``), or
+    in a view (``in_view``): then ``home_of`` is the user whose App Home view holds it
+    (from the signed view), ``None`` for any other view."""
 
     channel_id: str | None
     message_ts: str | None
+    in_view: bool = False
+    home_of: str | None = None
 
 
 def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
@@ -75,6 +81,13 @@ def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
 def backup_ids(request: ApprovalRequest) -> tuple[str, ...]:
     """The backup approvers who may decide ``request`` now (once it is escalated)."""
     return request.rules.escalate_to if request.escalated_at is not None else ()
+
+
+def on_its_card(clicked: Clicked, request: ApprovalRequest, actor: Actor) -> bool:
+    """Whether the click was on ``request``'s own card, or in the actor's own Home inbox."""
+    if clicked.in_view:
+        return clicked.home_of is not None and clicked.home_of == actor.user_id
+    return clicked.channel_id == request.channel_id and clicked.message_ts == request.message_ts
 
 
 def refusal(
@@ -114,9 +127,7 @@ def refusal(
         actor.enterprise_id != installation.enterprise_id
     ):
         return review_wording.OTHER_WORKSPACE_TEXT
-    if clicked is not None and (
-        clicked.channel_id != request.channel_id or clicked.message_ts != request.message_ts
-    ):
+    if clicked is not None and not on_its_card(clicked, request, actor):
         return review_wording.NOT_THIS_CARD_TEXT
     if action == "view":
         return None

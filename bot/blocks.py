@@ -91,15 +91,22 @@ def render_approval(
     asks = request.allowed_decisions == ["respond"]
     label = wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL
     blocks = _card(request, run, label, request.current_args)
+    blocks.extend(decision_actions(request))
+    progress = wording.progress_text(decided_count, request.batch_size)
+    return blocks + review_context(request) + _context(request, progress)
+
+
+def decision_actions(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """The card's decision buttons, one per allowed decision in the order approve, edit,
+    reject, respond (action ``ids.decision_action_id(d)``, value
+    ``<request_id>.<version>``), as one ``actions`` block; none when nothing is allowed.
+    The App Home inbox shows the same buttons (``bot.home_blocks``)."""
     buttons = [
         _decision_button(d, ids.decision_value(request.request_id, request.version))
         for d in DECISION_TYPES
         if d in request.allowed_decisions
     ]
-    if buttons:
-        blocks.append({"type": "actions", "elements": buttons})
-    progress = wording.progress_text(decided_count, request.batch_size)
-    return blocks + review_context(request) + _context(request, progress)
+    return [{"type": "actions", "elements": buttons}] if buttons else []
 
 
 def render_decided(request: ApprovalRequest, *, run: Run) -> list[dict[str, Any]]:

@@ -16,7 +16,9 @@ with the outcome once the card is decided (``bot.review_blocks.render_pointer``)
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+from agent_bridge import log_context
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run
 from agent_bridge.store import ApprovalStore
 from bot.cards import draw_card
@@ -51,13 +53,23 @@ class CardOwner:
     Args:
         store: Where requests, their messages and runs are kept.
         slack: The Slack gateway.
+        on_change: Told of each request whose card was posted or redrawn (the App Home
+            inboxes, ``bot.home.HomePublisher.request_changed``); it must return at once.
     """
 
-    def __init__(self, *, store: ApprovalStore, slack: Slack) -> None:
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore,
+        slack: Slack,
+        on_change: Callable[[ApprovalRequest], None] | None = None,
+    ) -> None:
         self.store = store
         self.slack = slack
         self.outbox = Outbox(store=store, slack=slack)
+        self.on_change = on_change
 
+    @log_context.request_ids
     async def post(self, request: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post ``request``'s card once and record where it is.
 
@@ -98,6 +110,7 @@ class CardOwner:
         after = await self.store.get_request(current.request_id)
         if after is not None and after.revision != current.revision:
             return await self.redraw(current.request_id, siblings=False) or after
+        self._changed(posted)
         return posted
 
     async def _link_thread(self, run: Run) -> Run:
@@ -208,7 +221,12 @@ class CardOwner:
                 await self._redraw_one(sibling, batch, run)
         if drawn is not None:
             await self._redraw_pointer(drawn, run)
+            self._changed(drawn)
         return drawn
+
+    def _changed(self, request: ApprovalRequest) -> None:
+        if self.on_change is not None:
+            self.on_change(request)
 
     async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:
         """Show the card's outcome, escalation or reminder on its pointer in the run's
@@ -232,6 +250,7 @@ class CardOwner:
                 "run=%s request=%s pointer not redrawn: %s", run.run_id, request.request_id, exc
             )
 
+    @log_context.request_ids
     async def _redraw_one(
         self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
     ) -> ApprovalRequest:

@@ -2,7 +2,8 @@
 
 Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
 process on embedded defaults; ``--unattended`` reviews by script and exits), ``audit
-export`` (the audit trail as CSV or JSON Lines). Each reads
+export`` (the audit trail as CSV or JSON Lines), ``manifest`` (the Slack app manifest for
+``--url https://HOST`` or ``--socket-mode``; reads nothing). Each reads
 only its own settings (``agent_bridge.settings``); a missing or wrong variable is named on
 stderr, with exit status 2.
 """
@@ -13,10 +14,13 @@ import argparse
 import asyncio
 import logging
 import sys
+from typing import TypeVar
 
 from agent_bridge.errors import BridgeError
+from agent_bridge.logs import add_secrets, configure_logging, scrub, settings_secrets
 from agent_bridge.settings import (
     DemoSettings,
+    LogSettings,
     ReleaseSettings,
     WebSettings,
     WorkerSettings,
@@ -25,6 +29,7 @@ from agent_bridge.settings import (
 from bot.audit_export import add_arguments as add_audit_arguments
 from bot.audit_export import export
 from bot.demo import DEMO_PAGE_PORT, run_demo
+from bot.manifest import render as render_manifest
 from bot.processes import run_release, run_web, run_worker
 
 
@@ -40,6 +45,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_audit_arguments(
         audit_sub.add_parser("export", help="write the audit trail as CSV or JSON Lines")
     )
+    manifest = sub.add_parser("manifest", help="print the Slack app manifest (YAML)")
+    where = manifest.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the web process's public base URL, https://HOST")
+    where.add_argument("--socket-mode", action="store_true", help="Socket Mode: no request URLs")
     demo = sub.add_parser("demo", help="web + worker + local Slack sandbox in one process")
     demo.add_argument(
         "--unattended",
@@ -53,10 +62,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"port of the sandbox page (default {DEMO_PAGE_PORT}; any free one "
         "with --unattended; 0 for any free one)",
     )
+    demo.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="the web part takes the sandbox's deliveries over Socket Mode",
+    )
     parser.add_argument(
         "--log-level",
         default=None,
-        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo)",
+        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo); "
+        "LOG_FORMAT=json for one JSON object per line",
     )
     return parser.parse_args(argv)
 
@@ -65,30 +80,58 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; return its exit code (2 for a configuration error)."""
     args = parse_args(argv)
     level = args.log_level or ("WARNING" if args.command == "demo" else "INFO")
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # sqlglot's parse warnings quote the whole statement: agent text, which can hold
-    # secrets; the risk line on the card already says a statement was unparseable.
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
+        if args.command == "manifest":
+            return print_manifest(args)
+        configure_logging(level=level, log_format=read_settings(LogSettings).log_format)
+        # sqlglot's parse warnings quote the whole statement: agent text, which can hold
+        # secrets; the risk line on the card already says a statement was unparseable.
+        logging.getLogger("sqlglot").setLevel(logging.ERROR)
         if args.command == "web":
-            asyncio.run(run_web(read_settings(WebSettings)))
+            asyncio.run(run_web(_secrets_noted(read_settings(WebSettings))))
         elif args.command == "worker":
-            asyncio.run(run_worker(read_settings(WorkerSettings)))
+            asyncio.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
         elif args.command == "release":
-            version = asyncio.run(run_release(read_settings(ReleaseSettings)))
+            settings = _secrets_noted(read_settings(ReleaseSettings))
+            version = asyncio.run(run_release(settings))
             print(f"migrations applied; approval store at schema version {version}")
         elif args.command == "audit":
-            count = asyncio.run(export(read_settings(ReleaseSettings), args))
+            count = asyncio.run(export(_secrets_noted(read_settings(ReleaseSettings)), args))
             print(f"{count} audit events exported", file=sys.stderr)
         else:
-            settings = read_settings(DemoSettings)
-            return asyncio.run(run_demo(settings, unattended=args.unattended, port=args.port))
+            demo = read_settings(DemoSettings)
+            return asyncio.run(
+                run_demo(
+                    demo,
+                    unattended=args.unattended,
+                    port=args.port,
+                    socket_mode=args.socket_mode,
+                )
+            )
     except BridgeError as exc:
-        print(f"agent-bridge {args.command}: {exc}", file=sys.stderr)
+        print(scrub(f"agent-bridge {args.command}: {exc}"), file=sys.stderr)
         return 2
     return 0
+
+
+def print_manifest(args: argparse.Namespace) -> int:
+    """Print the manifest for ``--url`` or ``--socket-mode``; 2 for a URL Slack refuses."""
+    try:
+        print(render_manifest(url=args.url, socket_mode=args.socket_mode), end="")
+    except ValueError as exc:
+        print(f"agent-bridge manifest: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+S = TypeVar("S")
+
+
+def _secrets_noted(settings: S) -> S:
+    """``settings``, whose secrets no log line or error message will show
+    (``agent_bridge.logs.add_secrets``)."""
+    add_secrets(settings_secrets(settings))
+    return settings
 
 
 if __name__ == "__main__":

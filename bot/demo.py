@@ -27,6 +27,7 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalRequest, DecisionType, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import (
+    DEMO_APP_TOKEN,
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
     DEMO_TOOLS,
@@ -226,13 +227,18 @@ def print_slack_thread(sandbox: Sandbox, channel_id: str = DEMO_CHANNEL) -> None
         print(f"{indent}- {first_line[0] if first_line else ''}")
 
 
-async def start_sandbox(port: int) -> tuple[Sandbox, str]:
-    """Start the sandbox on ``port``; return it and its page URL.
+async def start_sandbox(port: int, *, socket_mode: bool = False) -> tuple[Sandbox, str]:
+    """Start the sandbox on ``port`` (``socket_mode``: the app in Socket Mode, with the
+    demo's public app-level token); return it and its page URL.
 
     Raises:
         ConfigurationError: If the port is taken (say which, and what to pass instead).
     """
-    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    sandbox = Sandbox(
+        signing_secret=DEMO_SIGNING_SECRET,
+        bot_token=DEMO_BOT_TOKEN,
+        app_token=DEMO_APP_TOKEN if socket_mode else None,
+    )
     for user_id, name in PEOPLE.items():
         sandbox.add_user(user_id, name)
     await sandbox.set_usergroup(DBA_GROUP, "dba-team", [DBA, SECOND_DBA])
@@ -245,7 +251,9 @@ async def start_sandbox(port: int) -> tuple[Sandbox, str]:
         ) from exc
 
 
-async def run_demo(settings: DemoSettings, *, unattended: bool, port: int | None) -> int:
+async def run_demo(
+    settings: DemoSettings, *, unattended: bool, port: int | None, socket_mode: bool = False
+) -> int:
     """Run the demo; return the process exit code.
 
     Args:
@@ -253,12 +261,15 @@ async def run_demo(settings: DemoSettings, *, unattended: bool, port: int | None
         unattended: Review with the scripted reviewer and exit when the run ends; its data
             lives in a temporary folder, so it never disturbs an interactive demo.
         port: Port of the sandbox page (``None``: 8700, or any free port when unattended).
+        socket_mode: The web part takes the sandbox's deliveries over Socket Mode, as
+            with ``SLACK_APP_TOKEN`` against a real workspace.
 
     Raises:
         ConfigurationError: If the page's port is taken or the agent cannot be built.
     """
     sandbox, page_url = await start_sandbox(
-        port if port is not None else (0 if unattended else DEMO_PAGE_PORT)
+        port if port is not None else (0 if unattended else DEMO_PAGE_PORT),
+        socket_mode=socket_mode,
     )
     with contextlib.ExitStack() as cleanup:
         if unattended:
@@ -268,7 +279,9 @@ async def run_demo(settings: DemoSettings, *, unattended: bool, port: int | None
             shutil.rmtree(data_dir, ignore_errors=True)
         try:
             return await _run(
-                settings.web_config(api_url=sandbox.api_url, data_dir=data_dir),
+                settings.web_config(
+                    api_url=sandbox.api_url, data_dir=data_dir, socket_mode=socket_mode
+                ),
                 settings.worker_config(api_url=sandbox.api_url, data_dir=data_dir),
                 sandbox,
                 page_url,
@@ -313,6 +326,8 @@ async def _run(
             command="/agent", text=DEMO_TASK, user_id=DEMO_REQUESTER, channel_id=DEMO_CHANNEL
         )
         print(f"Local Slack sandbox: {page_url}")
+        if server.socket_mode is not None:
+            print("Slack's deliveries: Socket Mode (apps.connections.open, a websocket)")
         print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")
         code = 0
         if unattended:

@@ -13,6 +13,7 @@ from typing import Any
 from agent_bridge import review_wording
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.store import ApprovalStore
+from bot import ids
 from bot.authorization import (
     Actor,
     Clicked,
@@ -46,8 +47,19 @@ def actor_of(payload: BlockActions | ViewSubmission) -> Actor:
 
 
 def clicked_of(payload: BlockActions) -> Clicked:
-    """Where the clicked button is (``container``)."""
-    return Clicked(channel_id=payload.container.channel_id, message_ts=payload.container.message_ts)
+    """Where the clicked button is (``container``): a message, or a Home view, whose
+    owner is read from the signed view's ``private_metadata`` (a view that is not a Home
+    view of ours names nobody, and matches no card)."""
+    container = payload.container
+    if container.type == "view":
+        view = payload.view
+        owner = (
+            ids.home_owner(view.private_metadata)
+            if view is not None and view.type == "home" and view.id == container.view_id
+            else None
+        )
+        return Clicked(channel_id=None, message_ts=None, in_view=True, home_of=owner)
+    return Clicked(channel_id=container.channel_id, message_ts=container.message_ts)
 
 
 class Guard:
@@ -110,6 +122,34 @@ class Guard:
             reason=review_wording.plain(why),
         )
         return why
+
+    async def may_decide(
+        self, actor: Actor, request: ApprovalRequest, *, installation: Installation
+    ) -> bool:
+        """Whether ``actor`` may make some decision on ``request`` other than a reject
+        of their own run (the App Home inbox lists those); nothing is recorded.
+
+        Raises:
+            StoreUnavailableError: Never (no write); Slack failures fail closed.
+        """
+        deciding: list[str] = [d for d in request.allowed_decisions if d != "reject"]
+        deciding = deciding or ["reject"]
+        if actor.user_id == request.requester_id and not request.rules.requester_may_approve:
+            return False
+        members = backup = None
+        if needs_members(request, deciding[0], actor):
+            members, backup = await self._lists(request, installation)
+        return (
+            refusal(
+                actor,
+                deciding[0],
+                request,
+                installation=installation,
+                members=members,
+                backup=backup,
+            )
+            is None
+        )
 
     async def current_approvers(
         self, request: ApprovalRequest, *, installation: Installation

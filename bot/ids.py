@@ -58,3 +58,22 @@ def decision_action_id(decision: DecisionType) -> str:
 def arg_block_id(name: str) -> str:
     """Return the edit-modal ``block_id`` for the argument ``name``."""
     return f"{ARG_BLOCK_PREFIX}{name}"
+
+
+HOME_CALLBACK = "approval_home"
+"""``callback_id`` of the App Home view (the reviewer's inbox)."""
+HOME_METADATA_PREFIX = "home:"
+"""A Home view's ``private_metadata`` is ``home:<user_id>``: whose inbox it is, so a
+click in it is authorized for that user only (``bot.authorization``)."""
+
+
+def home_metadata(user_id: str) -> str:
+    """Return the ``private_metadata`` of ``user_id``'s Home view."""
+    return f"{HOME_METADATA_PREFIX}{user_id}"
+
+
+def home_owner(metadata: str) -> str | None:
+    """Return the user a Home view's ``private_metadata`` names, or ``None``."""
+    if not metadata.startswith(HOME_METADATA_PREFIX):
+        return None
+    return metadata.removeprefix(HOME_METADATA_PREFIX) or None

@@ -22,22 +22,15 @@ from slack_sdk.oauth.installation_store.async_installation_store import AsyncIns
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.manifest import BOT_SCOPES as MANIFEST_SCOPES
+from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.slack_gateway import SlackGateway
 from bot.workspaces import TeamClients
 
 INSTALL_PATH = "/slack/install"
-REDIRECT_PATH = "/slack/oauth_redirect"
-BOT_SCOPES = (
-    "app_mentions:read",
-    "channels:history",
-    "chat:write",
-    "chat:write.public",
-    "commands",
-    "groups:history",
-    "usergroups:read",
-    "users:read",
-)
-"""The bot scopes an install asks for: those the code uses (keep equal to manifest.yml's)."""
+"""Where an admin's browser starts an install (Bolt's flow redirects it to Slack)."""
+BOT_SCOPES: Sequence[str] = tuple(sorted(MANIFEST_SCOPES))
+"""The bot scopes an install asks for: the manifest's (``bot.manifest.BOT_SCOPES``)."""
 
 
 def authorize_url_of(api_url: str) -> str:
@@ -79,7 +72,7 @@ class OAuthInstall:
             user_scopes=[],
             redirect_uri=self.redirect_uri,
             install_path=INSTALL_PATH,
-            redirect_uri_path=REDIRECT_PATH,
+            redirect_uri_path=OAUTH_REDIRECT_PATH,
             install_page_rendering_enabled=False,
             authorization_url=authorize_url_of(self.api_url),
             installation_store=installations,

@@ -42,11 +42,21 @@ class Enterprise(_Payload):
 
 
 class Container(_Payload):
-    """Where a clicked element lives (a message's channel and ``ts``)."""
+    """Where a clicked element lives: a message's channel and ``ts``, or a view
+    (``type: "view"``, ``view_id``: e.g. the App Home tab)."""
 
     type: str
     channel_id: str | None = None
     message_ts: str | None = None
+    view_id: str | None = None
+
+
+class ClickedView(_Payload):
+    """The view holding a clicked element (``view`` of a ``block_actions`` from a view)."""
+
+    id: str
+    type: str
+    private_metadata: str = ""
 
 
 class Action(_Payload):
@@ -97,6 +107,7 @@ class BlockActions(_Interaction):
     actions: list[Action] = Field(min_length=1)
     message: Message | None = None
     response_url: str | None = None
+    view: ClickedView | None = None
 
     @property
     def action(self) -> Action:
@@ -181,6 +192,61 @@ class MentionCallback(_Payload):
     type: Literal["event_callback"]
     event_id: str
     event: AppMention
+
+
+class MessagePosted(_Payload):
+    """A ``message`` event: a person wrote in a DM with the app (``channel_type: "im"``)
+    or in a channel it is in; ``thread_ts`` when it is a reply in a Slack thread. Edits,
+    deletions, joins and bots' messages carry a ``subtype`` or ``bot_id``
+    (https://docs.slack.dev/reference/events/message)."""
+
+    type: Literal["message"]
+    user: str | None = None
+    text: str = ""
+    channel: str
+    channel_type: str | None = None
+    ts: str
+    thread_ts: str | None = None
+    team: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+
+    @property
+    def from_person(self) -> bool:
+        """Whether a person wrote it as a plain new message (no bot, no edit, no join)."""
+        return self.bot_id is None and self.subtype is None and self.user is not None
+
+    @property
+    def is_reply(self) -> bool:
+        """Whether it is a reply in a Slack thread (not the thread's parent)."""
+        return self.thread_ts is not None and self.thread_ts != self.ts
+
+
+class MessageCallback(_Payload):
+    """The Events API envelope of a ``message`` event."""
+
+    type: Literal["event_callback"]
+    event_id: str
+    team_id: str | None = None
+    event: MessagePosted
+
+
+class AppHomeOpened(_Payload):
+    """An ``app_home_opened`` event: ``user`` opened one of the app's tabs
+    (https://docs.slack.dev/reference/events/app_home_opened)."""
+
+    type: Literal["app_home_opened"]
+    user: str
+    tab: str = "home"
+
+
+class HomeOpenedCallback(_Payload):
+    """The Events API envelope of an ``app_home_opened`` event."""
+
+    type: Literal["event_callback"]
+    team_id: str | None = None
+    enterprise_id: str | None = None
+    event: AppHomeOpened
 
 
 def parse(model: type[PayloadT], body: dict[str, Any]) -> PayloadT:

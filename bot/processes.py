@@ -27,6 +27,7 @@ from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
+from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.redis_pacing import RedisPacer
 from agent_bridge.row_estimate import RowEstimator
@@ -42,16 +43,24 @@ from agent_bridge.settings import (
 )
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
+from bot.acked_work import AckedWork
 from bot.app import create_app, create_web_app
 from bot.card_owner import CardOwner
+from bot.connections import ConnectionLimit, GuardedSite, descriptor_bound, quiet_accept_errors
 from bot.dedupe import Deduper, MemoryDeduper, RedisDeduper
 from bot.directory import Directory
+from bot.guard import Guard
+from bot.home import HomePublisher
+from bot.http_limits import DEFAULT_LIMITS, HttpLimits
 from bot.installations import InstallationStore
+from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
 from bot.oauth_install import OAuthInstall
 from bot.oauth_states import OAuthStateStore
+from bot.readiness import READY_PATH, Readiness
 from bot.slack_client import installation_of_token, make_client, open_session
 from bot.slack_gateway import Slack, SlackGateway, single_workspace
 from bot.slack_notifier import SlackNotifier
+from bot.socket_mode import PING_INTERVAL_S, SocketModeConnection, connect_socket_mode
 from bot.workspaces import TeamClients
 
 logger = logging.getLogger(__name__)
@@ -61,16 +70,43 @@ WEB_DB_TIMEOUT_S = 2.0
 database outage is reported on the modal within Slack's 3 s deadline."""
 
 
+IN_FLIGHT_STOP_S = 5.0
+"""How long a stopping web process lets requests it has not answered yet finish,
+seconds (Slack waits 3 s for an answer; aiohttp's ``shutdown_timeout``)."""
+ACKED_WORK_STOP_S = 20.0
+"""How long a stopping web process lets the work of acked requests finish, seconds:
+with ``IN_FLIGHT_STOP_S``, inside the 30 s a platform gives between SIGTERM and SIGKILL
+(Heroku, Kubernetes' default ``terminationGracePeriodSeconds``)."""
+
+
 @dataclass
 class WebServer:
-    """A running web process: its aiohttp runner and its base URL."""
+    """A running web process: its aiohttp runner, its base URL, its client connections'
+    bound, its readiness checks, the work of the requests it has acked
+    (``bot.acked_work``) and, in Socket Mode, its connection to Slack."""
 
     runner: web.AppRunner
     url: str
+    connections: ConnectionLimit
+    readiness: Readiness
+    acked: AckedWork
+    socket_mode: SocketModeConnection | None = None
 
-    async def stop(self) -> None:
-        """Stop serving."""
+    async def stop(self) -> list[str]:
+        """Stop taking Slack's deliveries and requests (Socket Mode's connection and the
+        listening socket are closed at once), let those being answered finish
+        (``IN_FLIGHT_STOP_S``), then the work of every acked one (``ACKED_WORK_STOP_S``),
+        so an acked click's decision is recorded before the process exits.
+
+        Returns:
+            The acked requests whose work had not ended in time (logged as errors).
+        """
+        if self.socket_mode is not None:
+            await self.socket_mode.stop()
         await self.runner.cleanup()
+        unfinished = await self.acked.drain(ACKED_WORK_STOP_S)
+        await self.readiness.close()
+        return unfinished
 
 
 async def start_web(
@@ -83,17 +119,26 @@ async def start_web(
     host: str | None = None,
     port: int | None = None,
     directory: Callable[[Slack], Directory] | None = None,
+    ping_interval_s: float = PING_INTERVAL_S,
+    limits: HttpLimits = DEFAULT_LIMITS,
 ) -> WebServer:
-    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port); ``directory``
-    builds its user-group resolver (tests move its clock). With one bot token its
-    installation is resolved (``auth.test``) before serving, so no request waits for it;
-    with OAuth (``SLACK_CLIENT_ID``) each request's is read from the database.
+    """Serve the Bolt app on ``host:port`` (``port`` 0: any free port), with
+    ``/healthz``, ``/readyz`` and ``/metrics``; ``directory`` builds its user-group
+    resolver (tests move its clock); ``limits`` bound what a client may hold
+    (``bot.http_limits``, ``bot.connections``). With one bot token its installation is
+    resolved (``auth.test``) before serving, so no request waits for it; with OAuth
+    (``SLACK_CLIENT_ID``) each request's is read from the database and ``GET
+    /slack/install`` and ``GET /slack/oauth_redirect`` are served. With
+    ``settings.slack_app_token`` the app takes Slack's deliveries over Socket Mode
+    (``bot.socket_mode``, pinging every ``ping_interval_s``) and ``host:port`` serves
+    only the health, readiness and metrics endpoints (and OAuth's install routes).
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
 
     Raises:
-        ConfigurationError: Slack refused the bot token or could not be reached.
+        ConfigurationError: Slack refused the bot or app-level token or could not be
+            reached.
     """
     oauth = oauth_settings(settings, store) if settings.oauth else None
     bolt_app = create_app(
@@ -107,15 +152,43 @@ async def start_web(
         channel_agents=settings.channel_agents,
         **({"directory": directory} if directory else {}),
     )
+    acked = AckedWork.watch(bolt_app)
+    socket_mode = None
+    if settings.slack_app_token is not None:
+        socket_mode = await connect_socket_mode(
+            bolt_app, app_token=settings.slack_app_token, ping_interval_s=ping_interval_s
+        )
+    web_app = create_web_app(
+        bolt_app,
+        signing_secret=settings.slack_signing_secret,
+        serve_events=socket_mode is None,
+        body_read_timeout_s=limits.body_read_timeout_s,
+    )
+    connections = ConnectionLimit(max_connections=descriptor_bound(limits.max_connections))
+    web_app.middlewares.append(connections.middleware)
+    readiness = Readiness(db=store.db, redis_url=settings.redis_url, client=client)
+    web_app.router.add_get(READY_PATH, readiness.handle)
+    web_app.router.add_get(METRICS_PATH, metrics_handler(store.db))
+    quiet_accept_errors()
     runner = web.AppRunner(
-        create_web_app(bolt_app, signing_secret=settings.slack_signing_secret), access_log=None
+        web_app,
+        access_log=None,
+        keepalive_timeout=limits.header_read_timeout_s,
+        shutdown_timeout=IN_FLIGHT_STOP_S,
     )
     await runner.setup()
     sock = socket.create_server((host or settings.host, settings.port if port is None else port))
-    await web.SockSite(runner, sock).start()
+    await GuardedSite(runner, sock, limit=connections).start()
     bound_host, bound_port = sock.getsockname()[:2]
     shown = "127.0.0.1" if bound_host in ("0.0.0.0", "::") else bound_host
-    return WebServer(runner=runner, url=f"http://{shown}:{bound_port}")
+    return WebServer(
+        runner=runner,
+        url=f"http://{shown}:{bound_port}",
+        connections=connections,
+        readiness=readiness,
+        acked=acked,
+        socket_mode=socket_mode,
+    )
 
 
 def build_worker(
@@ -150,7 +223,10 @@ def build_worker(
         if settings.oauth
         else single_workspace(client)
     )
-    cards = CardOwner(store=store, slack=slack)
+    home = HomePublisher(
+        store=store, slack=slack, guard=Guard(store=store, directory=Directory(slack=slack))
+    )
+    cards = CardOwner(store=store, slack=slack, on_change=home.request_changed)
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
@@ -160,6 +236,7 @@ def build_worker(
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
+        progress=notifier.progress,
     )
     pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(
@@ -174,6 +251,7 @@ def build_worker(
         lease_s=settings.lease_s,
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
+        stop_grace_s=settings.stop_grace_s,
     )
 
 
@@ -245,9 +323,12 @@ async def run_web(settings: WebSettings) -> None:
             ),
             deduper=deduper,
         )
-        logger.info("web listening on %s", server.url)
+        via = "Socket Mode" if server.socket_mode else f"POST {server.url}/slack/events"
+        logger.info("web listening on %s; Slack's deliveries via %s", server.url, via)
         await stop_on_signals().wait()
+        logger.info("web stopping: no new requests; finishing those already acked")
         await server.stop()
+        logger.info("web stopped")
     finally:
         await session.close()
         await deduper.close()
@@ -256,10 +337,12 @@ async def run_web(settings: WebSettings) -> None:
 
 
 async def run_worker(settings: WorkerSettings) -> None:
-    """The ``worker`` process: advance runs until SIGINT/SIGTERM."""
+    """The ``worker`` process: advance runs, and prune finished runs' old checkpoints
+    (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM."""
     backend = await open_backend(settings.database_url)
     bus = open_bus(settings)
     session = open_session()
+    served: MetricsServer | None = None
     try:
         await check_version(backend.db)
         store = ApprovalStore(backend.db)
@@ -269,9 +352,20 @@ async def run_worker(settings: WorkerSettings) -> None:
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
+        pruner = CheckpointPruner(
+            db=backend.db,
+            checkpointer=backend.checkpointer,
+            retention_days=settings.checkpoint_retention_days,
+        )
         logger.info("worker %s started", worker.owner)
-        await worker.run(stop_on_signals())
+        if settings.metrics_port is not None:
+            served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
+            logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
+        stop = stop_on_signals()
+        await asyncio.gather(worker.run(stop), pruner.run(stop))
     finally:
+        if served is not None:
+            await served.stop()
         await session.close()
         await bus.close()
         await backend.close()

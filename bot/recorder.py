@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from agent_bridge import metrics
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.models import ApprovalRequest, Decision, Recorded, Recording
 from agent_bridge.store import ApprovalStore
@@ -88,6 +89,7 @@ class DecisionRecorder:
             )
         if isinstance(outcome, Recorded):
             request = outcome.request
+            metrics.decision_recorded(request)
             logger.info(
                 "run=%s thread_id=%s interrupt=%s index=%s request=%s decided %s by %s",
                 request.run_id,

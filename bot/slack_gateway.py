@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from agent_bridge import metrics
 from bot.errors import (
     ChannelUnreachableError,
     MessageGoneError,
@@ -106,6 +107,12 @@ class Slack(Protocol):
         """Return the user IDs of a user group's members."""
         ...
 
+    async def publish_home(
+        self, *, team_id: str | None, user_id: str, view: dict[str, Any]
+    ) -> None:
+        """Set ``user_id``'s App Home tab to ``view``."""
+        ...
+
     async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
         """Return a message's permalink."""
         ...
@@ -180,6 +187,12 @@ def translate(method: str, exc: Exception) -> SlackCallError:
     if code in CHANNEL_UNREACHABLE_CODES:
         return ChannelUnreachableError(message, method=method, code=code, retryable=False)
     return SlackRefusedError(message, method=method, code=code, retryable=False)
+
+
+def counted(error: SlackCallError) -> SlackCallError:
+    """``error``, counted in ``agent_bridge_slack_api_errors_total`` by method and code."""
+    metrics.SLACK_API_ERRORS.labels(method=error.method, error=error.code or "unreachable").inc()
+    return error
 
 
 class SlackGateway:
@@ -355,6 +368,21 @@ class SlackGateway:
         )
         return str(response["view"]["id"])
 
+    async def publish_home(
+        self, *, team_id: str | None, user_id: str, view: dict[str, Any]
+    ) -> None:
+        """``views.publish``: set ``user_id``'s App Home tab (Tier 4: 100+ a minute;
+        https://docs.slack.dev/reference/methods/views.publish).
+
+        Raises:
+            SlackRefusedError: E.g. ``invalid_arguments`` (a view Slack refuses).
+            SlackCallError: Any other kind.
+        """
+        await self._call(
+            "views.publish",
+            (await self._client_for(team_id)).views_publish(user_id=user_id, view=view),
+        )
+
     async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
         """``usergroups.users.list``: the members of a user group (``S…``), disabled
         groups included (a disabled group then has none). Needs ``usergroups:read``.
@@ -417,14 +445,14 @@ class SlackGateway:
                 text=text, response_type="ephemeral", unfurl_links=False, unfurl_media=False
             )
         except (ClientError, TimeoutError) as exc:
-            raise translate(method, exc) from exc
+            raise counted(translate(method, exc)) from exc
         if response.status_code == 200:
             return
         message = f"{method} failed: {response.body or 'no body'} (HTTP {response.status_code})"
         code = f"HTTP {response.status_code}"
         if response.status_code == 429 or response.status_code >= 500:
-            raise SlackUnavailableError(message, method=method, code=code, retryable=True)
-        raise SlackRefusedError(message, method=method, code=code, retryable=False)
+            raise counted(SlackUnavailableError(message, method=method, code=code, retryable=True))
+        raise counted(SlackRefusedError(message, method=method, code=code, retryable=False))
 
     @staticmethod
     async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
@@ -432,7 +460,7 @@ class SlackGateway:
         try:
             return await call
         except (SlackApiError, ClientError, TimeoutError) as exc:
-            raise translate(method, exc) from exc
+            raise counted(translate(method, exc)) from exc
 
 
 def single_workspace(client: AsyncWebClient) -> SlackGateway:

@@ -28,6 +28,7 @@ from bot.blocks import (
 from bot.card_owner import CardOwner
 from bot.errors import ChannelUnreachableError, SlackCallError, SlackUnavailableError
 from bot.mrkdwn import inline_code
+from bot.progress import ProgressReporter
 from bot.review_blocks import TOOL_NAME_MAX_CHARS, render_escalation
 from bot.slack_gateway import Slack
 
@@ -45,12 +46,17 @@ class SlackNotifier:
     Args:
         slack: The Slack gateway.
         cards: The card owner (posts and redraws approval cards).
+        progress: Draws each run's first message as it works (the driver's progress
+            hook too); one of its own when not given.
     """
 
-    def __init__(self, *, slack: Slack, cards: CardOwner) -> None:
+    def __init__(
+        self, *, slack: Slack, cards: CardOwner, progress: ProgressReporter | None = None
+    ) -> None:
         self.slack = slack
         self.cards = cards
         self.outbox = cards.outbox
+        self.progress = progress or ProgressReporter(store=cards.store, slack=slack)
 
     async def run_started(self, run: Run) -> str:
         """See ``Notifier.run_started``: a top-level message, found by its metadata in the
@@ -69,6 +75,7 @@ class SlackNotifier:
         """
         try:
             await self.cards.post(request, run)
+            await self.progress.waiting(run)
         except ChannelUnreachableError as exc:
             await self._tell_requester(request, run, exc)
             raise SlackUnavailableError(
@@ -169,23 +176,10 @@ class SlackNotifier:
         await self._redraw_header(run.model_copy(update={"state": RunState.FAILED}))
 
     async def _redraw_header(self, run: Run, *, strict: bool = False) -> None:
-        """Redraw the run's first message; a failure is logged (the answer is posted),
-        or with ``strict`` a passing one is raised."""
-        if run.thread_ts is None:
-            return
-        text, blocks = render_run_started(run)
-        try:
-            await self.slack.update_message(
-                team_id=run.team_id,
-                channel_id=run.channel_id,
-                ts=run.thread_ts,
-                text=text,
-                blocks=blocks,
-            )
-        except SlackCallError as exc:
-            if strict and exc.retryable:
-                raise
-            logger.warning("run=%s first message not redrawn: %s", run.run_id, exc)
+        """Redraw the run's first message as ended (``bot.progress``: after any progress
+        update in flight); a failure is logged (the answer is posted), or with
+        ``strict`` a passing one is raised."""
+        await self.progress.final(run, strict=strict)
 
     async def _post(
         self,

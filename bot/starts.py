@@ -22,7 +22,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, review_wording, wording
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import BridgeError
 from agent_bridge.models import DEFAULT_AGENT, Run
@@ -232,6 +232,7 @@ class StartListeners:
         if stored is None:
             logger.warning("run for %s not started: at max_active_runs_per_user", user_id)
             return review_wording.too_many_runs_text(rules.max_active_runs_per_user)
+        log_context.bind_run(run)
         logger.info("run=%s thread_id=%s queued by %s", run.run_id, run.thread_id, run.user_id)
         await self.bus.publish(Signal(kind="run_requested", run_id=run.run_id))
         return None

@@ -25,7 +25,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from agent_bridge import review_wording, wording
+from agent_bridge import log_context, review_wording, wording
 from agent_bridge.arguments import GENERAL_KEY
 from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision
@@ -198,6 +198,8 @@ class SubmissionListeners:
         decision_type = ids.CALLBACK_DECISIONS.get(payload.view.callback_id, "")
         opened = await self.views.opened_view(payload.view.private_metadata)
         request = await self.store.get_request(opened.request_id) if opened else None
+        if request is not None:
+            log_context.bind_request(request)  # on every line of this submission from here on
         if opened is None or not _same_view(opened, payload, decision_type):
             if request is not None:
                 await self.store.record_refusal(

@@ -41,6 +41,7 @@ class MemoryGateway:
         responses: ``(response_url, text)`` of each command answer, in order.
         usergroups: ``usergroup_id -> member user IDs``; others are ``no_such_subteam``.
         names: ``user_id -> name`` for ``user_name``.
+        homes: ``user_id -> Home view`` last published.
     """
 
     channels: set[str] = field(default_factory=lambda: {"C1"})
@@ -52,6 +53,7 @@ class MemoryGateway:
     responses: list[tuple[str, str]] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    homes: dict[str, dict[str, Any]] = field(default_factory=dict)
     _next_ts: int = 1
 
     async def post_message(
@@ -161,6 +163,17 @@ class MemoryGateway:
         self.triggers.discard(trigger_id)
         self.views.append(view)
         return f"V{len(self.views):05d}"
+
+    async def publish_home(
+        self, *, team_id: str | None, user_id: str, view: dict[str, Any]
+    ) -> None:
+        """See ``SlackGateway.publish_home``."""
+        if self.outage:
+            self.outage -= 1
+            raise SlackUnavailableError(
+                "views.publish failed: outage", method="views.publish", retryable=True
+            )
+        self.homes[user_id] = view
 
     async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
         """See ``SlackGateway.usergroup_members``."""

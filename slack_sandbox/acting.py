@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from slack_sandbox.conversing import Conversing
 from slack_sandbox.delivery import FORM, Delivery
 from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
@@ -27,6 +28,7 @@ class Acting:
     _delivery: Delivery
     _interactions: Interactions
     _events: Events
+    _conversing: Conversing
 
     async def slash_command(
         self, *, command: str, text: str, user_id: str, channel_id: str
@@ -148,6 +150,44 @@ class Acting:
         return await self._events.mention(
             user_id=user_id, channel_id=channel_id, text=text, thread_ts=thread_ts
         )
+
+    async def direct_message(self, *, user_id: str, text: str) -> tuple[int, str, str]:
+        """Write ``text`` to the app in ``user_id``'s DM with it; deliver the ``message``
+        event (``channel_type: "im"``). Returns the bot's ``(HTTP status, body)`` and the
+        ``event_id`` (for :meth:`retry_event`)."""
+        return await self._conversing.direct_message(user_id=user_id, text=text)
+
+    async def reply(
+        self, *, user_id: str, channel_id: str, thread_ts: str, text: str
+    ) -> tuple[int, str, str]:
+        """Reply ``text`` as ``user_id`` in the Slack thread ``thread_ts``; deliver the
+        ``message`` event (with ``thread_ts``, ``parent_user_id``). Returns as
+        :meth:`direct_message`.
+
+        Raises:
+            SandboxError: No such parent, or the bot is not in the channel.
+        """
+        return await self._conversing.reply(
+            user_id=user_id, channel_id=channel_id, thread_ts=thread_ts, text=text
+        )
+
+    async def retry_event(self, event_id: str) -> tuple[int, str]:
+        """Deliver an event again with the same ``event_id``, as Slack retries."""
+        return await self._conversing.retry(event_id)
+
+    async def open_home(self, *, user_id: str) -> tuple[int, str]:
+        """``user_id`` opens the app's Home tab: deliver ``app_home_opened``."""
+        return await self._conversing.open_home(user_id=user_id)
+
+    async def click_home(
+        self, *, user_id: str, action_id: str, value: str | None = None
+    ) -> tuple[int, str]:
+        """Click a button of ``user_id``'s Home tab (``container.type: "view"``).
+
+        Raises:
+            SandboxError: No Home view for the user, or no such button in it.
+        """
+        return await self._conversing.click_home(user_id=user_id, action_id=action_id, value=value)
 
     async def post_signed(
         self,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sandbox.block_rules import Problem
+from slack_sandbox.home_state import Homes
 from slack_sandbox.modals import Modals
 from slack_sandbox.stalls import Slowness, Stall
 from slack_sandbox.state import Workspace
@@ -56,23 +57,33 @@ class Core:
         workspace: Users, channels, messages and the clock.
         bot_token: A bot token the Web API accepts for this workspace (the app's
             installation); ``None``: none until one is issued (``oauth.v2.access``).
+        app_token: The app-level token (``xapp-…``) of Socket Mode; None: the app uses
+            HTTP request URLs. One for the app, so a joining workspace shares the first's.
         joins: The first workspace of the same sandbox, whose records and token table
             this one shares; ``None``: this is the first.
     """
 
     def __init__(
-        self, *, workspace: Workspace, bot_token: str | None, joins: Core | None = None
+        self,
+        *,
+        workspace: Workspace,
+        bot_token: str | None,
+        app_token: str | None = None,
+        joins: Core | None = None,
     ) -> None:
         self.workspace = workspace
         self.modals = Modals(workspace)
         self.usergroups = Usergroups(team_id=workspace.team_id, clock=workspace.clock)
         self.bot_token = bot_token
+        self.app_token: str | None = joins.app_token if joins else app_token
         self.base_url: str = joins.base_url if joins else ""
         self.calls: list[dict[str, Any]] = joins.calls if joins else []
         self.violations: list[str] = joins.violations if joins else []
         self.failures: dict[str, Failure] = joins.failures if joins else {}
         self.responses: dict[str, ResponseTarget] = joins.responses if joins else {}
         self.slowness: Slowness = joins.slowness if joins else Slowness()
+        self.homes = Homes()
+        """Each user's published App Home view (``views.publish``), in this workspace."""
         self.held: list[Stall] = joins.held if joins else []
         """Stalls holding a call now (released when the sandbox stops)."""
         self.tokens: dict[str, Core] = joins.tokens if joins else {}

@@ -7,6 +7,7 @@ answer within 3 s.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ ACK_DEADLINE_S = 3.0
 """Slack shows an error to the user when an app answers later than this."""
 REQUEST_TIMEOUT_S = 30.0
 """How long the sandbox waits for the bot at all (longer than Slack, to report it)."""
+LARGE_BODY_BYTES = 1024 * 1024
+"""Bodies larger than this are posted as a stream (aiohttp warns about raw bytes)."""
 FORM = "application/x-www-form-urlencoded"
 
 
@@ -105,7 +108,10 @@ class Delivery:
             self._session = aiohttp.ClientSession(timeout=timeout)
         started = time.monotonic()
         try:
-            async with self._session.post(url, data=body, headers=sent_headers) as response:
+            # A large body goes as a stream: aiohttp warns that raw bytes over 1 MiB
+            # might block the loop (Slack's largest modals are about 10 MiB).
+            data = io.BytesIO(body) if len(body) > LARGE_BODY_BYTES else body
+            async with self._session.post(url, data=data, headers=sent_headers) as response:
                 text = await response.text()
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as e:

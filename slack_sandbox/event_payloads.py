@@ -177,3 +177,65 @@ def tokens_revoked_event(*, bot_user_ids: list[str], event_ts: str) -> dict[str,
 def app_uninstalled_event(*, event_ts: str) -> dict[str, Any]:
     """An ``app_uninstalled`` event (https://docs.slack.dev/reference/events/app_uninstalled)."""
     return {"type": "app_uninstalled", "event_ts": event_ts}
+
+
+def message_event(
+    *,
+    user_id: str,
+    team_id: str,
+    channel_id: str,
+    channel_type: str,
+    text: str,
+    ts: str,
+    client_msg_id: str,
+    thread_ts: str | None = None,
+    parent_user_id: str | None = None,
+) -> dict[str, Any]:
+    """Return a ``message`` event: a person wrote ``text`` in a DM with the app
+    (``channel_type: "im"``, ``message.im``) or in a channel the app is in (``channel``
+    or ``group``, ``message.channels`` / ``message.groups``); a reply in a Slack thread
+    carries ``thread_ts`` and ``parent_user_id``
+    (https://docs.slack.dev/reference/events/message)."""
+    event: dict[str, Any] = {
+        "client_msg_id": client_msg_id,
+        "type": "message",
+        "text": text,
+        "user": user_id,
+        "ts": ts,
+        "blocks": [
+            {
+                "type": "rich_text",
+                "block_id": client_msg_id[:5],
+                "elements": [
+                    {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}
+                ],
+            }
+        ],
+        "team": team_id,
+        "channel": channel_id,
+        "event_ts": ts,
+        "channel_type": channel_type,
+    }
+    if thread_ts is not None:
+        event["thread_ts"] = thread_ts
+        if parent_user_id is not None:
+            event["parent_user_id"] = parent_user_id
+    return event
+
+
+def app_home_opened_event(
+    *, user_id: str, channel_id: str, event_ts: str, view: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Return an ``app_home_opened`` event: ``user_id`` opened the app's Home tab; ``view``
+    is the Home view published for them, if any
+    (https://docs.slack.dev/reference/events/app_home_opened)."""
+    event: dict[str, Any] = {
+        "type": "app_home_opened",
+        "user": user_id,
+        "channel": channel_id,
+        "tab": "home",
+        "event_ts": event_ts,
+    }
+    if view is not None:
+        event["view"] = view
+    return event

@@ -28,6 +28,7 @@ from slack_sandbox.payloads import (
     view_submission_payload,
 )
 from slack_sandbox.responses import slash_command_answer
+from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.view_responses import apply_view_response
 from slack_sandbox.view_state import client_side_errors, state_values
 
@@ -40,6 +41,8 @@ class Interactions:
         delivery: Signs and posts to the bot.
         request_url: Returns the bot's current request URL.
         ack_deadline_s: An answer later than this is a violation and is not applied.
+        socket_mode: The app's Socket Mode side: when given, every delivery is an
+            envelope on its websocket instead of a post to ``request_url``.
     """
 
     def __init__(
@@ -49,11 +52,13 @@ class Interactions:
         delivery: Delivery,
         request_url: Callable[[], str | None],
         ack_deadline_s: float = ACK_DEADLINE_S,
+        socket_mode: SocketMode | None = None,
     ) -> None:
         self.core = core
         self.delivery = delivery
         self.request_url = request_url
         self.ack_deadline_s = ack_deadline_s
+        self.socket_mode = socket_mode
 
     async def slash_command(
         self, *, command: str, text: str, user_id: str, channel_id: str
@@ -248,12 +253,17 @@ class Interactions:
         return reply.status == 200 and reply.elapsed_s <= self.ack_deadline_s
 
     async def deliver(self, body: bytes, where: str, *, content_type: str = FORM) -> Reply:
-        """Post a signed ``body`` to the bot; record a late or failed answer as a violation.
+        """Post a signed ``body`` to the bot (in Socket Mode: send it as an envelope);
+        record a late or failed answer as a violation.
 
         Raises:
-            BotUnreachable: The bot's request URL is unset or does not answer.
+            BotUnreachable: The bot's request URL is unset or does not answer (in Socket
+                Mode: no connection is open, or no ack came).
         """
-        reply = await self.delivery.post(self.request_url(), body, content_type=content_type)
+        if self.socket_mode is not None:
+            reply = await self.socket_mode.deliver(body, content_type=content_type)
+        else:
+            reply = await self.delivery.post(self.request_url(), body, content_type=content_type)
         if reply.elapsed_s > self.ack_deadline_s:
             late = f"the bot answered after {reply.elapsed_s:.2f} s"
             self.core.violate(where, [f"{late}; Slack gives up after {self.ack_deadline_s:g} s"])

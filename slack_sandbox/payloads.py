@@ -219,3 +219,48 @@ def view_closed_payload(
         "is_enterprise_install": False,
         "enterprise": team["enterprise"],
     }
+
+
+def home_block_actions_payload(
+    *,
+    team_id: str,
+    user_id: str,
+    user_name: str,
+    view: dict[str, Any],
+    block: dict[str, Any],
+    button: dict[str, Any],
+    trigger_id: str,
+    action_ts: str,
+    user_team_id: str | None = None,
+    enterprise_id: str | None = None,
+    enterprise_name: str | None = None,
+) -> dict[str, Any]:
+    """Return the ``block_actions`` payload of a click on ``button`` in ``user_id``'s
+    App Home ``view``: the ``container`` is the view, and there is no channel, message
+    or ``response_url`` (https://docs.slack.dev/reference/interaction-payloads/block_actions-payload).
+    """
+    team = _team(team_id, TEAM_DOMAIN, enterprise_id, enterprise_name)
+    action: dict[str, Any] = {
+        "action_id": button["action_id"],
+        "block_id": block["block_id"],
+        "text": copy.deepcopy(button.get("text")),
+        "type": "button",
+        "action_ts": action_ts,
+    }
+    if "value" in button:
+        action["value"] = button["value"]
+    if button.get("style"):
+        action["style"] = button["style"]
+    return {
+        "type": "block_actions",
+        "user": _user(user_id, user_name, user_team_id or team_id),
+        "api_app_id": APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "container": {"type": "view", "view_id": view["id"]},
+        "trigger_id": trigger_id,
+        **team,
+        "is_enterprise_install": False,
+        "view": copy.deepcopy(view),
+        "actions": [action],
+        "state": {"values": {}},
+    }

@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from slack_sandbox.acting import Acting
+from slack_sandbox.conversing import Conversing
 from slack_sandbox.core import Core, Failure
 from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery
 from slack_sandbox.errors import SandboxError
@@ -26,6 +27,7 @@ from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.oauth import SESSION_COOKIE, OAuthApp
 from slack_sandbox.server import Server, build_app
+from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.stalls import Stall
 from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
 
@@ -55,8 +57,12 @@ class Sandbox(Acting):
             always use the real time, because the bot checks them against its own.
         ack_deadline_s: How long the bot may take to answer a delivery (Slack: 3 s);
             a later answer is recorded as a violation and, like Slack, not applied.
+        app_token: The app's app-level token (``xapp-…``): the app is in Socket Mode,
+            ``apps.connections.open`` accepts this token, and every delivery goes over
+            the websocket it opens (``socket_mode``) instead of to ``request_url``.
         joins: Another workspace's sandbox this one is a second workspace of (see
-            ``add_workspace``): its server, deliveries, records and OAuth app are shared.
+            ``add_workspace``): its server, deliveries, records, OAuth app and Socket
+            Mode side (its app-level token) are shared.
     """
 
     def __init__(
@@ -72,6 +78,7 @@ class Sandbox(Acting):
         channels: dict[str, str] | None = None,
         clock: Clock = time.time,
         ack_deadline_s: float = ACK_DEADLINE_S,
+        app_token: str | None = None,
         joins: Sandbox | None = None,
     ) -> None:
         self._first: Sandbox = joins._first if joins else self
@@ -87,23 +94,40 @@ class Sandbox(Acting):
             enterprise_name=enterprise_name,
         )
         self._core: Core = Core(
-            workspace=workspace, bot_token=bot_token, joins=joins._core if joins else None
+            workspace=workspace,
+            bot_token=bot_token,
+            app_token=app_token,
+            joins=joins._core if joins else None,
         )
         if joins is not None:
             self._first._peers.append(self)
         self._delivery = joins._delivery if joins else Delivery(signing_secret=signing_secret)
+        self.socket_mode: SocketMode | None
+        if joins is not None:
+            self.socket_mode = joins.socket_mode  # one app, one websocket for every workspace
+        elif app_token is not None:
+            self.socket_mode = SocketMode(
+                core=self._core, app_token=app_token, ack_deadline_s=ack_deadline_s
+            )
+        else:
+            self.socket_mode = None
+        """The Socket Mode side (connections, envelopes, acks, ``refresh``, ``drop``);
+        None when the app uses HTTP."""
         self._interactions = Interactions(
             core=self._core,
             delivery=self._delivery,
             request_url=lambda: self.request_url,
             ack_deadline_s=ack_deadline_s,
+            socket_mode=self.socket_mode,
         )
         self._events = Events(core=self._core, interactions=self._interactions)
+        self._conversing = Conversing(core=self._core, interactions=self._interactions)
         self._app = build_app(
             core=self._core,
             interactions=self._interactions,
             request_url=lambda: self.request_url,
             oauth_app=lambda: self._first._oauth_app,
+            socket_mode=self.socket_mode,
         )
         self._server = Server(self._app)
 
@@ -156,6 +180,8 @@ class Sandbox(Acting):
         self._core.slowness.release_all()
         for stall in list(self._core.held):
             stall.released.set()
+        if self.socket_mode is not None:
+            await self.socket_mode.close()
         await self._server.stop()
         await self._delivery.close()
 
@@ -207,6 +233,15 @@ class Sandbox(Acting):
             for m in self._core.workspace.ephemerals
             if channel_id in (None, m["channel"]) and user_id in (None, m["user"])
         ]
+
+    def home_view(self, user_id: str) -> dict[str, Any] | None:
+        """The App Home view last published for ``user_id`` (a copy), if any."""
+        view = self._core.homes.views.get(user_id)
+        return copy.deepcopy(view) if view else None
+
+    def dm_channel(self, user_id: str) -> str:
+        """The ID of the app's DM with ``user_id`` (``D…``), opened if need be."""
+        return self._conversing.dm_channel(user_id)
 
     def open_views(self, user_id: str) -> list[dict[str, Any]]:
         """Return ``user_id``'s modal stack, top last, each with its field ``errors``."""

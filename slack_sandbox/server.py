@@ -7,6 +7,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from slack_sandbox.api_chat import CHAT_METHODS
+from slack_sandbox.api_home import HOME_METHODS
 from slack_sandbox.api_read import READ_METHODS
 from slack_sandbox.api_usergroups import USERGROUP_METHODS
 from slack_sandbox.api_views import VIEWS_METHODS
@@ -15,9 +16,10 @@ from slack_sandbox.interactions import Interactions
 from slack_sandbox.oauth import OAuthApp, oauth_routes
 from slack_sandbox.page import page_routes
 from slack_sandbox.responses import response_routes
+from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.web_api import api_routes
 
-WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHODS
+WEB_API_METHODS = CHAT_METHODS | VIEWS_METHODS | READ_METHODS | USERGROUP_METHODS | HOME_METHODS
 
 
 def build_app(
@@ -26,12 +28,17 @@ def build_app(
     interactions: Interactions,
     request_url: Callable[[], str | None],
     oauth_app: Callable[[], OAuthApp | None] = lambda: None,
+    socket_mode: SocketMode | None = None,
 ) -> web.Application:
     """Return the application: OAuth installs, Web API, response URLs, the page and its
-    endpoints."""
+    endpoints, and with ``socket_mode`` ``apps.connections.open`` and its websocket."""
     app = web.Application()
     app.add_routes(oauth_routes(core, oauth_app))  # before /api/{method}
-    app.add_routes(api_routes(core, WEB_API_METHODS))
+    methods = dict(WEB_API_METHODS)
+    if socket_mode is not None:
+        methods["apps.connections.open"] = socket_mode.open_connection
+        app.add_routes(socket_mode.routes())
+    app.add_routes(api_routes(core, methods))
     app.add_routes(response_routes(core))
     app.add_routes(page_routes(core, interactions, request_url))
     return app

@@ -9,6 +9,7 @@ strings and are decoded by the method handlers with :func:`json_arg`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ from slack_sandbox.stalls import Stall
 
 Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
 """A Web API method: ``(core, args) -> Slack's JSON answer``."""
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+"""Methods called with the app-level token (``xapp-…``), not the bot token."""
 
 
 class BadArgument(Exception):
@@ -90,11 +93,22 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
         failure = core.take_failure(method)
         if failure is not None:
             return _injected(core, method, args, failure.status, failure.retry_after_s)
-        team = core.tokens.get(token or "")
-        if team is None:
-            error = "token_revoked" if token in core.revoked else "invalid_auth"
-            return _answer(core, method, args, {"ok": False, "error": error})
-        # a token works in its own workspace only: the call is answered there
+        if method in APP_TOKEN_METHODS:
+            if token is None or token != core.app_token:
+                # Slack tells a known token of the wrong kind from an unknown one.
+                wrong_kind = token is not None and token in core.tokens
+                error = "not_allowed_token_type" if wrong_kind else "invalid_auth"
+                return _answer(core, method, args, {"ok": False, "error": error})
+            team = core
+        else:
+            found = core.tokens.get(token or "")
+            if found is None:
+                if token is not None and token == core.app_token:
+                    error = "not_allowed_token_type"
+                else:
+                    error = "token_revoked" if token in core.revoked else "invalid_auth"
+                return _answer(core, method, args, {"ok": False, "error": error})
+            team = found  # a token works in its own workspace only: the call is answered there
         handler = methods.get(method)
         if handler is None:
             return _answer(team, method, args, {"ok": False, "error": "unknown_method"})
@@ -132,6 +146,7 @@ def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any
     }
     if not result.get("ok"):
         call["error"] = result.get("error")
+    call["answered_at"] = time.monotonic()  # real time, for pacing checks
     core.calls.append(call)
     return web.json_response(result)
 

@@ -12,7 +12,9 @@ process kills itself, without any cleanup, at POINT:
 - ``after_tools``: a turn's ``append_line`` result is saved as a pending write of its
   step, the step's checkpoint not yet written (the ledger agent's flow);
 - ``hang_in_tool``: not a kill but a slow tool: ``append_line`` writes its line, then
-  never returns, so the test can kill the worker from outside while it holds the run.
+  never returns, so the test can kill the worker from outside while it holds the run;
+- ``slow_in_tool``: not a kill either: ``append_line`` writes its line, then returns
+  only once the process gets SIGUSR1, so the test can stop the worker mid-resume.
 
 ``--owner`` names the worker in leases; ``--bus-channel`` is the test's Redis channel;
 ``--ready-file`` is created once its first sweep is done (the event a test waits for
@@ -57,7 +59,7 @@ from tests.graph_wrappers import ResumeInterceptor
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 """The points of the demo task's flow; ``in_sql`` has a test of its own."""
 TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
-OTHER_POINTS = ("in_sql", "after_tools", "hang_in_tool")
+OTHER_POINTS = ("in_sql", "after_tools", "hang_in_tool", "slow_in_tool")
 """Points with a test of their own."""
 
 
@@ -160,6 +162,22 @@ def hanging_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:
     return [hanging if t.name == name else t for t in tools]
 
 
+def slow_tools(tools: list[BaseTool], name: str, go: asyncio.Event) -> list[BaseTool]:
+    """``tools`` with ``name`` doing its real work, then returning its result only once
+    ``go`` is set."""
+    original = next(t for t in tools if t.name == name)
+
+    async def append_line(line: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Append one line to the ledger."""
+        call = {"name": name, "args": {"line": line}, "id": tool_call_id, "type": "tool_call"}
+        message = await original.ainvoke(call)
+        await go.wait()
+        return str(message.content)
+
+    slow = StructuredTool.from_function(coroutine=append_line)
+    return [slow if t.name == name else t for t in tools]
+
+
 class ReadyWorker(Worker):
     """A worker that creates ``ready_file`` once its first sweep is done, and writes in it
     how many sweeps it has finished after each one."""
@@ -190,6 +208,10 @@ async def main(
         tools = crashing_tools(tools, TOOL_POINTS[crash_at])
     if crash_at == "hang_in_tool":
         tools = hanging_tools(tools, "append_line")
+    if crash_at == "slow_in_tool":
+        go = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+        tools = slow_tools(tools, "append_line", go)
     if crash_at == "after_tools":
         die_after_tool_writes(backend.checkpointer, "append_line")
     graph: AgentGraph = build_agent(
@@ -224,6 +246,7 @@ async def main(
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
         owner=owner,
+        stop_grace_s=settings.stop_grace_s,
     )
     worker.ready_file = ready_file
     try:

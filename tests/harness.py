@@ -56,6 +56,11 @@ TEST_SIGNING_SECRET = "test-signing-secret"
 """The tests' signing secret (not the demo's: production's ``web`` refuses that one)."""
 TEST_BOT_TOKEN = "xoxb-test-token"
 """The tests' bot token (not the demo's: production's ``worker`` refuses that one)."""
+TEST_APP_TOKEN = "xapp-test-token"
+"""The tests' app-level token: a ``web_settings`` with it runs the app in Socket Mode."""
+SOCKET_PING_S = 0.2
+"""The Socket Mode client's ping interval in tests, seconds: a cut connection is noticed
+within four of them (production: ``bot.socket_mode.PING_INTERVAL_S``)."""
 
 
 def agent_config(workspace_dir: Path) -> WorkerConfig:
@@ -131,6 +136,7 @@ class Harness:
             signing_secret=web_settings.slack_signing_secret,
             bot_token=web_settings.slack_bot_token,
             users=users,
+            app_token=web_settings.slack_app_token,  # set: the app is in Socket Mode
         )
         self.web_bus = RedisBus(web_redis_url or web_settings.redis_url or "", channel=channel)
         self.deduper = RedisDeduper(web_redis_url or web_settings.redis_url or "")
@@ -177,6 +183,7 @@ class Harness:
             host="127.0.0.1",
             port=0,
             directory=self.directory,
+            ping_interval_s=SOCKET_PING_S,
         )
         self.sandbox.request_url = self.server.url + EVENTS_PATH
         if not self.worker_settings:  # the test runs its own workers: publish as they will

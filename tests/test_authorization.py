@@ -207,3 +207,13 @@ def test_a_decision_on_a_call_that_changed_since_is_not_sent() -> None:
     assert plan.changed == {"r1": now}
     same = plan_resume([decided], {"i1"}, current_calls={("i1", 0): decided})
     assert same.resume == {"i1": {"type": "approve"}}
+
+
+def test_a_click_from_home_counts_for_the_homes_own_user_only() -> None:
+    own = Clicked(None, None, in_view=True, home_of="UDBA")
+    assert why(Actor("UDBA", "T1"), "approve", request(), clicked=own) is None
+    assert "does not belong" in (why(Actor("UDBA2", "T1"), "approve", request(), clicked=own) or "")
+    nobodys = Clicked(None, None, in_view=True)  # a view that is no Home of ours
+    assert "does not belong" in (
+        why(Actor("UDBA", "T1"), "approve", request(), clicked=nobodys) or ""
+    )

@@ -100,9 +100,11 @@ def test_release_refuses_to_start_without_a_database_url() -> None:
     assert done.stderr.startswith("agent-bridge release: DATABASE_URL is not set (postgresql://")
 
 
-def test_the_unattended_demo_works_with_no_variable_set() -> None:
-    done = agent_bridge("demo", "--unattended", env=clean_environment())
+@pytest.mark.parametrize("transport", [[], ["--socket-mode"]], ids=["http", "socket-mode"])
+def test_the_unattended_demo_works_with_no_variable_set(transport: list[str]) -> None:
+    done = agent_bridge("demo", "--unattended", *transport, env=clean_environment())
     assert done.returncode == 0, done.stdout + done.stderr
+    assert ("Slack's deliveries: Socket Mode" in done.stdout) == bool(transport)
     assert "Final answer:\nDone." in done.stdout
     assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 3
     assert "olga (outsider) clicks Approve, is told: :no_entry:" in done.stdout

@@ -27,7 +27,8 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WebConfig, WorkerConfig
 from bot import ids
 from bot.installations import InstallationStore
-from bot.oauth_install import INSTALL_PATH, REDIRECT_PATH
+from bot.manifest import OAUTH_REDIRECT_PATH
+from bot.oauth_install import INSTALL_PATH
 from slack_sandbox import Sandbox
 from tests import services
 from tests.harness import CHANNEL, REQUESTER, REVIEWER, TEST_SIGNING_SECRET, Harness
@@ -68,7 +69,7 @@ async def beta(harness: Harness) -> AsyncIterator[Sandbox]:
     harness.sandbox.register_oauth_app(
         client_id=CLIENT_ID,
         client_secret=CLIENT_SECRET,
-        redirect_urls=[harness.server.url + REDIRECT_PATH],
+        redirect_urls=[harness.server.url + OAUTH_REDIRECT_PATH],
     )
     yield harness.sandbox.add_workspace(
         BETA,
@@ -241,7 +242,7 @@ async def test_a_redirect_from_another_browser_or_replayed_installs_nothing(
         async with browser.get(authorize_url, allow_redirects=False) as allowed:
             assert allowed.status == 302
             back = allowed.headers["Location"]
-        assert back.startswith(harness.server.url + REDIRECT_PATH + "?code=")
+        assert back.startswith(harness.server.url + OAUTH_REDIRECT_PATH + "?code=")
         # Another browser (no state cookie: a link sent to a victim) installs nothing.
         async with aiohttp.ClientSession() as other, other.get(back) as page:
             assert page.status == 400
@@ -256,3 +257,20 @@ async def test_a_redirect_from_another_browser_or_replayed_installs_nothing(
         async with browser.get(back) as page:  # with it put back: the state was consumed
             assert page.status == 401
     assert beta.installs == [(BETA, BETA_REQUESTER)]
+
+
+async def test_the_oauth_web_is_ready_and_serves_metrics_beside_the_install_routes(
+    harness: Harness, beta: Sandbox
+) -> None:
+    """OAuth mode has no one bot token: ``/readyz`` checks the rest (no ``auth.test``
+    without a token), and ``/metrics`` and ``/slack/install`` are served together."""
+    assert harness.server is not None
+    async with aiohttp.ClientSession() as session:
+        async with session.get(harness.server.url + "/readyz") as ready:
+            assert ready.status == 200, await ready.text()
+            assert (await ready.json())["checks"]["slack"] == "ok"
+        async with session.get(harness.server.url + "/metrics") as metrics:
+            assert metrics.status == 200
+        async with session.get(harness.server.url + INSTALL_PATH, allow_redirects=False) as start:
+            assert start.status == 302
+    assert not [c for c in harness.sandbox.calls if c["method"] == "auth.test" and not c["ok"]]

@@ -9,9 +9,11 @@ from pydantic_settings import BaseSettings
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.settings import (
+    DEMO_APP_TOKEN,
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
     DemoSettings,
+    LogSettings,
     ReleaseSettings,
     WebSettings,
     WorkerSettings,
@@ -25,6 +27,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "SLACK_CLIENT_ID",
         "SLACK_CLIENT_SECRET",
         "SLACK_REDIRECT_URI",
+        "SLACK_APP_TOKEN",
         "SLACK_API_URL",
         "DATABASE_URL",
         "REDIS_URL",
@@ -48,9 +51,13 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "WORKSPACE_DIR",
         "POLL_INTERVAL_S",
         "LEASE_S",
+        "METRICS_PORT",
         "MAX_CONCURRENT_RUNS",
+        "STOP_GRACE_S",
+        "CHECKPOINT_RETENTION_DAYS",
     },
     ReleaseSettings: {"DATABASE_URL"},
+    LogSettings: {"LOG_FORMAT"},
     DemoSettings: {"MODEL", "AGENT", "POLICY"},
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
@@ -69,6 +76,7 @@ FOREIGN = {
     "SLACK_CLIENT_ID": "foreign.client",
     "SLACK_CLIENT_SECRET": "",
     "SLACK_REDIRECT_URI": "https://foreign.invalid/slack/oauth_redirect",
+    "SLACK_APP_TOKEN": DEMO_APP_TOKEN,
     "SLACK_API_URL": "http://foreign.invalid/api/",
     "DATABASE_URL": "",
     "REDIS_URL": "redis://foreign.invalid:6379/0",
@@ -84,7 +92,11 @@ FOREIGN = {
     "WORKSPACE_DIR": "/foreign/workspace",
     "POLL_INTERVAL_S": "-999",
     "LEASE_S": "-999",
-    "MAX_CONCURRENT_RUNS": "-7",
+    "METRICS_PORT": "not-a-port",
+    "LOG_FORMAT": "xml",
+    "MAX_CONCURRENT_RUNS": "-31337",
+    "STOP_GRACE_S": "-999",
+    "CHECKPOINT_RETENTION_DAYS": "-999",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 

@@ -1,0 +1,167 @@
+"""Log lines: plain text or JSON (``LOG_FORMAT=json``), with the approval's IDs, and
+never a secret.
+
+Every module logs with the standard library (``logging.getLogger(__name__)``); the
+root handler formats each record with structlog's ``ProcessorFormatter``, so the
+libraries' lines (Bolt, slack_sdk, psycopg, aiohttp, asyncio) go the same way:
+
+1. the IDs bound by ``agent_bridge.log_context`` (structlog's contextvars) are added;
+2. time (ISO 8601, UTC), level, logger name, the traceback if any;
+3. ``scrub``: every registered secret (``add_secrets``: the process's Slack tokens,
+   signing secret, database and Redis passwords) and anything shaped like a Slack token
+   or a URL's password is replaced by ``SECRET_MARK``, in the message, the traceback
+   and every field;
+4. one line: JSON (an object per line: ``timestamp``, ``level``, ``logger``, ``event``,
+   the IDs, ``exception``) or text (``<time> <LEVEL> <logger>: <message> key=value...``).
+
+The command line's own error messages go through ``scrub`` too (``bot.cli``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable
+from typing import IO, Any, Literal
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from agent_bridge.log_context import KEYS
+
+LogFormat = Literal["text", "json"]
+SECRET_MARK = "[secret]"
+MIN_SECRET_CHARS = 4
+"""Shorter values are not registered: masking them would mask ordinary words."""
+
+SECRET_SHAPES = (
+    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
+    re.compile(r"\bxapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
+    re.compile(r"(?<=://)([^:/?#@\s]*):[^@/?#\s]+(?=@)"),  # scheme://user:password@
+    re.compile(r"(?i)(?<=password=)[^&\s'\"]+"),  # conninfo or query password=...
+)
+"""Secrets recognised by their shape, registered or not (an installation's token, a
+URL in a library's message)."""
+URL_PASSWORD = SECRET_SHAPES[2]
+
+_secrets: set[str] = set()
+
+
+def add_secrets(values: Iterable[str | None]) -> None:
+    """Register values no log line or error message may show (kept for the process's
+    life; values shorter than ``MIN_SECRET_CHARS`` are ignored)."""
+    _secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+SECRET_FIELDS = (
+    "slack_bot_token",
+    "slack_signing_secret",
+    "slack_app_token",
+    "slack_client_secret",
+)
+"""Settings fields whose whole value is a secret (any process's settings class)."""
+URL_FIELDS = ("database_url", "redis_url")
+"""Settings fields that are URLs whose password is a secret."""
+
+
+def settings_secrets(settings: object) -> list[str]:
+    """The secrets a process's settings hold (``SECRET_FIELDS``' values and the
+    passwords of ``URL_FIELDS``' URLs), for ``add_secrets``."""
+    found = [getattr(settings, name, None) for name in SECRET_FIELDS]
+    for name in URL_FIELDS:
+        found += url_secrets(getattr(settings, name, None))
+    return [value for value in found if isinstance(value, str)]
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The password of a ``postgresql://`` or ``redis://`` URL, as written and decoded,
+    and any ``password=`` in its query (what ``add_secrets`` should be given)."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        found = [parts.password] if parts.password else []
+        found += parse_qs(parts.query).get("password", [])
+    except ValueError:  # an unreadable URL: mask all of it
+        return [url]
+    return found + [unquote(p) for p in found]
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret and every ``SECRET_SHAPES`` match masked."""
+    for secret in sorted(_secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, SECRET_MARK)
+    for shape in SECRET_SHAPES:
+        if shape is URL_PASSWORD:
+            text = shape.sub(lambda m: f"{m.group(1)}:{SECRET_MARK}", text)
+        else:
+            text = shape.sub(SECRET_MARK, text)
+    return text
+
+
+def scrub_event(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: ``scrub`` every string of the event (message, traceback,
+    fields)."""
+    return {key: _scrubbed(value) for key, value in event_dict.items()}
+
+
+def _scrubbed(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    return scrub(repr(value))
+
+
+def text_line(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
+    """structlog renderer: ``<time> <LEVEL> <logger>: <message> key=value...``, the
+    traceback on the lines after."""
+    ids = " ".join(f"{k}={event_dict[k]}" for k in KEYS if k in event_dict)
+    line = (
+        f"{event_dict.get('timestamp', '')} {str(event_dict.get('level', '')).upper()} "
+        f"{event_dict.get('logger', '')}: {event_dict.get('event', '')}"
+    )
+    line += f" {ids}" if ids else ""
+    exception = event_dict.get("exception")
+    return f"{line}\n{exception}" if exception else line
+
+
+def formatter(log_format: LogFormat) -> logging.Formatter:
+    """The formatter of every handler: ``log_format`` lines with the bound IDs, scrubbed."""
+    renderer: Processor = (
+        structlog.processors.JSONRenderer(ensure_ascii=False) if log_format == "json" else text_line
+    )
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+        ],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            scrub_event,
+            renderer,
+        ],
+    )
+
+
+def handler(log_format: LogFormat, stream: IO[str] | None = None) -> logging.Handler:
+    """A stream handler (stderr by default) with ``formatter(log_format)``."""
+    out = logging.StreamHandler(stream or sys.stderr)
+    out.setFormatter(formatter(log_format))
+    return out
+
+
+def configure_logging(*, level: str, log_format: LogFormat) -> None:
+    """Send every log record of the process through one ``handler(log_format)`` at
+    ``level`` (``DEBUG``, ``INFO``...), replacing the root logger's handlers."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler(log_format))
+    root.setLevel(level.upper())

@@ -1,0 +1,125 @@
+"""Socket Mode: the web process takes Slack's deliveries over a websocket it opens.
+
+With ``SLACK_APP_TOKEN`` (an app-level token, ``xapp-…``, with ``connections:write``) the
+Bolt app of ``bot.app.create_app`` (the same listeners, the same guards) is served by
+slack_bolt's ``AsyncSocketModeHandler`` over slack_sdk's aiohttp Socket Mode client:
+``apps.connections.open`` for a URL, the websocket, each envelope dispatched to Bolt and
+acked with the listener's answer (``response_action`` and all), and a new connection
+whenever Slack asks (``disconnect``) or the connection is lost (the client pings every
+``ping_interval_s`` and reconnects when pongs stop). So a developer can run against a
+real workspace without a public URL (https://api.slack.com/apis/socket-mode).
+
+Requests arrive unsigned over the app's own authenticated websocket, so Bolt skips the
+signature check for them; what the HTTP edge (``bot.app.create_web_app``) refuses before
+Bolt (a ``block_actions`` without actions, a body Bolt cannot read) is refused here too,
+logged and not acked, as a 400 is not an answer Slack accepts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from aiohttp import ClientError
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.socket_mode.async_internals import (
+    run_async_bolt_app,
+    send_async_response,
+)
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+
+from agent_bridge.errors import ConfigurationError
+from bot.app import is_unreadable
+
+logger = logging.getLogger(__name__)
+
+PING_INTERVAL_S = 5.0
+"""How often the Socket Mode client pings Slack, seconds; a connection whose pongs stop
+for four intervals, or that is closed, is replaced by a new one."""
+
+
+class CheckedSocketModeHandler(AsyncSocketModeHandler):
+    """slack_bolt's ``AsyncSocketModeHandler``, refusing what the HTTP edge refuses
+    before Bolt sees it, and never letting a listener's failure escape unlogged."""
+
+    async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        """Dispatch one envelope to Bolt and ack it with Bolt's answer; an envelope the
+        HTTP edge would answer 400 is logged and left un-acked."""
+        started = time.time()
+        reason = is_unreadable(req.payload)
+        if reason is not None:
+            logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
+            return
+        try:
+            response = await run_async_bolt_app(self.app, req)
+        except Exception:
+            logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
+            return
+        await send_async_response(client, req, response, started)
+
+
+@dataclass
+class SocketModeConnection:
+    """A running Socket Mode connection of the web process."""
+
+    handler: CheckedSocketModeHandler
+
+    @property
+    def client(self) -> SocketModeClient:
+        """slack_sdk's Socket Mode client (``is_connected``, ``wss_uri``)."""
+        return self.handler.client
+
+    async def stop(self) -> None:
+        """Close the websocket and the client's HTTP session."""
+        await self.handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def connect_socket_mode(
+    bolt_app: AsyncApp, *, app_token: str, ping_interval_s: float = PING_INTERVAL_S
+) -> SocketModeConnection:
+    """Open the Socket Mode connection serving ``bolt_app``.
+
+    ``apps.connections.open`` goes to the Web API base URL of ``bolt_app.client`` (the
+    sandbox's in tests and the demo), with ``app_token``.
+
+    Args:
+        bolt_app: The app of ``bot.app.create_app``.
+        app_token: The app-level token (``xapp-…``).
+        ping_interval_s: Seconds between the client's pings (tests shorten it, so a cut
+            connection is noticed sooner).
+
+    Returns:
+        The connection, once the first websocket is open; it reconnects by itself.
+
+    Raises:
+        ConfigurationError: Slack refused the app-level token (``invalid_auth``, a bot
+            token: ``not_allowed_token_type``) or could not be reached; slack_sdk's
+            client would otherwise retry forever.
+    """
+    handler = CheckedSocketModeHandler(
+        bolt_app, app_token=app_token, ping_interval=ping_interval_s, logger=logger
+    )
+    try:
+        # The first URL is asked here, so a refused token stops the start; connect()
+        # uses it, and asks again itself for every later connection.
+        handler.client.wss_uri = await handler.client.issue_new_wss_url()
+    except SlackApiError as exc:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        raise ConfigurationError(
+            f"SLACK_APP_TOKEN was refused by apps.connections.open: "
+            f"{code or exc.response.status_code}. Use an app-level token (xapp-...) with "
+            "connections:write, from api.slack.com: Basic Information."
+        ) from None
+    except (ClientError, TimeoutError) as exc:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        raise ConfigurationError(
+            f"Slack's apps.connections.open could not be reached ({type(exc).__name__}); "
+            "check SLACK_API_URL and the network, then restart."
+        ) from None
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    return SocketModeConnection(handler=handler)

@@ -1,0 +1,76 @@
+"""``bot.acked_work`` on a real Bolt ``AsyncApp``: the work after an ``ack()`` (a
+listener's body and a lazy listener) is kept until it ends, and named when a stop
+cannot wait for it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.acked_work import AckedWork
+from slack_sandbox.delivery import payload_body
+from slack_sandbox.payloads import block_actions_payload
+
+FORM: dict[str, str | Sequence[str]] = {"content-type": "application/x-www-form-urlencoded"}
+
+
+async def authorize(**_: Any) -> AuthorizeResult:
+    return AuthorizeResult(enterprise_id=None, team_id="T1", bot_user_id="UBOT", bot_token="x")
+
+
+def click(action_id: str, value: str) -> AsyncBoltRequest:
+    payload = block_actions_payload(
+        team_id="T1",
+        user_id="U1",
+        user_name="u1",
+        channel_id="C1",
+        channel_name="general",
+        message={"ts": "1.0", "text": "card"},
+        is_ephemeral=False,
+        block={"block_id": "b"},
+        button={"action_id": action_id, "value": value},
+        trigger_id="1.1.t",
+        response_url="https://hooks.slack.invalid/1",
+        action_ts="1.0",
+    )
+    return AsyncBoltRequest(body=payload_body(payload).decode(), headers=FORM)
+
+
+async def test_work_after_the_ack_is_kept_until_it_ends_and_named_if_it_does_not() -> None:
+    app = AsyncApp(authorize=authorize, signing_secret="unused", request_verification_enabled=False)
+    go = asyncio.Event()
+    done: list[str] = []
+
+    async def body_after_ack(ack: Any) -> None:
+        await ack()
+        await go.wait()
+        done.append("body")
+
+    async def just_ack(ack: Any) -> None:
+        await ack()
+
+    async def lazy_work() -> None:
+        await go.wait()
+        done.append("lazy")
+
+    app.action("approve")(body_after_ack)
+    app.action("later")(ack=just_ack, lazy=[lazy_work])
+    acked = AckedWork.watch(app)
+
+    assert (await app.async_dispatch(click("approve", "req1.v1"))).status == 200
+    assert (await app.async_dispatch(click("later", "req2.v2"))).status == 200
+    assert acked.pending == 2 and done == []  # both acked, neither finished
+
+    left = await acked.drain(0.01)  # the work waits on ``go``: it cannot end in time
+    assert left == [
+        "block_actions approve value=req1.v1 by U1",
+        "block_actions later value=req2.v2 by U1",
+    ]
+    go.set()
+    assert await acked.drain(5.0) == []
+    assert sorted(done) == ["body", "lazy"] and acked.pending == 0

@@ -1,0 +1,180 @@
+"""Log lines: JSON with ``LOG_FORMAT=json``, the approval's IDs on every line about it
+(bound by context), and no secret in any line or error message.
+
+The end-to-end test captures every log line of a real run (web app, worker, Bolt,
+slack_sdk, psycopg, aiohttp; at DEBUG) through the production formatter and scans it
+for the run's secrets: the bot token, the signing secret and the database password.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_bridge import log_context, logs
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import WebConfig, WorkerConfig
+from tests.harness import REVIEWER, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
+from tests.test_cli import agent_bridge, clean_environment
+
+DB_PASSWORD = "db-pass-7Yq2"
+"""PostgreSQL here trusts local connections, so any password works: it is in the URL
+the processes use, so a line that leaks the URL leaks it."""
+
+
+def with_password(url: str) -> str:
+    return url.replace("postgresql://postgres@", f"postgresql://postgres:{DB_PASSWORD}@")
+
+
+@pytest.fixture
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
+    return settings.model_copy(update={"database_url": with_password(settings.database_url)})
+
+
+@pytest.fixture
+def web_settings(web_settings: WebConfig) -> WebConfig:
+    return web_settings.model_copy(
+        update={"database_url": with_password(web_settings.database_url)}
+    )
+
+
+@pytest.fixture
+def json_lines() -> Iterator[io.StringIO]:
+    """Every log record of the test, at DEBUG, as production writes them with
+    ``LOG_FORMAT=json``, and the secrets registered as ``bot.cli`` does."""
+    logs.add_secrets([TEST_BOT_TOKEN, TEST_SIGNING_SECRET, DB_PASSWORD])
+    stream = io.StringIO()
+    handler = logs.handler("json", stream)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+async def test_a_run_logs_json_with_its_ids_and_no_secret(
+    harness: Harness, json_lines: io.StringIO
+) -> None:
+    assert DB_PASSWORD in harness.settings.database_url  # the run really uses it
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    assert (await harness.click(write, "approve"))[0] == 200
+    await harness.reject(sql, "Not today.")
+    await harness.finished(run)
+
+    text = json_lines.getvalue()
+    for secret in (TEST_BOT_TOKEN, TEST_SIGNING_SECRET, DB_PASSWORD):
+        assert secret not in text
+    lines = [json.loads(line) for line in text.splitlines()]  # every line is one object
+    assert len(lines) > 20
+    assert all({"timestamp", "level", "logger", "event"} <= set(line) for line in lines)
+
+    decided = [
+        line
+        for line in lines
+        if line["logger"] == "bot.recorder" and write.request_id in line["event"]
+    ]
+    assert (
+        decided
+        and decided[0]
+        | {
+            "run_id": run.run_id,
+            "thread_id": run.thread_id,
+            "interrupt_id": write.interrupt_id,
+            "request_id": write.request_id,
+            "team_id": run.team_id,
+            "user_id": REVIEWER,
+        }
+        == decided[0]
+    )
+    posted = [
+        line
+        for line in lines
+        if line["logger"] == "agent_bridge.run_driver" and line["event"].endswith(" posted")
+    ]
+    assert {line["request_id"] for line in posted} == {write.request_id, sql.request_id}
+    assert all(
+        line["run_id"] == run.run_id and line["thread_id"] == run.thread_id for line in posted
+    )
+    drive = [line for line in lines if line.get("run_id") == run.run_id]
+    assert {line["logger"] for line in drive} >= {"agent_bridge.run_driver", "bot.recorder"}
+    assert not [line for line in lines if line.get("run_id") not in (None, run.run_id)]
+
+
+def test_scrub_masks_registered_secrets_and_secret_shapes() -> None:
+    logs.add_secrets(["hunter2-registered", "abc"])  # too short to register
+    text = logs.scrub(
+        "token xoxb-1234-5678-abcdef, app xapp-1-A0-99, hunter2-registered, abc, "
+        "postgresql://app:p%40ss@db:5432/app, redis://:r3dis@cache:6379/0, "
+        "host=db password=s3cret dbname=app"
+    )
+    assert text == (
+        "token [secret], app [secret], [secret], abc, "
+        "postgresql://app:[secret]@db:5432/app, redis://:[secret]@cache:6379/0, "
+        "host=db password=[secret] dbname=app"
+    )
+
+
+def test_settings_secrets_are_the_credentials_and_url_passwords() -> None:
+    settings = WebConfig(
+        slack_signing_secret="sign-secret",
+        slack_bot_token="xoxb-1",
+        database_url="postgresql://u:p%20w@h/db?password=q2",
+        redis_url="redis://:rpw1@h:6379/0",
+    )
+    assert set(logs.settings_secrets(settings)) == {
+        "sign-secret",
+        "xoxb-1",
+        "p%20w",
+        "p w",
+        "q2",
+        "rpw1",
+    }
+
+
+def test_text_lines_carry_the_bound_ids() -> None:
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.text_lines")
+    logger.addHandler(logs.handler("text", stream))
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    with log_context.bound(run_id="run-1", request_id="req-1"):
+        logger.info("card %s", "posted")
+    logger.info("after")
+    first, second = stream.getvalue().splitlines()
+    assert first.endswith(" INFO tests.text_lines: card posted run_id=run-1 request_id=req-1")
+    assert second.endswith(" INFO tests.text_lines: after")
+
+
+def test_an_unknown_context_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a log context key"), log_context.bound(run="r"):
+        pass
+
+
+def test_an_unreachable_database_at_start_shows_no_password(tmp_path: Any) -> None:
+    password = "s3cret pw"  # a space: libpq's own message quotes the password
+    result = agent_bridge(
+        "web",
+        env=clean_environment(
+            SLACK_SIGNING_SECRET="a-real-looking-secret",
+            SLACK_BOT_TOKEN="xoxb-2-real-looking",
+            DATABASE_URL=f"postgresql://app:{password}@127.0.0.1:1/app",
+            LOG_FORMAT="json",
+        ),
+    )
+    assert result.returncode == 2
+    assert password not in result.stderr and "s3cret" not in result.stderr
+    assert "xoxb-2-real-looking" not in result.stderr
+    assert "agent-bridge web: Cannot connect to PostgreSQL" in result.stderr
+    logged = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert logged and all(line["logger"] == "psycopg.pool" for line in logged)
+    assert "[secret]" in logged[0]["event"]

@@ -1,0 +1,245 @@
+"""End to end over Socket Mode: the web process with ``SLACK_APP_TOKEN`` takes every
+delivery over the websocket it opens to the sandbox (``apps.connections.open``, ``hello``,
+envelopes acked with their answers), with the same listeners and guards as over HTTP.
+
+The agent is ``tests.report_agent`` (structured arguments), so an edit can fail on the
+form; the modal's ``response_action: "errors"`` travels back in the envelope's ack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.settings import (
+    DEMO_APP_TOKEN,
+    WebConfig,
+    WebSettings,
+    WorkerConfig,
+    read_settings,
+)
+from bot import ids
+from bot.app import EVENTS_PATH
+from bot.socket_mode import connect_socket_mode
+from slack_sandbox import Sandbox
+from slack_sandbox.delivery import FORM, payload_body
+from slack_sandbox.socket_mode import RETRY_REASON
+from tests.harness import (
+    CHANNEL,
+    REQUESTER,
+    REVIEWER,
+    TEST_APP_TOKEN,
+    TEST_BOT_TOKEN,
+    TEST_SIGNING_SECRET,
+    Harness,
+)
+from tests.slack_bodies import APPROVE, click_payload
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CALL = {
+    "tool_calls": [
+        {
+            "name": "send_report",
+            "args": {"recipients": ["ada@example.com"], "copies": 2, "subject": "November"},
+        }
+    ]
+}
+
+
+@pytest.fixture
+def agent_settings(settings: WorkerConfig) -> WorkerConfig:
+    return settings.model_copy(
+        update={"agent": "tests.report_agent:tools", "policy": FIXTURES / "report_policy.yml"}
+    )
+
+
+@pytest.fixture
+def web_settings(web_settings: WebConfig) -> WebConfig:
+    """The web app in Socket Mode."""
+    return web_settings.model_copy(update={"slack_app_token": TEST_APP_TOKEN})
+
+
+def socket(harness: Harness) -> Any:
+    """The sandbox's Socket Mode side."""
+    assert harness.sandbox.socket_mode is not None
+    return harness.sandbox.socket_mode
+
+
+def envelope_types(harness: Harness) -> set[str]:
+    return {envelope["type"] for envelope in socket(harness).envelopes}
+
+
+async def approve_a_report(harness: Harness) -> None:
+    """A run from the slash command to its end, approved with one click."""
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    status, _ = await harness.click(request, "approve")
+    assert status == 200
+    assert (await harness.finished(run)).state == RunState.DONE
+
+
+async def test_the_approval_loop_runs_over_socket_mode(harness: Harness) -> None:
+    """A command, a modal opened and submitted with a field error, then fixed, all as
+    envelopes; the app serves no HTTP endpoint for Slack."""
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    view = await harness.open_modal(request, "edit")
+    recipients = ids.arg_block_id("recipients")
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values={recipients: '"ada@example.com"'}
+    )
+    assert status == 200 and body is not None and body["response_action"] == "errors"
+    assert "Must be a list" in body["errors"][recipients]
+    ack = socket(harness).acks[-1]
+    assert ack["payload"] == body  # the field error came back in the envelope's ack
+    stored = await harness.store.get_request(request.request_id)
+    assert stored is not None and stored.state == ApprovalState.PENDING and not stored.decision
+
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"],
+        user_id=REVIEWER,
+        values={recipients: '["grace@example.com"]'},
+    )
+    assert status == 200 and not body
+    assert (await harness.finished(run)).state == RunState.DONE
+    decided = await harness.store.get_request(request.request_id)
+    assert decided is not None and decided.decision is not None
+    assert decided.decision.type == "edit"
+    assert envelope_types(harness) == {"slash_commands", "interactive"}
+    assert harness.server is not None
+    async with aiohttp.ClientSession() as session:  # Slack sends nothing over HTTP now
+        async with session.post(harness.server.url + EVENTS_PATH, data=b"x") as response:
+            assert response.status == 404
+
+
+async def test_a_guard_refuses_over_socket_mode_as_over_http(harness: Harness) -> None:
+    """The requester's own click is refused by the same guard (four eyes), privately."""
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    status, _ = await harness.click(request, "approve", user_id=REQUESTER)
+    assert status == 200
+    told = await harness.wait_for(lambda: harness.ephemeral("four eyes"))
+    assert told["user"] == REQUESTER
+    stored = await harness.store.get_request(request.request_id)
+    assert stored is not None and stored.state == ApprovalState.PENDING
+
+
+async def test_a_cut_connection_reconnects_and_keeps_working(harness: Harness) -> None:
+    sm = socket(harness)
+    assert sm.opened == 1
+    sm.drop()  # no close frame: the client finds out when its pings go unanswered
+    await harness.wait_for(lambda: _opened(sm, 2))  # a new connection after the cut
+    await approve_a_report(harness)
+    await sm.refresh()  # Slack's disconnect (refresh_requested): move to a new URL
+    await harness.wait_for(lambda: _opened(sm, 3))  # and after the refresh
+    await approve_a_report(harness)
+
+
+async def _opened(sm: Any, count: int) -> bool:
+    return sm.opened >= count and bool(sm.connections)
+
+
+async def test_an_event_whose_ack_is_lost_is_sent_again_and_handled_once(
+    harness: Harness,
+) -> None:
+    """Slack sends an un-acked ``events_api`` envelope again (``retry_attempt`` 1); the
+    app acks the retry and Bolt's de-duplication keeps it from starting a second run."""
+    sm = socket(harness)
+    sm.lose_acks = 1
+    status, _ = await harness.sandbox.mention(
+        user_id=REQUESTER, channel_id=CHANNEL, text="Send the November report"
+    )
+    assert status == 200
+    events = [e for e in sm.envelopes if e["type"] == "events_api"]
+    assert [(e["retry_attempt"], e["retry_reason"]) for e in events] == [(0, ""), (1, RETRY_REASON)]
+    assert len({e["envelope_id"] for e in events}) == 1
+    assert harness.web_store.runs_asked == 1  # the retry reached no listener
+    runs = await harness.store.db.fetch_all("SELECT run_id FROM runs")
+    assert len(runs) == 1
+
+
+async def test_a_click_without_actions_is_refused_unacked_and_the_connection_goes_on(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the HTTP edge answers 400 is not acked (nor dispatched) over Socket Mode.
+
+    Envelopes are handled in the order they arrive, and a refusal needs no I/O, so once a
+    later envelope is acked the refused one would have been acked already if it were."""
+    sm = socket(harness)
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    assert request.channel_id and request.message_ts
+    message = harness.sandbox.message(request.channel_id, request.message_ts)
+    clicked = click_payload(
+        message,
+        channel_id=request.channel_id,
+        action_id=APPROVE,
+        value=f"{request.request_id}.{request.version}",
+        user_id=REVIEWER,
+    )
+    clicked["actions"] = []
+    refused = asyncio.create_task(sm.deliver(payload_body(clicked), content_type=FORM))
+    await harness.wait_for(lambda: _sent(sm, "interactive"))
+    status, _ = await harness.click(request, "approve")  # a later envelope, acked
+    assert status == 200
+    refused_id = next(e["envelope_id"] for e in sm.envelopes if e["type"] == "interactive")
+    assert refused_id not in {ack["envelope_id"] for ack in sm.acks}
+    refused.cancel()
+    assert (await harness.finished(run)).state == RunState.DONE
+    said = [r for r in caplog.records if r.name == "bot.socket_mode"]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert "block_actions without actions" in said[0].getMessage()
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []  # no traceback
+
+
+async def _sent(sm: Any, kind: str) -> bool:
+    return any(e["type"] == kind for e in sm.envelopes)
+
+
+async def test_a_refused_app_token_stops_the_start_with_a_clear_error() -> None:
+    sandbox = Sandbox(
+        signing_secret=TEST_SIGNING_SECRET, bot_token=TEST_BOT_TOKEN, app_token=TEST_APP_TOKEN
+    )
+    await sandbox.start()
+    app = AsyncApp(
+        client=AsyncWebClient(base_url=sandbox.api_url, token=TEST_BOT_TOKEN),
+        signing_secret=TEST_SIGNING_SECRET,
+    )
+    try:
+        for token, said in [("xapp-not-this-one", "invalid_auth"), (TEST_BOT_TOKEN, "not_allowed")]:
+            with pytest.raises(ConfigurationError, match=f"SLACK_APP_TOKEN .*{said}") as caught:
+                await connect_socket_mode(app, app_token=token)
+            assert token not in str(caught.value)
+        assert sandbox.socket_mode is not None and sandbox.socket_mode.opened == 0
+    finally:
+        await sandbox.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("xoxb-123-abc", "SLACK_APP_TOKEN: is not an app-level token (xapp-...)"),
+        (DEMO_APP_TOKEN, "SLACK_APP_TOKEN is the demo's public value: set your app's app-level"),
+        ("", "SLACK_APP_TOKEN: is not an app-level token"),
+    ],
+)
+def test_a_wrong_app_token_is_named_never_shown(
+    monkeypatch: pytest.MonkeyPatch, value: str, said: str
+) -> None:
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "0f3c9a-not-public")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-not-public")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app@127.0.0.1:1/app")
+    monkeypatch.setenv("SLACK_APP_TOKEN", value)
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(WebSettings)
+    assert said in str(caught.value)
+    assert not value or value not in str(caught.value)

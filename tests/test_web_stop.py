@@ -1,0 +1,76 @@
+"""SIGTERM of a real ``agent-bridge web`` process while an acked click is being recorded.
+
+The database is made slow on purpose: another connection holds a lock on the request's
+row, so the click's compare-and-set waits on it after the click was acked. The process
+is stopped in that window; the decision must still be recorded, and the process must
+stop taking requests at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.scripted_model import DEMO_TASK
+from bot.app import EVENTS_PATH
+from tests.harness import REVIEWER, Harness
+from tests.test_faults import rows_locked
+from tests.web_process import EXIT_TIMEOUT_S, answers, start_web_process
+
+WAITING_ON_LOCK = """SELECT count(*) AS waiting FROM pg_stat_activity
+    WHERE datname = %(db)s AND wait_event_type = 'Lock' AND query ILIKE %(query)s"""
+
+
+async def waiting_on_lock(url: str, query_start: str) -> bool:
+    """Whether a session of ``url``'s database waits on a lock in a statement beginning
+    with ``query_start``."""
+    db = conninfo_to_dict(url)["dbname"]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(WAITING_ON_LOCK, {"db": db, "query": f"{query_start}%"})
+        row = await cur.fetchone()
+        return bool(row and row[0])
+
+
+async def test_sigterm_while_an_acked_click_waits_on_the_database_records_it(
+    harness: Harness, tmp_path: Path
+) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    log = tmp_path / "web.log"
+    web, url = await start_web_process(harness, log)
+    url_db = harness.settings.database_url
+    async with rows_locked(url_db, [write.request_id], "FOR UPDATE"):
+        status, _ = await harness.click(write, "approve")
+        assert status == 200  # acked: for Slack the click is done
+        await harness.wait_for(lambda: waiting_on_lock(url_db, "UPDATE approval_requests"))
+        web.send_signal(signal.SIGTERM)
+        # It stops taking requests at once, while the acked click is still unrecorded.
+        await harness.wait_for(lambda: _refuses(url))
+        assert web.returncode is None
+        stored = await harness.store.get_request(write.request_id)
+        assert stored is not None and stored.state == ApprovalState.PENDING
+    # The lock is gone: the acked click's work finishes, then the process exits.
+    assert await asyncio.wait_for(web.wait(), EXIT_TIMEOUT_S) == 0, log.read_text()
+    recorded = await harness.store.get_request(write.request_id)
+    assert recorded is not None and recorded.state != ApprovalState.PENDING
+    assert recorded.decision is not None and recorded.decision.type == "approve"
+    assert recorded.decided_by == REVIEWER
+    text = log.read_text()
+    assert "finishing the work of 1 acked requests" in text
+    assert "stopped before the work" not in text
+    # The run goes on with it (the other card decided through the in-process web app).
+    assert harness.server is not None
+    harness.sandbox.request_url = harness.server.url + EVENTS_PATH
+    await harness.reject(sql, "Not today.")
+    assert (await harness.finished(run)).state == RunState.DONE
+    applied = await harness.store.get_request(write.request_id)
+    assert applied is not None and applied.state == ApprovalState.APPLIED
+
+
+async def _refuses(url: str) -> bool:
+    return not await answers(url)
