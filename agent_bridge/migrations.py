@@ -214,6 +214,27 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         """CREATE INDEX runs_checkpoints_to_prune ON runs (updated_at)
             WHERE state IN ('done', 'failed') AND checkpoint_pruned_at IS NULL""",
     ),
+    (
+        # issue 12: the app installed in many workspaces (OAuth): each workspace's bot
+        # token, and the OAuth flow's one-time states (bot.installations)
+        """CREATE TABLE slack_installations (
+            team_id TEXT PRIMARY KEY,
+            enterprise_id TEXT,
+            team_name TEXT,
+            app_id TEXT,
+            bot_id TEXT,
+            bot_user_id TEXT NOT NULL,
+            bot_token TEXT NOT NULL,
+            bot_scopes TEXT NOT NULL,
+            installer_id TEXT,
+            installed_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE slack_oauth_states (
+            state TEXT PRIMARY KEY,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX runs_team ON runs (team_id)",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
@@ -43,7 +43,8 @@ SLACK_WEB_API_URL = "https://slack.com/api/"
 
 WHAT_TO_SET = {
     "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",
-    "slack_bot_token": "the app's bot token, xoxb-..., from api.slack.com: OAuth & Permissions",
+    "slack_bot_token": "the app's bot token, xoxb-..., from api.slack.com: OAuth & Permissions,"
+    " or instead SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install it in many workspaces",
     "database_url": "postgresql://user:pass@host:5432/db",
 }
 """What a required variable should hold, for the message when it is missing."""
@@ -56,9 +57,17 @@ REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 class ProcessConfig(BaseModel):
-    """What both the ``web`` and the ``worker`` processes are wired with."""
+    """What both the ``web`` and the ``worker`` processes are wired with.
 
-    slack_bot_token: str = Field(repr=False)
+    Slack credentials come in one of two modes: one bot token (``SLACK_BOT_TOKEN``, the
+    default: one workspace) or OAuth (``SLACK_CLIENT_ID``: the app installed in many
+    workspaces, each one's bot token kept in the database by ``/slack/install``).
+    """
+
+    slack_client_id: str | None = None
+    """The app's Client ID: set, the app is installed with OAuth (many workspaces)."""
+    slack_bot_token: str | None = Field(default=None, repr=False, validate_default=True)
+    """One workspace's bot token; unset in OAuth mode."""
     slack_api_url: str = SLACK_WEB_API_URL
     """Web API base URL; the local sandbox's in tests and the demo."""
     database_url: str = Field(repr=False)
@@ -69,6 +78,31 @@ class ProcessConfig(BaseModel):
     """The Redis pub/sub channel of this deployment's signals; unset: one named after
     ``DATABASE_URL``'s host, port and database (``agent_bridge.redis_bus.signal_channel``),
     so deployments sharing a Redis server do not wake each other's workers."""
+
+    @property
+    def oauth(self) -> bool:
+        """Whether tokens come from the stored installations (OAuth), not ``SLACK_BOT_TOKEN``."""
+        return self.slack_client_id is not None
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _one_token_mode(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Exactly one mode: a bot token, or OAuth's client ID (the message names the
+        variables, never a value)."""
+        oauth = info.data.get("slack_client_id") is not None
+        if value is None and not oauth:
+            raise PydanticCustomError(
+                "slack_mode",
+                "SLACK_BOT_TOKEN is not set ({what})",
+                {"what": WHAT_TO_SET["slack_bot_token"]},
+            )
+        if value is not None and oauth:
+            raise PydanticCustomError(
+                "slack_mode",
+                "SLACK_BOT_TOKEN and SLACK_CLIENT_ID are both set: set the bot token for one"
+                " workspace, or the client ID (and secret) for OAuth, not both",
+            )
+        return value
 
     @field_validator("redis_url")
     @classmethod
@@ -91,6 +125,22 @@ class WebConfig(ProcessConfig):
 
     slack_signing_secret: str = Field(repr=False)
     """Every request from Slack is verified with it."""
+    slack_client_secret: str | None = Field(default=None, repr=False, validate_default=True)
+    """The app's Client Secret (OAuth mode: ``oauth.v2.access`` is called with it)."""
+    slack_redirect_uri: str | None = None
+    """The app's Redirect URL, ``https://HOST/slack/oauth_redirect`` (OAuth mode);
+    unset: the one the app registers."""
+
+    @field_validator("slack_client_secret")
+    @classmethod
+    def _oauth_needs_secret(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """OAuth's client ID and secret come together."""
+        if (info.data.get("slack_client_id") is None) != (value is None):
+            raise PydanticCustomError(
+                "slack_mode", "SLACK_CLIENT_ID and SLACK_CLIENT_SECRET go together: set both"
+            )
+        return value
+
     channel_agents: dict[str, str] = Field(default_factory=dict)
     """Channel ID -> agent name (JSON, e.g. ``{"C0DBA": "sql"}``); runs started in other
     channels go to the ``default`` agent."""
@@ -145,8 +195,11 @@ class WorkerConfig(ProcessConfig):
     they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
 
 
-def refuse_public(value: str) -> str:
-    """Return ``value`` if it can be a production credential (set, and not the demo's)."""
+def refuse_public(value: str | None) -> str | None:
+    """Return ``value`` if it can be a production credential (set, and not the demo's);
+    ``None`` (unset, where that is allowed) passes."""
+    if value is None:
+        return None
     if not value.strip():
         raise PydanticCustomError("empty", "is empty")
     if value.strip() in PUBLIC_VALUES:
@@ -162,20 +215,24 @@ def refuse_public_if_set(value: str | None) -> str | None:
 class WebSettings(BaseSettings, WebConfig):
     """The ``web`` process's ``WebConfig``, from the environment.
 
-    ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the
-    demo's public credentials are refused (``SLACK_APP_TOKEN``'s too).
+    ``SLACK_SIGNING_SECRET``, ``SLACK_BOT_TOKEN`` (or, for OAuth, ``SLACK_CLIENT_ID`` and
+    ``SLACK_CLIENT_SECRET``) and ``DATABASE_URL`` are required; the demo's public
+    credentials are refused (``SLACK_APP_TOKEN``'s too).
     """
 
     model_config = READ_ENVIRONMENT
 
-    _credentials = field_validator("slack_signing_secret", "slack_bot_token")(refuse_public)
+    _credentials = field_validator(
+        "slack_signing_secret", "slack_bot_token", "slack_client_secret"
+    )(refuse_public)
     _app_token = field_validator("slack_app_token")(refuse_public_if_set)
 
 
 class WorkerSettings(BaseSettings, WorkerConfig):
     """A ``worker`` process's ``WorkerConfig``, from the environment.
 
-    ``SLACK_BOT_TOKEN`` and ``DATABASE_URL`` are required; the demo's public token is
+    ``SLACK_BOT_TOKEN`` (or, for OAuth, ``SLACK_CLIENT_ID``: the tokens are then read
+    from the database) and ``DATABASE_URL`` are required; the demo's public token is
     refused. The worker reads no ``SLACK_SIGNING_SECRET``: it only calls Slack, it never
     receives (or verifies) Slack's requests.
     """
@@ -282,8 +339,14 @@ def describe_error(error: ErrorDetails) -> str:
         return f"{variable} is not set" + (f" ({what})" if what else "")
     if error["type"] == "empty":
         return f"{variable} is empty" + (f" ({what})" if what else "")
+    if error["type"] == "slack_mode":
+        return error["msg"]
     if error["type"] == "public":
-        kinds = {"slack_signing_secret": "signing secret", "slack_app_token": "app-level token"}
+        kinds = {
+            "slack_signing_secret": "signing secret",
+            "slack_client_secret": "client secret",
+            "slack_app_token": "app-level token",
+        }
         kind = kinds.get(field, "bot token")
         return f"{variable} is the demo's public value: set your app's {kind}"
     return f"{variable}: {error['msg']}"

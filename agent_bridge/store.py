@@ -48,8 +48,10 @@ from agent_bridge.store_sql import (
     APPROVE_REQUEST,
     CANCEL_OPEN_REQUESTS,
     CLAIM_RUN,
+    CLOSE_TEAM_REQUESTS,
     ESCALATE_REQUEST,
     EXPIRE_REQUEST,
+    FAIL_TEAM_RUNS,
     INSERT_NOTICE,
     INSERT_REQUEST,
     INSERT_RUN,
@@ -573,6 +575,22 @@ class ApprovalStore:
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
                 await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
+        return cancelled
+
+    async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:
+        """The app left workspace ``team_id`` (uninstalled, or its bot token revoked):
+        cancel its open requests, so nobody can decide them, each with its audit event
+        (``reason``: ``note``), and fail its unfinished runs (a worker driving one loses
+        its lease), in one transaction; return the cancelled requests."""
+        now = self.clock()
+        async with self.db.transaction() as tx:
+            rows = await tx.fetch_all(
+                CLOSE_TEAM_REQUESTS, {"team_id": team_id, "note": note, "now": now}
+            )
+            cancelled = [request_from_row(r) for r in rows]
+            for request in cancelled:
+                await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
+            await tx.execute(FAIL_TEAM_RUNS, {"team_id": team_id, "error": note, "now": now})
         return cancelled
 
     # -- who decides: quorum, escalation, refusals, outcomes ---------------------------

@@ -117,6 +117,18 @@ CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note
     revision = revision + 1, changed_at = :now
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
+CLOSE_TEAM_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note,
+    revision = revision + 1, drawn_revision = revision + 1, changed_at = :now
+    WHERE state IN ('pending', 'decided')
+        AND run_id IN (SELECT run_id FROM runs WHERE team_id = :team_id)
+    RETURNING *"""
+"""The workspace's open requests, cancelled; their cards cannot be redrawn (the app is
+gone from the workspace), so they count as drawn."""
+FAIL_TEAM_RUNS = """UPDATE runs SET state = 'failed', error = :error, lease_owner = NULL,
+    lease_until = NULL, updated_at = :now
+    WHERE team_id = :team_id AND state IN ('queued', 'running', 'waiting')"""
+"""The workspace's unfinished runs, failed; a worker driving one finds its lease gone at
+its next renewal and stops (``agent_bridge.lease.Leases.hold``), and its release changes nothing."""
 SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
 SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
     WHERE run_id = :run_id AND notice_key = :notice_key"""

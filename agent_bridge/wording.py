@@ -89,6 +89,12 @@ def run_failed_note(run_id: str) -> str:
     return f"The run failed, so this call will not run (details in the worker's log, run {run_id})."
 
 
+def uninstalled_note(team_id: str) -> str:
+    """A request closed because the app left its workspace (uninstalled, or its bot
+    token revoked): its card can no longer be updated, so this is in the audit trail."""
+    return f"The app was removed from workspace {team_id}, so nobody can decide this call."
+
+
 def invalid_answer_note(errors: dict[str, str]) -> str:
     """A decision that no longer fits the tool (e.g. its schema changed in a deploy);
     ``errors`` are ``check_decision``'s (argument name, or ``""``, -> message)."""

@@ -89,7 +89,7 @@ async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Proc
         "REDIS_URL": web.redis_url or "",
         "SIGNAL_CHANNEL": harness.channel,
         "SLACK_API_URL": harness.sandbox.api_url,
-        "SLACK_BOT_TOKEN": web.slack_bot_token,
+        "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
     }
     async with _served(harness, "bot.cli", env, ("web",)) as process:
@@ -103,7 +103,7 @@ async def bare_bolt_process(harness: Harness) -> AsyncIterator[asyncio.subproces
     web = harness.web_settings
     env = {
         "SLACK_API_URL": harness.sandbox.api_url,
-        "SLACK_BOT_TOKEN": web.slack_bot_token,
+        "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
     }
     async with _served(harness, "bench.bare_bolt", env) as process:

@@ -4,10 +4,13 @@
 ``view_submission`` (Bolt verifies every request's signature and answers 401 to a
 forged or stale one); ``GET /healthz`` answers 200 for load balancers.
 
-Bolt authorizes every request with the installation resolved at process start
-(``bot.slack_client.installation_of_token``), never with an ``auth.test`` on the first
-request's path (Bolt's single-workspace default), so the first click after a start is
-acked as fast as any other.
+With one bot token (the default) Bolt authorizes every request with the installation
+resolved at process start (``bot.slack_client.installation_of_token``), never with an
+``auth.test`` on the first request's path (Bolt's single-workspace default), so the first
+click after a start is acked as fast as any other. With OAuth (``bot.oauth_install``)
+each request is authorized with its workspace's stored installation, ``GET
+/slack/install`` and ``GET /slack/oauth_redirect`` run Bolt's install flow, and every Web
+API call uses the token of the workspace it is for (``bot.workspaces``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
@@ -40,14 +45,16 @@ from bot.groups import GroupListeners
 from bot.guard import Guard
 from bot.home import HomePublisher
 from bot.http_limits import BODY_READ_TIMEOUT_S, MAX_BODY_BYTES
+from bot.manifest import EVENTS_PATH as EVENTS_PATH
+from bot.oauth_install import bolt_options, oauth_gateway
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
+from bot.uninstalls import UninstallListeners
 
 logger = logging.getLogger(__name__)
 
-EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 
 
@@ -75,7 +82,8 @@ def authorize_as(
 def create_app(
     *,
     signing_secret: str,
-    installation: AuthorizeResult,
+    installation: AuthorizeResult | None = None,
+    oauth: AsyncOAuthSettings | None = None,
     store: ApprovalStore,
     bus: Bus,
     client: AsyncWebClient,
@@ -87,7 +95,10 @@ def create_app(
 
     Args:
         signing_secret: The Slack app's signing secret (requests are verified with it).
-        installation: The bot token's installation (``installation_of_token``).
+        installation: The bot token's installation (``installation_of_token``): one
+            workspace, one token.
+        oauth: Instead of ``installation``, Bolt's OAuth settings
+            (``OAuthInstall.settings``): many workspaces, each its stored token.
         store: The approval store.
         bus: Where signals to workers go.
         client: Web API client (its token authorises the app); Bolt gets it, and every
@@ -105,15 +116,23 @@ def create_app(
         session=client.session,
         retry_handlers=client.retry_handlers,
     )
+    if oauth is not None and installation is None:
+        options = bolt_options(oauth)
+    elif installation is not None and oauth is None:
+        options = {"authorize": authorize_as(installation)}
+    else:
+        raise ValueError("create_app takes an installation or OAuth settings, one of them")
     app = AsyncApp(
         client=bolt_client,
-        authorize=authorize_as(installation),
+        **options,
         signing_secret=signing_secret,
         process_before_response=False,
     )
     app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
-    slack = single_workspace(client)
+    slack = oauth_gateway(oauth, client) if oauth else single_workspace(client)
+    if oauth:
+        UninstallListeners(store=store, installations=oauth.installation_store).register(app)
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)
@@ -226,4 +245,27 @@ def create_web_app(
     if serve_events:
         web_app.router.add_post(EVENTS_PATH, events)
     web_app.router.add_get(HEALTH_PATH, healthz)
+    if bolt_app.oauth_flow is not None:
+        web_app.add_routes(install_routes(bolt_app.oauth_flow))
     return web_app
+
+
+def install_routes(flow: AsyncOAuthFlow) -> list[web.RouteDef]:
+    """``GET /slack/install`` and ``GET /slack/oauth_redirect``: Bolt's install flow.
+
+    They are an admin's browser, not Slack, so nothing is signed: the redirect is
+    checked by the one-time ``state`` in its query and the installer's cookie
+    (``bot.oauth_states``), then its ``code`` is exchanged with ``oauth.v2.access``."""
+
+    async def install(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_installation(_browser(request)))
+
+    async def redirect(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_callback(_browser(request)))
+
+    return [web.get(flow.install_path, install), web.get(flow.redirect_uri_path, redirect)]
+
+
+def _browser(request: web.Request) -> AsyncBoltRequest:
+    """A browser's GET as Bolt's request (its query and cookies; no body)."""
+    return AsyncBoltRequest(body="", query=request.query_string, headers=dict(request.headers))

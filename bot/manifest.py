@@ -21,11 +21,12 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from bot.app import EVENTS_PATH
 from bot.starts import COMMAND
 
 PLACEHOLDER_URL = "https://<your-host>"
 """The base URL in the repository's ``manifest.yml``, replaced by the admin's host."""
+EVENTS_PATH = "/slack/events"
+"""Where Slack sends commands, events and interactions over HTTP (``bot.app`` serves it)."""
 OAUTH_REDIRECT_PATH = "/slack/oauth_redirect"
 """Where Slack sends an installer back with the OAuth ``code`` (``oauth.v2.access``)."""
 

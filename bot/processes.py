@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from langchain_core.language_models import BaseChatModel
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.agent import build_agent, load_model, load_tools
@@ -51,12 +52,16 @@ from bot.directory import Directory
 from bot.guard import Guard
 from bot.home import HomePublisher
 from bot.http_limits import DEFAULT_LIMITS, HttpLimits
+from bot.installations import InstallationStore
 from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
+from bot.oauth_install import OAuthInstall
+from bot.oauth_states import OAuthStateStore
 from bot.readiness import READY_PATH, Readiness
 from bot.slack_client import installation_of_token, make_client, open_session
-from bot.slack_gateway import Slack, single_workspace
+from bot.slack_gateway import Slack, SlackGateway, single_workspace
 from bot.slack_notifier import SlackNotifier
 from bot.socket_mode import PING_INTERVAL_S, SocketModeConnection, connect_socket_mode
+from bot.workspaces import TeamClients
 
 logger = logging.getLogger(__name__)
 
@@ -120,11 +125,13 @@ async def start_web(
     """Serve the Bolt app on ``host:port`` (``port`` 0: any free port), with
     ``/healthz``, ``/readyz`` and ``/metrics``; ``directory`` builds its user-group
     resolver (tests move its clock); ``limits`` bound what a client may hold
-    (``bot.http_limits``, ``bot.connections``). The bot token's installation is
-    resolved (``auth.test``) before serving, so no request waits for it. With
+    (``bot.http_limits``, ``bot.connections``). With one bot token its installation is
+    resolved (``auth.test``) before serving, so no request waits for it; with OAuth
+    (``SLACK_CLIENT_ID``) each request's is read from the database and ``GET
+    /slack/install`` and ``GET /slack/oauth_redirect`` are served. With
     ``settings.slack_app_token`` the app takes Slack's deliveries over Socket Mode
     (``bot.socket_mode``, pinging every ``ping_interval_s``) and ``host:port`` serves
-    only the health, readiness and metrics endpoints.
+    only the health, readiness and metrics endpoints (and OAuth's install routes).
 
     Returns:
         The running server; ``url`` is e.g. ``http://127.0.0.1:3000``.
@@ -133,9 +140,11 @@ async def start_web(
         ConfigurationError: Slack refused the bot or app-level token or could not be
             reached.
     """
+    oauth = oauth_settings(settings, store) if settings.oauth else None
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret,
-        installation=await installation_of_token(client),
+        installation=None if oauth else await installation_of_token(client),
+        oauth=oauth,
         store=store,
         bus=bus,
         client=client,
@@ -205,7 +214,15 @@ def build_worker(
         policy=policy,
         checkpointer=backend.checkpointer,
     )
-    slack = single_workspace(client)
+    slack = (
+        SlackGateway(
+            TeamClients(
+                InstallationStore(store.db), base_url=client.base_url, session=client.session
+            ).client_for
+        )
+        if settings.oauth
+        else single_workspace(client)
+    )
     home = HomePublisher(
         store=store, slack=slack, guard=Guard(store=store, directory=Directory(slack=slack))
     )
@@ -235,6 +252,21 @@ def build_worker(
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
         stop_grace_s=settings.stop_grace_s,
+    )
+
+
+def oauth_settings(settings: WebConfig, store: ApprovalStore) -> AsyncOAuthSettings:
+    """Bolt's OAuth settings of ``settings`` (OAuth mode), with installations and states
+    kept in ``store``'s database."""
+    install = OAuthInstall(
+        client_id=settings.slack_client_id or "",
+        client_secret=settings.slack_client_secret or "",
+        api_url=settings.slack_api_url,
+        redirect_uri=settings.slack_redirect_uri,
+    )
+    return install.settings(
+        installations=InstallationStore(store.db, clock=store.clock),
+        states=OAuthStateStore(store.db, clock=store.clock),
     )
 
 

@@ -12,7 +12,9 @@ a process that can record them. Checked on every call, all at once, each within
   without Redis by design);
 - ``slack``: ``auth.test`` with the bot token answers ok (a revoked token fails it),
   an ok answer remembered for ``SLACK_PROBE_TTL_S`` so probes stay far below its rate
-  limit (a failure is asked again on the next probe).
+  limit (a failure is asked again on the next probe). Skipped with OAuth (a client
+  without a token): there is no one bot token, each workspace's is its installation's
+  (``bot.workspaces``), and a revoked one closes only that workspace (``bot.uninstalls``).
 
 200 with every check ``ok``, else 503 naming the failed ones (``failed``) and why, in a
 few words: never a URL, a host or a credential.
@@ -52,7 +54,7 @@ class Readiness:
         db: The web process's database.
         redis_url: ``REDIS_URL``, or ``None`` when the process runs without Redis.
         client: The bot token's Web API client; its session is shared, its retries not
-            (a probe asks once).
+            (a probe asks once). Without a token (OAuth) Slack is not probed.
         clock: Monotonic seconds (for the Slack answer's reuse).
     """
 
@@ -134,6 +136,8 @@ class Readiness:
         return OK
 
     async def _slack_auth(self) -> str:
+        if self.slack.token is None:
+            return OK  # OAuth: no one bot token to test (each workspace has its own)
         now = self.clock()
         if self._slack_ok_at is not None and now - self._slack_ok_at < SLACK_PROBE_TTL_S:
             return OK

@@ -35,12 +35,13 @@ def open_session() -> aiohttp.ClientSession:
 
 
 def make_client(
-    *, token: str, base_url: str, session: aiohttp.ClientSession | None = None
+    *, token: str | None, base_url: str, session: aiohttp.ClientSession | None = None
 ) -> AsyncWebClient:
     """Return an ``AsyncWebClient`` for ``base_url`` (Slack's, or the sandbox's ``/api/``).
 
     Args:
-        token: Bot token (``xoxb-...``).
+        token: Bot token (``xoxb-...``); ``None`` in OAuth mode (each call's token is
+            its workspace's, ``bot.workspaces``).
         base_url: Web API base URL ending in ``/``.
         session: The workspace's HTTP session (``open_session``), reused by every call;
             ``None``: a session per call (short-lived tools and tests).

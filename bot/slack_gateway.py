@@ -5,9 +5,9 @@ Listeners, the card owner and the worker's notifier call these methods, never an
 kinds (unavailable, message gone, channel unreachable, refused), so no other module
 imports ``slack_sdk`` errors or ``aiohttp``.
 
-Every call names the workspace (``team_id``) it is for. Today one bot token serves one
-workspace (``client_for`` returns the same client for every team); a per-workspace
-token store plugs in at ``client_for`` without touching a caller.
+Every call names the workspace (``team_id``) it is for, and uses that workspace's bot
+token: ``client_for`` returns the one token's client for every team (``single_workspace``,
+``SLACK_BOT_TOKEN``) or the stored installation's (``bot.workspaces.TeamClients``, OAuth).
 
 No message is ever unfurled: a URL in agent text must never be previewed, so every
 post, update and answer sends ``unfurl_links=False, unfurl_media=False`` (documented for
@@ -151,8 +151,9 @@ def message_key(message: dict[str, Any]) -> str | None:
     return key if isinstance(key, str) else None
 
 
-ClientFor = Callable[[str | None], AsyncWebClient]
-"""``team_id -> client`` with that workspace's bot token."""
+ClientFor = Callable[[str | None], Awaitable[AsyncWebClient]]
+"""``team_id -> client`` with that workspace's bot token (``bot.workspaces``); it raises
+``SlackRefusedError`` (``not_installed``) for a workspace the app is not installed in."""
 
 
 def translate(method: str, exc: Exception) -> SlackCallError:
@@ -225,7 +226,7 @@ class SlackGateway:
         """
         response = await self._call(
             "chat.postMessage",
-            self._client_for(team_id).chat_postMessage(
+            (await self._client_for(team_id)).chat_postMessage(
                 channel=channel_id,
                 text=text,
                 blocks=blocks,
@@ -258,7 +259,7 @@ class SlackGateway:
         Raises:
             SlackCallError: One of its kinds; ``MessageGoneError`` if the thread is gone.
         """
-        client = self._client_for(team_id)
+        client = await self._client_for(team_id)
         cursor: str | None = None
         for _ in range(FIND_PAGES_MAX):
             if thread_ts is not None:
@@ -299,7 +300,7 @@ class SlackGateway:
         """
         await self._call(
             "chat.update",
-            self._client_for(team_id).chat_update(
+            (await self._client_for(team_id)).chat_update(
                 channel=channel_id,
                 ts=ts,
                 text=text,
@@ -317,7 +318,7 @@ class SlackGateway:
             SlackCallError: Any other kind.
         """
         await self._call(
-            "chat.delete", self._client_for(team_id).chat_delete(channel=channel_id, ts=ts)
+            "chat.delete", (await self._client_for(team_id)).chat_delete(channel=channel_id, ts=ts)
         )
 
     async def post_ephemeral(
@@ -342,7 +343,7 @@ class SlackGateway:
         section = {"type": "section", "text": text_object(text)}
         await self._call(
             "chat.postEphemeral",
-            self._client_for(team_id).chat_postEphemeral(
+            (await self._client_for(team_id)).chat_postEphemeral(
                 channel=channel_id,
                 user=user_id,
                 text=text,
@@ -362,7 +363,8 @@ class SlackGateway:
             SlackCallError: Any other kind.
         """
         response = await self._call(
-            "views.open", self._client_for(team_id).views_open(trigger_id=trigger_id, view=view)
+            "views.open",
+            (await self._client_for(team_id)).views_open(trigger_id=trigger_id, view=view),
         )
         return str(response["view"]["id"])
 
@@ -378,7 +380,7 @@ class SlackGateway:
         """
         await self._call(
             "views.publish",
-            self._client_for(team_id).views_publish(user_id=user_id, view=view),
+            (await self._client_for(team_id)).views_publish(user_id=user_id, view=view),
         )
 
     async def usergroup_members(self, *, team_id: str | None, usergroup_id: str) -> list[str]:
@@ -391,7 +393,7 @@ class SlackGateway:
         """
         response = await self._call(
             "usergroups.users.list",
-            self._client_for(team_id).usergroups_users_list(
+            (await self._client_for(team_id)).usergroups_users_list(
                 usergroup=usergroup_id, include_disabled=True
             ),
         )
@@ -406,7 +408,7 @@ class SlackGateway:
         """
         response = await self._call(
             "chat.getPermalink",
-            self._client_for(team_id).chat_getPermalink(channel=channel_id, message_ts=ts),
+            (await self._client_for(team_id)).chat_getPermalink(channel=channel_id, message_ts=ts),
         )
         return str(response["permalink"])
 
@@ -419,7 +421,7 @@ class SlackGateway:
             SlackCallError: Slack would not say (``user_not_found``, no ``users:read``).
         """
         response = await self._call(
-            "users.info", self._client_for(team_id).users_info(user=user_id)
+            "users.info", (await self._client_for(team_id)).users_info(user=user_id)
         )
         user = response["user"]
         profile = user.get("profile") or {}
@@ -463,4 +465,8 @@ class SlackGateway:
 
 def single_workspace(client: AsyncWebClient) -> SlackGateway:
     """Return a gateway whose every call uses ``client`` (one bot token, one workspace)."""
-    return SlackGateway(lambda _team_id: client)
+
+    async def client_for(_team_id: str | None) -> AsyncWebClient:
+        return client
+
+    return SlackGateway(client_for)

@@ -1,7 +1,10 @@
 """What every part of the sandbox shares: workspace, modals, user groups, the records.
 
-One :class:`Core` per sandbox. HTTP handlers and the :class:`~slack_sandbox.Sandbox`
-facade read and write it; it does no I/O.
+One :class:`Core` per workspace. A sandbox's first workspace makes the records (calls,
+violations, failures, response URLs, latency, stalls) and the token table; another
+workspace of the same sandbox (``Sandbox.add_workspace``) shares them, so one Web API
+answers every workspace, each token only in its own. HTTP handlers and the
+:class:`~slack_sandbox.Sandbox` facade read and write it; it does no I/O.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class ResponseTarget:
     """The message the interaction came from (None for slash commands)."""
     is_ephemeral: bool
     issued_at: float
+    team_id: str = ""
+    """The workspace of the interaction (its messages are the ones answered)."""
     uses: int = 0
 
 
@@ -50,29 +55,54 @@ class Core:
 
     Args:
         workspace: Users, channels, messages and the clock.
-        bot_token: The only token the Web API accepts.
+        bot_token: A bot token the Web API accepts for this workspace (the app's
+            installation); ``None``: none until one is issued (``oauth.v2.access``).
         app_token: The app-level token (``xapp-…``) of Socket Mode; None: the app uses
-            HTTP request URLs.
+            HTTP request URLs. One for the app, so a joining workspace shares the first's.
+        joins: The first workspace of the same sandbox, whose records and token table
+            this one shares; ``None``: this is the first.
     """
 
     def __init__(
-        self, *, workspace: Workspace, bot_token: str, app_token: str | None = None
+        self,
+        *,
+        workspace: Workspace,
+        bot_token: str | None,
+        app_token: str | None = None,
+        joins: Core | None = None,
     ) -> None:
         self.workspace = workspace
         self.modals = Modals(workspace)
         self.usergroups = Usergroups(team_id=workspace.team_id, clock=workspace.clock)
         self.bot_token = bot_token
-        self.app_token = app_token
-        self.base_url = ""
-        self.calls: list[dict[str, Any]] = []
-        self.violations: list[str] = []
-        self.failures: dict[str, Failure] = {}
-        self.responses: dict[str, ResponseTarget] = {}
-        self.slowness = Slowness()
-        self.held: list[Stall] = []
+        self.app_token: str | None = joins.app_token if joins else app_token
+        self.base_url: str = joins.base_url if joins else ""
+        self.calls: list[dict[str, Any]] = joins.calls if joins else []
+        self.violations: list[str] = joins.violations if joins else []
+        self.failures: dict[str, Failure] = joins.failures if joins else {}
+        self.responses: dict[str, ResponseTarget] = joins.responses if joins else {}
+        self.slowness: Slowness = joins.slowness if joins else Slowness()
         self.homes = Homes()
-        """Each user's published App Home view (``views.publish``)."""
+        """Each user's published App Home view (``views.publish``), in this workspace."""
+        self.held: list[Stall] = joins.held if joins else []
         """Stalls holding a call now (released when the sandbox stops)."""
+        self.tokens: dict[str, Core] = joins.tokens if joins else {}
+        """Every live bot token -> the workspace it works in (and only there)."""
+        self.revoked: set[str] = joins.revoked if joins else set()
+        """Tokens revoked by an uninstall (Slack answers ``token_revoked``)."""
+        self.teams: dict[str, Core] = joins.teams if joins else {}
+        """``team_id`` -> the workspace's core."""
+        self.teams[workspace.team_id] = self
+        if bot_token is not None:
+            self.tokens[bot_token] = self
+
+    def revoke_tokens(self) -> list[str]:
+        """Revoke every bot token of this workspace; return them."""
+        mine = [token for token, core in self.tokens.items() if core is self]
+        for token in mine:
+            del self.tokens[token]
+            self.revoked.add(token)
+        return mine
 
     def violate(self, where: str, problems: Iterable[Problem | str]) -> None:
         """Record each of ``problems`` as a violation committed in ``where``."""
@@ -101,6 +131,7 @@ class Core:
             message_ts=message_ts,
             is_ephemeral=is_ephemeral,
             issued_at=self.workspace.clock(),
+            team_id=self.workspace.team_id,
         )
         self.responses[token] = target
         return target

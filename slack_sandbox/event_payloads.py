@@ -164,6 +164,21 @@ def subteam_members_changed_event(
     }
 
 
+def tokens_revoked_event(*, bot_user_ids: list[str], event_ts: str) -> dict[str, Any]:
+    """A ``tokens_revoked`` event: the bot tokens of ``bot_user_ids`` were revoked
+    (https://docs.slack.dev/reference/events/tokens_revoked)."""
+    return {
+        "type": "tokens_revoked",
+        "tokens": {"oauth": [], "bot": list(bot_user_ids)},
+        "event_ts": event_ts,
+    }
+
+
+def app_uninstalled_event(*, event_ts: str) -> dict[str, Any]:
+    """An ``app_uninstalled`` event (https://docs.slack.dev/reference/events/app_uninstalled)."""
+    return {"type": "app_uninstalled", "event_ts": event_ts}
+
+
 def message_event(
     *,
     user_id: str,

@@ -1,4 +1,5 @@
-"""Events API deliveries to the bot: mentions of it, and changes of user groups' members.
+"""Events API deliveries to the bot: mentions of it, changes of user groups' members, and
+the events of an uninstall (``tokens_revoked``, ``app_uninstalled``).
 
 Slack posts events as signed JSON ``event_callback`` envelopes to the same request
 URL; the app must answer within 3 s like any delivery. A mention is also a message in
@@ -11,7 +12,12 @@ import json
 
 from slack_sandbox.core import Core
 from slack_sandbox.errors import SandboxError
-from slack_sandbox.event_payloads import app_mention_payload, subteam_members_changed_event
+from slack_sandbox.event_payloads import (
+    app_mention_payload,
+    app_uninstalled_event,
+    subteam_members_changed_event,
+    tokens_revoked_event,
+)
 from slack_sandbox.event_payloads import event_callback as envelope
 from slack_sandbox.interactions import Interactions
 from slack_sandbox.people import bot_profile
@@ -107,3 +113,25 @@ class Events:
             json.dumps(payload).encode(), where, content_type=JSON
         )
         return reply.status, reply.body
+
+    async def uninstalled(self) -> list[tuple[int, str]]:
+        """Deliver what Slack sends when the workspace removes the app: ``tokens_revoked``
+        (the bot's token), then ``app_uninstalled``; return the bot's answers."""
+        ws = self.core.workspace
+        replies = []
+        for event in (
+            tokens_revoked_event(bot_user_ids=[BOT_USER_ID], event_ts=f"{ws.clock():.6f}"),
+            app_uninstalled_event(event_ts=f"{ws.clock():.6f}"),
+        ):
+            payload = envelope(
+                team_id=ws.team_id,
+                enterprise_id=ws.team.enterprise_id,
+                event=event,
+                event_id=ws.new_id("Ev"),
+                event_time=int(ws.clock()),
+            )
+            reply = await self.interactions.deliver(
+                json.dumps(payload).encode(), f"{event['type']} of {ws.team_id}", content_type=JSON
+            )
+            replies.append((reply.status, reply.body))
+        return replies

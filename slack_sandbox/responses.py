@@ -99,12 +99,13 @@ def response_routes(core: Core) -> list[web.RouteDef]:
         target, error = core.redeem_response(request.match_info["token"])
         if target is None:
             return web.json_response({"ok": False, "error": error}, status=404)
+        team = core.teams.get(target.team_id, core)  # the interaction's workspace
         try:
             body = json.loads(await request.text())
         except ValueError:
             core.violate("response_url", ["the body is not JSON"])
             return web.json_response({"ok": False, "error": "invalid_payload"}, status=400)
-        status, answer = apply_response(core, target, body, where="response_url")
+        status, answer = apply_response(team, target, body, where="response_url")
         return web.json_response(answer, status=status)
 
     return [web.post("/response/{token}", handle)]

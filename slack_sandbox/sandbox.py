@@ -25,6 +25,7 @@ from slack_sandbox.delivery import ACK_DEADLINE_S, Delivery
 from slack_sandbox.errors import SandboxError
 from slack_sandbox.events import Events
 from slack_sandbox.interactions import Interactions
+from slack_sandbox.oauth import SESSION_COOKIE, OAuthApp
 from slack_sandbox.server import Server, build_app
 from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.stalls import Stall
@@ -40,7 +41,9 @@ class Sandbox(Acting):
 
     Args:
         signing_secret: The app's signing secret; every delivery is signed with it.
-        bot_token: The only token the Web API accepts.
+        bot_token: The bot token of the app installed in this workspace; ``None``: not
+            installed until an OAuth install issues one (``register_oauth_app``). Every
+            token works only in its own workspace.
         request_url: The bot's ``POST /slack/events`` URL (settable later).
         team_id: The workspace's team ID.
         enterprise_id: The Enterprise Grid org of the workspace (``E…``), if any; then
@@ -57,13 +60,16 @@ class Sandbox(Acting):
         app_token: The app's app-level token (``xapp-…``): the app is in Socket Mode,
             ``apps.connections.open`` accepts this token, and every delivery goes over
             the websocket it opens (``socket_mode``) instead of to ``request_url``.
+        joins: Another workspace's sandbox this one is a second workspace of (see
+            ``add_workspace``): its server, deliveries, records, OAuth app and Socket
+            Mode side (its app-level token) are shared.
     """
 
     def __init__(
         self,
         *,
         signing_secret: str,
-        bot_token: str,
+        bot_token: str | None,
         request_url: str | None = None,
         team_id: str = "T0SANDBOX",
         enterprise_id: str | None = None,
@@ -73,9 +79,12 @@ class Sandbox(Acting):
         clock: Clock = time.time,
         ack_deadline_s: float = ACK_DEADLINE_S,
         app_token: str | None = None,
+        joins: Sandbox | None = None,
     ) -> None:
-        self.request_url = request_url
-        self.base_url = ""
+        self._first: Sandbox = joins._first if joins else self
+        self._request_url = request_url
+        self._oauth_app: OAuthApp | None = None
+        self._peers: list[Sandbox] = [self]
         workspace = Workspace(
             team_id=team_id,
             users=DEFAULT_USERS if users is None else users,
@@ -84,13 +93,24 @@ class Sandbox(Acting):
             enterprise_id=enterprise_id,
             enterprise_name=enterprise_name,
         )
-        self._core = Core(workspace=workspace, bot_token=bot_token, app_token=app_token)
-        self._delivery = Delivery(signing_secret=signing_secret)
-        self.socket_mode = (
-            SocketMode(core=self._core, app_token=app_token, ack_deadline_s=ack_deadline_s)
-            if app_token is not None
-            else None
+        self._core: Core = Core(
+            workspace=workspace,
+            bot_token=bot_token,
+            app_token=app_token,
+            joins=joins._core if joins else None,
         )
+        if joins is not None:
+            self._first._peers.append(self)
+        self._delivery = joins._delivery if joins else Delivery(signing_secret=signing_secret)
+        self.socket_mode: SocketMode | None
+        if joins is not None:
+            self.socket_mode = joins.socket_mode  # one app, one websocket for every workspace
+        elif app_token is not None:
+            self.socket_mode = SocketMode(
+                core=self._core, app_token=app_token, ack_deadline_s=ack_deadline_s
+            )
+        else:
+            self.socket_mode = None
         """The Socket Mode side (connections, envelopes, acks, ``refresh``, ``drop``);
         None when the app uses HTTP."""
         self._interactions = Interactions(
@@ -106,11 +126,31 @@ class Sandbox(Acting):
             core=self._core,
             interactions=self._interactions,
             request_url=lambda: self.request_url,
+            oauth_app=lambda: self._first._oauth_app,
             socket_mode=self.socket_mode,
         )
         self._server = Server(self._app)
 
     # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def request_url(self) -> str | None:
+        """The bot's ``POST /slack/events`` URL (every workspace's deliveries go there)."""
+        return self._first._request_url
+
+    @request_url.setter
+    def request_url(self, url: str | None) -> None:
+        self._first._request_url = url
+
+    @property
+    def base_url(self) -> str:
+        """The sandbox's base URL, once started (every workspace's)."""
+        return self._first._core.base_url
+
+    @property
+    def team_id(self) -> str:
+        """This workspace's team ID."""
+        return self._core.workspace.team_id
 
     @property
     def api_url(self) -> str:
@@ -127,13 +167,16 @@ class Sandbox(Acting):
         Raises:
             OSError: The port is taken.
         """
-        self.base_url = await self._server.start(host, port)
-        self._core.base_url = self.base_url
-        return self.base_url
+        base_url = await self._server.start(host, port)
+        for peer in self._peers:
+            peer._core.base_url = base_url
+        return base_url
 
     async def stop(self) -> None:
         """Release held calls, stop serving and close the client session used for
-        deliveries."""
+        deliveries (a second workspace's sandbox stops with its first)."""
+        if self._first is not self:
+            return
         self._core.slowness.release_all()
         for stall in list(self._core.held):
             stall.released.set()
@@ -351,3 +394,78 @@ class Sandbox(Acting):
         if group is None:
             raise SandboxError(f"no user group {group_id}")
         return list(group.users)
+
+    # -- workspaces and OAuth installs ------------------------------------------------
+
+    def add_workspace(
+        self,
+        team_id: str,
+        *,
+        users: dict[str, str],
+        channels: dict[str, str],
+        bot_token: str | None = None,
+    ) -> Sandbox:
+        """Add another workspace to this Slack and return its sandbox: the same server,
+        signing secret, bot URL and records, its own people, channels and tokens (a
+        token of one workspace is ``invalid_auth`` in no other; it only sees its own).
+
+        Args:
+            team_id: Its team ID (``T…``), unlike any other workspace's.
+            users: ``user_id -> name`` of its people (IDs unlike the other workspaces').
+            channels: ``channel_id -> name`` (IDs unlike the other workspaces').
+            bot_token: A token installed there already; ``None``: installed by OAuth.
+
+        Raises:
+            SandboxError: ``team_id`` is a workspace of this sandbox already.
+        """
+        if team_id in self._core.teams:
+            raise SandboxError(f"workspace {team_id} exists already")
+        first = self._first
+        return Sandbox(
+            signing_secret="",
+            bot_token=bot_token,
+            team_id=team_id,
+            users=users,
+            channels=channels,
+            clock=first._core.workspace.clock,
+            ack_deadline_s=first._interactions.ack_deadline_s,
+            joins=first,
+        )
+
+    def register_oauth_app(
+        self, *, client_id: str, client_secret: str, redirect_urls: list[str]
+    ) -> None:
+        """Give the app OAuth credentials and its Redirect URLs (api.slack.com: Basic
+        Information, OAuth & Permissions), so it can be installed in every workspace."""
+        self._first._oauth_app = OAuthApp(
+            client_id=client_id, client_secret=client_secret, redirect_urls=list(redirect_urls)
+        )
+
+    def browser_cookie(self, user_id: str) -> tuple[str, str]:
+        """Sign ``user_id`` in to this workspace in a browser: the cookie's ``(name,
+        value)`` to send to the sandbox (the authorize page installs for them).
+
+        Raises:
+            SandboxError: No OAuth app is registered.
+        """
+        app = self._first._oauth_app
+        if app is None:
+            raise SandboxError("register_oauth_app first")
+        return SESSION_COOKIE, app.sign_in(self._core, user_id)
+
+    @property
+    def installs(self) -> list[tuple[str, str]]:
+        """``(team_id, user_id)`` of each completed OAuth install, oldest first."""
+        app = self._first._oauth_app
+        return list(app.installs) if app else []
+
+    async def uninstall(self) -> list[tuple[int, str]]:
+        """Remove the app from this workspace: its bot tokens are revoked (Slack then
+        answers them ``token_revoked``) and ``tokens_revoked`` and ``app_uninstalled``
+        are delivered; return the bot's answers.
+
+        Raises:
+            BotUnreachable: The bot does not answer.
+        """
+        self._core.revoke_tokens()
+        return await self._events.uninstalled()

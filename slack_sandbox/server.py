@@ -13,6 +13,7 @@ from slack_sandbox.api_usergroups import USERGROUP_METHODS
 from slack_sandbox.api_views import VIEWS_METHODS
 from slack_sandbox.core import Core
 from slack_sandbox.interactions import Interactions
+from slack_sandbox.oauth import OAuthApp, oauth_routes
 from slack_sandbox.page import page_routes
 from slack_sandbox.responses import response_routes
 from slack_sandbox.socket_mode import SocketMode
@@ -26,11 +27,13 @@ def build_app(
     core: Core,
     interactions: Interactions,
     request_url: Callable[[], str | None],
+    oauth_app: Callable[[], OAuthApp | None] = lambda: None,
     socket_mode: SocketMode | None = None,
 ) -> web.Application:
-    """Return the application: Web API, response URLs, the page and its endpoints, and
-    with ``socket_mode`` ``apps.connections.open`` and its websocket."""
+    """Return the application: OAuth installs, Web API, response URLs, the page and its
+    endpoints, and with ``socket_mode`` ``apps.connections.open`` and its websocket."""
     app = web.Application()
+    app.add_routes(oauth_routes(core, oauth_app))  # before /api/{method}
     methods = dict(WEB_API_METHODS)
     if socket_mode is not None:
         methods["apps.connections.open"] = socket_mode.open_connection

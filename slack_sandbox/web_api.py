@@ -93,27 +93,37 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
         failure = core.take_failure(method)
         if failure is not None:
             return _injected(core, method, args, failure.status, failure.retry_after_s)
-        expected = core.app_token if method in APP_TOKEN_METHODS else core.bot_token
-        if token is None or token != expected:
-            # Slack tells a known token of the wrong kind from an unknown one.
-            wrong_kind = token is not None and token in (core.bot_token, core.app_token)
-            error = "not_allowed_token_type" if wrong_kind else "invalid_auth"
-            return _answer(core, method, args, {"ok": False, "error": error})
+        if method in APP_TOKEN_METHODS:
+            if token is None or token != core.app_token:
+                # Slack tells a known token of the wrong kind from an unknown one.
+                wrong_kind = token is not None and token in core.tokens
+                error = "not_allowed_token_type" if wrong_kind else "invalid_auth"
+                return _answer(core, method, args, {"ok": False, "error": error})
+            team = core
+        else:
+            found = core.tokens.get(token or "")
+            if found is None:
+                if token is not None and token == core.app_token:
+                    error = "not_allowed_token_type"
+                else:
+                    error = "token_revoked" if token in core.revoked else "invalid_auth"
+                return _answer(core, method, args, {"ok": False, "error": error})
+            team = found  # a token works in its own workspace only: the call is answered there
         handler = methods.get(method)
         if handler is None:
-            return _answer(core, method, args, {"ok": False, "error": "unknown_method"})
-        await core.slowness.delay()
-        stall = core.slowness.take_stall(method, args)
+            return _answer(team, method, args, {"ok": False, "error": "unknown_method"})
+        await team.slowness.delay()
+        stall = team.slowness.take_stall(method, args)
         if stall is not None and not stall.applied:
-            await _held(core, stall)  # lost on the way: never applied
-            return _injected(core, method, args, 500, 0)
+            await _held(team, stall)  # lost on the way: never applied
+            return _injected(team, method, args, 500, 0)
         try:
-            result = handler(core, args)
+            result = handler(team, args)
         except BadArgument as e:
-            result = refusal(core, method, str(e))
+            result = refusal(team, method, str(e))
         if stall is not None and stall.applied:
-            await _held(core, stall)
-        return _answer(core, method, args, result)
+            await _held(team, stall)
+        return _answer(team, method, args, result)
 
     return [web.post("/api/{method}", handle), web.get("/api/{method}", handle)]
 
@@ -128,7 +138,12 @@ async def _held(core: Core, stall: Stall) -> None:
 
 
 def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any]) -> web.Response:
-    call: dict[str, Any] = {"method": method, "args": args, "ok": bool(result.get("ok"))}
+    call: dict[str, Any] = {
+        "method": method,
+        "args": args,
+        "ok": bool(result.get("ok")),
+        "team_id": core.workspace.team_id,
+    }
     if not result.get("ok"):
         call["error"] = result.get("error")
     call["answered_at"] = time.monotonic()  # real time, for pacing checks

@@ -66,7 +66,7 @@ async def test_a_worker_prunes_a_run_finished_before_the_retention_and_keeps_its
         **os.environ,
         "DATABASE_URL": url,
         "SLACK_API_URL": harness.settings.slack_api_url,
-        "SLACK_BOT_TOKEN": harness.settings.slack_bot_token,
+        "SLACK_BOT_TOKEN": harness.settings.slack_bot_token or "",
         "POLICY": str(harness.settings.policy),
         "WORKSPACE_DIR": str(harness.settings.workspace_dir),
         "AGENT_NAME": "pruning-only",  # drives none of the harness's runs

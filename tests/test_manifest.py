@@ -75,14 +75,12 @@ EVENT_SCOPES: dict[str, frozenset[str]] = {
 }
 """Slack's "Required scopes" of every event the product may subscribe to."""
 
-PLANNED_METHODS = frozenset({"views.publish", "oauth.v2.access"})
-"""Declared ahead of the code of issue 12's App Home (item 4) and OAuth (item 3), built
-in parallel; once their calls are in the source they are found there too."""
-PLANNED_EVENTS = frozenset(
-    {"app_home_opened", "message.im", "message.channels", "app_uninstalled", "tokens_revoked"}
-)
-"""Declared ahead of the code of issue 12's items 3 (uninstall, revoke), 4 (App Home) and
-6 (DM starts, thread replies)."""
+PLANNED_METHODS = frozenset({"oauth.v2.access"})
+"""Methods called that the source does not name: Bolt's OAuth flow exchanges the install's
+code with ``oauth.v2.access`` (``bot.oauth_install``), not a call of ours."""
+PLANNED_EVENTS = frozenset({"message.im", "message.channels"})
+"""Events subscribed to that no listener names: ``bot.conversations`` listens to every
+``message`` and tells DMs from thread replies itself (issue 12's item 6)."""
 
 MESSAGE_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
 """A ``message`` listener's ``channel_type`` -> its event subscription."""

@@ -24,6 +24,9 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     WebSettings: {
         "SLACK_SIGNING_SECRET",
         "SLACK_BOT_TOKEN",
+        "SLACK_CLIENT_ID",
+        "SLACK_CLIENT_SECRET",
+        "SLACK_REDIRECT_URI",
         "SLACK_APP_TOKEN",
         "SLACK_API_URL",
         "DATABASE_URL",
@@ -35,6 +38,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     },
     WorkerSettings: {
         "SLACK_BOT_TOKEN",
+        "SLACK_CLIENT_ID",
         "SLACK_API_URL",
         "DATABASE_URL",
         "REDIS_URL",
@@ -69,6 +73,9 @@ VALID = {
 FOREIGN = {
     "SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET,
     "SLACK_BOT_TOKEN": DEMO_BOT_TOKEN,
+    "SLACK_CLIENT_ID": "foreign.client",
+    "SLACK_CLIENT_SECRET": "",
+    "SLACK_REDIRECT_URI": "https://foreign.invalid/slack/oauth_redirect",
     "SLACK_APP_TOKEN": DEMO_APP_TOKEN,
     "SLACK_API_URL": "http://foreign.invalid/api/",
     "DATABASE_URL": "",
@@ -248,3 +255,44 @@ def test_a_redis_url_redis_cannot_read_is_refused_by_name(
     with pytest.raises(ConfigurationError, match="REDIS_URL") as refused:
         read_settings(WorkerSettings)
     assert url not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("variables", "said"),
+    [
+        ({"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s3cr3t"}, None),
+        ({"SLACK_CLIENT_ID": "1.2"}, "SLACK_CLIENT_ID and SLACK_CLIENT_SECRET go together"),
+        (
+            {
+                "SLACK_CLIENT_ID": "1.2",
+                "SLACK_CLIENT_SECRET": "s3cr3t",
+                "SLACK_BOT_TOKEN": "xoxb-9",
+            },
+            "SLACK_BOT_TOKEN and SLACK_CLIENT_ID are both set",
+        ),
+        ({"SLACK_CLIENT_SECRET": "s3cr3t"}, "SLACK_BOT_TOKEN is not set"),
+    ],
+)
+def test_the_web_takes_one_bot_token_or_oauth_credentials(
+    variables: dict[str, str], said: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", REAL_SECRET)
+    monkeypatch.setenv("DATABASE_URL", VALID["DATABASE_URL"])
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    if said is None:
+        settings = read_settings(WebSettings)
+        assert settings.oauth and settings.slack_bot_token is None
+        assert "s3cr3t" not in repr(settings)
+        return
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(WebSettings)
+    assert str(caught.value).startswith(said), caught.value
+    assert "s3cr3t" not in str(caught.value) and "xo-9" not in str(caught.value)
+
+
+def test_a_worker_in_oauth_mode_needs_only_the_client_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", VALID["DATABASE_URL"])
+    monkeypatch.setenv("SLACK_CLIENT_ID", "1.2")
+    settings = read_settings(WorkerSettings)
+    assert settings.oauth and settings.slack_bot_token is None

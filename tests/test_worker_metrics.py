@@ -52,7 +52,7 @@ async def test_the_workers_figures_are_on_its_own_metrics_port(
         "REDIS_URL": settings.redis_url or "",
         "SIGNAL_CHANNEL": harness.channel,
         "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLICY": str(settings.policy or ""),
         "POLL_INTERVAL_S": "0.3",

@@ -39,7 +39,7 @@ async def start_web_process(harness: Harness, log: Path) -> tuple[asyncio.subpro
         "REDIS_URL": settings.redis_url or "",
         "SIGNAL_CHANNEL": harness.channel,
         "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),

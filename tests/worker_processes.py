@@ -44,7 +44,7 @@ async def start_worker(
         "DATABASE_URL": settings.database_url,
         "REDIS_URL": settings.redis_url or "",
         "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLICY": str(settings.policy or ""),
         "POLL_INTERVAL_S": "0.3",

@@ -1,0 +1,109 @@
+"""The app leaves a workspace: ``app_uninstalled`` and ``tokens_revoked`` (OAuth mode).
+
+Slack sends ``app_uninstalled`` when a workspace removes the app and ``tokens_revoked``
+when its tokens are revoked (https://docs.slack.dev/reference/events/app_uninstalled,
+https://docs.slack.dev/reference/events/tokens_revoked); Bolt delivers both without
+authorizing them (the token is already dead). The listener forgets the workspace's
+installation (``bot.installations``), so no process calls Slack for it again, and closes
+its open approval requests (``ApprovalStore.close_workspace``): their cards cannot be
+updated any more, so each is cancelled with an audit event, and nobody can decide it.
+Only a revoked *bot* token leaves the workspace: the app keeps no user tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+
+from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import uninstalled_note
+from bot.actions import Ack
+from bot.errors import PayloadError
+from bot.payloads import parse
+
+logger = logging.getLogger(__name__)
+
+
+class RevokedTokens(BaseModel):
+    """``tokens_revoked``'s ``tokens``: the user IDs whose tokens were revoked."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    oauth: list[str] = Field(default_factory=list)
+    bot: list[str] = Field(default_factory=list)
+
+
+class LeavingEvent(BaseModel):
+    """An ``app_uninstalled`` or ``tokens_revoked`` event."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    type: Literal["app_uninstalled", "tokens_revoked"]
+    tokens: RevokedTokens = Field(default_factory=RevokedTokens)
+
+
+class LeavingCallback(BaseModel):
+    """The Events API envelope (``event_callback``) of a ``LeavingEvent``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    type: Literal["event_callback"]
+    team_id: str
+    enterprise_id: str | None = None
+    event: LeavingEvent
+
+    @property
+    def leaves(self) -> bool:
+        """Whether the app is gone from the workspace: uninstalled, or its bot token
+        revoked (a revoked user token alone changes nothing)."""
+        return self.event.type == "app_uninstalled" or bool(self.event.tokens.bot)
+
+
+class UninstallListeners:
+    """The ``app_uninstalled`` and ``tokens_revoked`` listeners.
+
+    Args:
+        store: The approval store (the workspace's requests are closed in it).
+        installations: Where installations are kept.
+    """
+
+    def __init__(self, *, store: ApprovalStore, installations: AsyncInstallationStore) -> None:
+        self.store = store
+        self.installations = installations
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach the listeners to ``app``."""
+        app.event("app_uninstalled")(self.on_leaving)
+        app.event("tokens_revoked")(self.on_leaving)
+
+    async def on_leaving(self, ack: Ack, body: dict[str, Any]) -> None:
+        """Forget the workspace's installation and close its open requests."""
+        await ack()
+        try:
+            callback = parse(LeavingCallback, body)
+        except PayloadError as exc:
+            logger.warning("%s", exc)
+            return
+        if not callback.leaves:
+            return
+        team_id = callback.team_id
+        try:
+            await self.installations.async_delete_all(
+                enterprise_id=callback.enterprise_id, team_id=team_id
+            )
+            closed = await self.store.close_workspace(team_id, note=uninstalled_note(team_id))
+        except StoreUnavailableError as exc:
+            # Slack does not retry an acked event: the admin reinstalls or uninstalls again.
+            logger.error(
+                "team %s left (%s) but was not recorded: %s", team_id, callback.event.type, exc
+            )
+            return
+        logger.info(
+            "team %s left (%s): installation deleted, %d open requests closed (%s)",
+            team_id,
+            callback.event.type,
+            len(closed),
+            ", ".join(r.request_id for r in closed) or "none",
+        )
