@@ -126,21 +126,10 @@ class InstallationStore(AsyncInstallationStore):
         """The bot installed in workspace ``team_id``, or ``None`` (never installed, or
         uninstalled since). An ``enterprise_id`` that contradicts the stored one finds
         nothing."""
-        row = await self._row(enterprise_id, team_id)
-        if row is None:
-            return None
-        return Bot(
-            app_id=row["app_id"],
-            enterprise_id=row["enterprise_id"],
-            team_id=row["team_id"],
-            team_name=row["team_name"],
-            bot_token=row["bot_token"],
-            bot_id=row["bot_id"],
-            bot_user_id=row["bot_user_id"],
-            bot_scopes=row["bot_scopes"],
-            is_enterprise_install=False,
-            installed_at=row["installed_at"],
+        installation = await self.async_find_installation(
+            enterprise_id=enterprise_id, team_id=team_id
         )
+        return installation.to_bot() if installation is not None else None
 
     async def async_find_installation(
         self,
