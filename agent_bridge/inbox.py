@@ -30,12 +30,14 @@ REVIEWERS_MAX = 200
 
 PENDING_IN_TEAM = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL
-    AND (team_id = :team_id OR team_id IS NULL)
+    AND COALESCE(team_id, '') = COALESCE(:team_id, '')
     ORDER BY created_at DESC, idx LIMIT :limit"""
 DECIDED_BY_USER = """SELECT * FROM approval_requests WHERE request_id IN (
         SELECT request_id FROM audit_events
         WHERE at > :since AND user_id = :user_id AND kind IN ('decided', 'approved', 'edited'))
+    AND COALESCE(team_id, '') = COALESCE(:team_id, '')
     ORDER BY COALESCE(decided_at, changed_at, created_at) DESC LIMIT :limit"""
+"""A user's recent decisions in one workspace (a person may be in several)."""
 RECENT_REVIEWERS = """SELECT DISTINCT user_id FROM audit_events
     WHERE at > :since AND kind IN ('decided', 'approved', 'edited', 'refused')
     AND user_id IS NOT NULL AND (team_id = :team_id OR team_id IS NULL)
@@ -70,16 +72,19 @@ class Inbox:
         rows = await self.db.fetch_all(PENDING_IN_TEAM, {"team_id": team_id, "limit": limit})
         return [request_from_row(r) for r in rows]
 
-    async def decided_by(self, user_id: str, *, limit: int = RECENT_MAX) -> list[ApprovalRequest]:
-        """Requests ``user_id`` decided, approved or edited in the last
-        ``RECENT_WINDOW_S``, newest first.
+    async def decided_by(
+        self, user_id: str, team_id: str | None, *, limit: int = RECENT_MAX
+    ) -> list[ApprovalRequest]:
+        """Requests of workspace ``team_id`` that ``user_id`` decided, approved or edited
+        in the last ``RECENT_WINDOW_S``, newest first.
 
         Raises:
             StoreUnavailableError: The database failed.
         """
         since = self.clock() - RECENT_WINDOW_S
         rows = await self.db.fetch_all(
-            DECIDED_BY_USER, {"since": since, "user_id": user_id, "limit": limit}
+            DECIDED_BY_USER,
+            {"since": since, "user_id": user_id, "team_id": team_id, "limit": limit},
         )
         return [request_from_row(r) for r in rows]
 

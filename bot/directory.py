@@ -86,6 +86,7 @@ class Directory:
         self.ttl_s = ttl_s
         self.clock = clock
         self._groups: dict[tuple[str | None, str], tuple[float, frozenset[str]]] = {}
+        self._teams: dict[tuple[str | None, str], tuple[float, str | None]] = {}
 
     async def members(self, team_id: str | None, principals: Iterable[str]) -> Members:
         """Resolve ``principals`` (user and group IDs) in workspace ``team_id``.
@@ -118,6 +119,22 @@ class Directory:
         except SlackCallError as exc:
             logger.warning("no name for %s: %s", user_id, exc)
             return None
+
+    async def team_of(self, team_id: str | None, user_id: str) -> str | None:
+        """The workspace ``user_id`` belongs to, as seen from ``team_id`` (a Slack Connect
+        guest's is their own), cached for ``ttl_s``; ``None`` if Slack would not say
+        (logged: the caller shows that person nothing)."""
+        cached = self._teams.get((team_id, user_id))
+        now = self.clock()
+        if cached is not None and now - cached[0] < self.ttl_s:
+            return cached[1]
+        try:
+            found = await self.slack.user_team(team_id=team_id, user_id=user_id)
+        except SlackCallError as exc:
+            logger.warning("workspace of %s not read: %s", user_id, exc)
+            return None
+        self._teams[(team_id, user_id)] = (now, found)
+        return found
 
     def forget(self, team_id: str | None, usergroup_id: str) -> None:
         """Drop a group from the cache (Slack reported a membership change)."""

@@ -138,6 +138,11 @@ class HomePublisher:
             logger.warning("Home of %s not published: %s", user_id, exc)
 
     async def _draw(self, user_id: str, installation: Installation) -> dict[str, Any]:
+        """The Home of ``user_id``: nothing of this workspace for a person of another
+        (a Slack Connect guest), or one Slack would not place (fails closed)."""
+        home_team = await self.guard.directory.team_of(installation.team_id, user_id)
+        if home_team is None or home_team != installation.team_id:
+            return render_home(user_id, pending=[], decided=[], now=self.clock())
         actor = Actor(
             user_id=user_id,
             team_id=installation.team_id,
@@ -147,7 +152,7 @@ class HomePublisher:
         for request in await self.inbox.pending(installation.team_id):
             if await self.guard.may_decide(actor, request, installation=installation):
                 items.append(InboxItem(request, await self._link(request)))
-        decided = await self.inbox.decided_by(user_id)
+        decided = await self.inbox.decided_by(user_id, installation.team_id)
         return render_home(user_id, pending=items, decided=decided, now=self.clock())
 
     async def _run(self) -> None:

@@ -121,6 +121,10 @@ class Slack(Protocol):
         """Return the name Slack shows for a user."""
         ...
 
+    async def user_team(self, *, team_id: str | None, user_id: str) -> str | None:
+        """Return the workspace a user belongs to (a Slack Connect guest's is another)."""
+        ...
+
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a command privately through its ``response_url``."""
         ...
@@ -428,6 +432,20 @@ class SlackGateway:
         return str(
             profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
         )
+
+    async def user_team(self, *, team_id: str | None, user_id: str) -> str | None:
+        """The workspace ``user_id`` belongs to (``users.info``'s ``user.team_id``; a
+        Slack Connect guest's is their own, not ``team_id``'s), or ``None`` if not said
+        (https://docs.slack.dev/reference/methods/users.info).
+
+        Raises:
+            SlackCallError: Slack would not say (``user_not_found``, no ``users:read``).
+        """
+        response = await self._call(
+            "users.info", (await self._client_for(team_id)).users_info(user=user_id)
+        )
+        found = response["user"].get("team_id")
+        return str(found) if found else None
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """Answer a slash command privately, later than its ack, through its

@@ -41,6 +41,7 @@ class MemoryGateway:
         responses: ``(response_url, text)`` of each command answer, in order.
         usergroups: ``usergroup_id -> member user IDs``; others are ``no_such_subteam``.
         names: ``user_id -> name`` for ``user_name``.
+        teams: ``user_id -> workspace`` for ``user_team`` (default: the asked one).
         homes: ``user_id -> Home view`` last published.
     """
 
@@ -53,6 +54,7 @@ class MemoryGateway:
     responses: list[tuple[str, str]] = field(default_factory=list)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    teams: dict[str, str] = field(default_factory=dict)
     homes: dict[str, dict[str, Any]] = field(default_factory=dict)
     _next_ts: int = 1
 
@@ -203,6 +205,11 @@ class MemoryGateway:
         """See ``SlackGateway.user_name``: ``names[user_id]``, else the ID itself."""
         self._reachable("users.info", next(iter(self.channels)))
         return self.names.get(user_id, user_id)
+
+    async def user_team(self, *, team_id: str | None, user_id: str) -> str | None:
+        """See ``SlackGateway.user_team``: ``teams[user_id]``, else ``team_id``."""
+        self._reachable("users.info", next(iter(self.channels)))
+        return self.teams.get(user_id, team_id)
 
     async def respond(self, *, team_id: str | None, response_url: str, text: str) -> None:
         """See ``SlackGateway.respond``."""
