@@ -22,14 +22,13 @@ from tests.test_oauth_install import (  # noqa: F401 (fixtures)
 )
 
 
-async def test_app_home_of_workspace_b_lists_decisions_made_in_workspace_a(
+async def test_workspace_b_s_home_lists_no_decision_made_in_workspace_a(
     harness: Harness,
     beta: Sandbox,  # noqa: F811 (the fixture)
 ) -> None:
     """A person in two workspaces (Enterprise Grid user, or a guest) approves a card of
-    workspace A; opening the app's Home in workspace B publishes - with B's token, into B -
-    A's decision (tool name, verb, date). ``Inbox.decided_by`` reads decisions by user
-    ID alone, not by the Home's workspace."""
+    workspace A; the app's Home in workspace B, published with B's token into B, lists
+    their decisions in B only (``Inbox.decided_by`` takes the workspace)."""
     alpha = harness.sandbox
     assert (await install(harness, alpha, REQUESTER))[0] == 200
     assert (await install(harness, beta, BETA_REQUESTER))[0] == 200
@@ -45,32 +44,18 @@ async def test_app_home_of_workspace_b_lists_decisions_made_in_workspace_a(
     beta.add_user(REVIEWER, "reviewer", team_id="T0SANDBOX")
     assert (await beta.open_home(user_id=REVIEWER))[0] == 200
 
-    async def published() -> dict[str, Any] | None:
-        calls = [
-            c
-            for c in alpha.calls
-            if c["method"] == "views.publish"
-            and c.get("team_id") == "T0BETA"
-            and c["args"].get("user_id") == REVIEWER
-        ]
-        return calls[-1] if calls else None
-
-    call = await harness.wait_for(published)
-    view = call["args"].get("view")
-    text = view if isinstance(view, str) else json.dumps(view)
+    text = await home_published_in_beta(harness, REVIEWER)
     # Workspace B's Home must say nothing of workspace A's requests.
     assert write_a.tool_name not in text, text
 
 
-async def test_a_member_of_workspace_a_sees_b_s_pending_cards_in_b_s_home(
+async def test_a_guest_from_workspace_a_is_listed_nothing_on_workspace_b_s_home(
     harness: Harness,
     beta: Sandbox,  # noqa: F811 (the fixture)
 ) -> None:
     """A person of workspace A who is only a guest in B (Slack Connect / guest account)
-    opens the app's Home in B: ``HomePublisher._draw`` judges them as a member of B
-    (``Actor(team_id=installation.team_id)``, not their own ``user.team_id``), so B's
-    pending cards they could never decide (the guard refuses a click of theirs on the
-    signed team) are listed to them, with their arguments and links."""
+    opens the app's Home in B: their own workspace is A (``users.info``), so none of B's
+    pending cards, which they could never decide, is listed to them."""
     alpha = harness.sandbox
     assert (await install(harness, alpha, REQUESTER))[0] == 200
     assert (await install(harness, beta, BETA_REQUESTER))[0] == 200
@@ -79,19 +64,24 @@ async def test_a_member_of_workspace_a_sees_b_s_pending_cards_in_b_s_home(
     beta.add_user(REVIEWER, "reviewer", team_id="T0SANDBOX")
     assert (await beta.open_home(user_id=REVIEWER))[0] == 200
 
-    async def published() -> dict[str, Any] | None:
-        calls = [
-            c
-            for c in alpha.calls
-            if c["method"] == "views.publish"
-            and c.get("team_id") == "T0BETA"
-            and c["args"].get("user_id") == REVIEWER
-        ]
-        return calls[-1] if calls else None
-
-    call = await harness.wait_for(published)
-    view = call["args"].get("view")
-    text = view if isinstance(view, str) else json.dumps(view)
+    text = await home_published_in_beta(harness, REVIEWER)
     # B's cards, arguments and all, must not be listed to A's member (their clicks are
     # refused on the signed team: tests/test_oauth_install.py).
     assert write_b.tool_name not in text, text
+
+
+async def home_published_in_beta(harness: Harness, user_id: str) -> str:
+    """Wait for ``user_id``'s Home to be published in workspace beta; return its JSON."""
+
+    async def published() -> dict[str, Any] | None:
+        calls = [
+            c
+            for c in harness.sandbox.calls
+            if c["method"] == "views.publish"
+            and c.get("team_id") == "T0BETA"
+            and c["args"].get("user_id") == user_id
+        ]
+        return calls[-1] if calls else None
+
+    view = (await harness.wait_for(published))["args"].get("view")
+    return view if isinstance(view, str) else json.dumps(view)
