@@ -98,7 +98,7 @@ class ConversationListeners:
             await self._start(message, message.user, context)
 
     async def _start(self, message: MessagePosted, user_id: str, context: Any) -> None:
-        task = message.text.strip()
+        task = message.typed_text.strip()
         if not task:
             await self._tell(message, user_id, wording.MENTION_USAGE_TEXT)
             return
@@ -138,7 +138,7 @@ class ConversationListeners:
         if why:
             await self._tell(message, user_id, why)
             return
-        decision = Decision(type="respond", message=message.text)
+        decision = Decision(type="respond", message=message.typed_text)
         refused = check_decision(request, decision)
         if refused:
             await self._tell(message, user_id, escape(" ".join(refused.values())))
@@ -164,7 +164,7 @@ class ConversationListeners:
             same = (
                 decided.decided_by == user_id
                 and decided.decision is not None
-                and decided.decision.message == message.text
+                and decided.decision.message == message.typed_text
             )
             if not same:  # a retry of this very reply is not news to anyone
                 await self._tell(message, user_id, already_decided_text(decided))

@@ -24,13 +24,13 @@ from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
 from bot.context_blocks import FULL_TEXT_MAX_CHARS, full_context_sections
 from bot.edit_form import render_inputs
 from bot.mrkdwn import (
-    ENTITIES,
     QUOTE_PREFIX,
     ZERO_WIDTH_SPACE,
     inline_code,
     quote,
     quote_pieces,
     text_object,
+    unescape,
 )
 from bot.risk_blocks import risk_blocks
 
@@ -184,9 +184,7 @@ def _raw_chars(text: str) -> int:
     """Roughly how many characters of agent text an escaped, fenced section holds."""
     text = _FENCES.sub("", text).replace(ZERO_WIDTH_SPACE, "")
     text = text.replace(f"\n{QUOTE_PREFIX}", "\n").removeprefix(QUOTE_PREFIX)
-    for char, entity in reversed(ENTITIES.items()):  # "&amp;" last: "&amp;lt;" is "&lt;"
-        text = text.replace(entity, char)
-    return len(text)
+    return len(unescape(text))
 
 
 def _section(text: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.errors import PayloadError
+from bot.mrkdwn import unescape
 
 PayloadT = TypeVar("PayloadT", bound=BaseModel)
 
@@ -210,6 +211,12 @@ class MessagePosted(_Payload):
     team: str | None = None
     bot_id: str | None = None
     subtype: str | None = None
+
+    @property
+    def typed_text(self) -> str:
+        """``text`` as the person typed it: Slack's ``&amp;``, ``&lt;`` and ``&gt;``
+        decoded (``bot.mrkdwn.unescape``)."""
+        return unescape(self.text)
 
     @property
     def from_person(self) -> bool:

@@ -106,6 +106,24 @@ async def test_a_reply_by_a_member_of_an_enterprise_grid_workspace_answers(
     assert (await harness.finished(run)).state == RunState.DONE
 
 
+async def test_an_answer_reaches_the_agent_as_typed(harness: Harness) -> None:
+    """Slack sends ``<``, ``>`` and ``&`` of a message as ``&lt;`` ``&gt;`` ``&amp;``; the
+    decision, the card and the tool's result have what the person typed."""
+    typed = "a < b && c > d, not &lt; (typed as such)"
+    run = await harness.store.get_run(await dm_run(harness))
+    [request] = await harness.requests(run, count=1)
+    run = await harness.store.get_run(run.run_id)
+    assert run.thread_ts and run.channel_id
+    await harness.sandbox.reply(
+        user_id=REQUESTER, channel_id=run.channel_id, thread_ts=run.thread_ts, text=typed
+    )
+    decided = await harness.decided(request)
+    assert decided.decision is not None and decided.decision.message == typed
+    assert (await harness.finished(run)).state == RunState.DONE
+    [tool] = await harness.tool_messages(run)
+    assert tool.content == typed
+
+
 async def test_only_those_allowed_to_answer_are_heard(harness: Harness) -> None:
     harness.sandbox.add_user(GUEST, "guest", team_id="T0OTHER")
     run = await harness.store.get_run(await dm_run(harness, REVIEWER))
