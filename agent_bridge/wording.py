@@ -51,6 +51,14 @@ def starting_run_text(task_shown: str) -> str:
     return f"Starting a run for:\n{task_shown}"
 
 
+def too_long_plain(what: str, length: int, limit: int) -> str:
+    """An answer or reason (``what``: "An answer", "A reason") longer than the modal takes."""
+    return (
+        f"{what} can be at most {limit:,} characters; this one has {length:,}. "
+        "Nothing was recorded."
+    )
+
+
 def not_allowed_plain(decision_type: str, tool_name: str, allowed: Sequence[str]) -> str:
     """A decision the tool's policy does not offer (a forged click or submission)."""
     return f"'{decision_type}' is not allowed for {tool_name}; allowed: {', '.join(allowed)}."

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from agent_bridge import wording
+from agent_bridge.decisions import MESSAGE_MAX_CHARS
 from agent_bridge.models import ApprovalRequest, Run
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
@@ -35,7 +36,6 @@ from bot.mrkdwn import (
 from bot.risk_blocks import risk_blocks
 
 VIEW_MAX_BLOCKS = 100
-INPUT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
 CALL_BUDGET_CHARS = 6000
 """Characters of argument values shown above the reason or answer box of a modal."""
@@ -175,7 +175,7 @@ def _text_input(
             "type": "plain_text_input",
             "action_id": action_id,
             "multiline": True,
-            "max_length": INPUT_MAX_CHARS,
+            "max_length": MESSAGE_MAX_CHARS,
         },
     }
 

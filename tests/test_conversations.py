@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_bridge.audit import AuditKind, read_events
+from agent_bridge.decisions import MESSAGE_MAX_CHARS
 from agent_bridge.models import ApprovalRequest, ApprovalState, RunState
 from agent_bridge.settings import WorkerConfig
 from tests.harness import DBA, REQUESTER, REVIEWER, RUN_IDS, Harness, decision_buttons
@@ -122,6 +123,28 @@ async def test_an_answer_reaches_the_agent_as_typed(harness: Harness) -> None:
     assert (await harness.finished(run)).state == RunState.DONE
     [tool] = await harness.tool_messages(run)
     assert tool.content == typed
+
+
+async def test_an_answer_longer_than_the_respond_modal_takes_is_refused(
+    harness: Harness,
+) -> None:
+    """The Respond modal takes at most ``MESSAGE_MAX_CHARS``; an answer in the Slack
+    thread is held to the same rule, counted as typed, and told privately why not."""
+    run = await harness.store.get_run(await dm_run(harness))
+    [request] = await harness.requests(run, count=1)
+    run = await harness.store.get_run(run.run_id)
+    assert run.thread_ts and run.channel_id
+    where = {"channel_id": run.channel_id, "thread_ts": run.thread_ts}
+    too_long = "<" * (MESSAGE_MAX_CHARS + 1)  # 4 characters each in the event's text
+    await harness.sandbox.reply(user_id=REQUESTER, text=too_long, **where)
+    await told(harness, REQUESTER, f"at most {MESSAGE_MAX_CHARS:,} characters")
+    still = await harness.store.get_request(request.request_id)
+    assert still is not None and still.state == ApprovalState.PENDING
+
+    longest = "<" * MESSAGE_MAX_CHARS
+    await harness.sandbox.reply(user_id=REQUESTER, text=longest, **where)
+    decided = await harness.decided(request)
+    assert decided.decision is not None and decided.decision.message == longest
 
 
 async def test_only_those_allowed_to_answer_are_heard(harness: Harness) -> None:
