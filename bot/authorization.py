@@ -7,7 +7,9 @@ in this order; the first failure is the answer, in plain words
 
 1. the actor's workspace (``user.team_id``, else ``team.id``) and Enterprise Grid org are
    the installation's (Bolt's ``authorize_result``, from ``auth.test``), and so is the
-   request's;
+   request's; a request with no workspace (stored before requests kept one, and its run
+   had none for the migration to copy: ``agent_bridge.migrations.BACKFILL_REQUEST_TEAMS``)
+   is nobody's, so it refuses everyone (it fails closed);
 2. a click is on the request's own card: the payload's ``container`` channel and
    ``message_ts`` are the request's; or in the actor's own App Home inbox: the
    container is a Home view whose ``private_metadata`` names the actor (``bot.home``
@@ -118,10 +120,9 @@ def refusal(
     """
     if installation.team_id is None:
         return review_wording.UNKNOWN_INSTALLATION_TEXT
-    if actor.team_id != installation.team_id or request.team_id not in (
-        None,
-        installation.team_id,
-    ):
+    if request.team_id is None:
+        return review_wording.NO_WORKSPACE_TEXT
+    if actor.team_id != installation.team_id or request.team_id != installation.team_id:
         return review_wording.OTHER_WORKSPACE_TEXT
     if (installation.enterprise_id or actor.enterprise_id) and (
         actor.enterprise_id != installation.enterprise_id

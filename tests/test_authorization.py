@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_bridge import review_wording
 from agent_bridge.binding import call_hash, version_hash
 from agent_bridge.decisions import plan_resume
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, ReviewRules
@@ -66,6 +67,14 @@ def test_another_workspace_or_org_may_not(
     assert "another Slack workspace" in (
         why(actor, "approve", req, installation=installation) or ""
     )
+
+
+@pytest.mark.parametrize("action", ["approve", "edit", "reject", "respond", "view"])
+def test_a_request_with_no_workspace_refuses_everyone(action: str) -> None:
+    """A request stored before requests kept their workspace, whose run had none either
+    (the migration gave it nothing): nobody can show it is theirs, so nobody may act."""
+    text = why(Actor("UDBA", "T1"), action, request(team_id=None), clicked=Clicked("C1", "1.1"))
+    assert text == review_wording.NO_WORKSPACE_TEXT
 
 
 def test_an_unknown_installation_refuses_everyone() -> None:
