@@ -13,9 +13,10 @@ An event older than the workspace's installation is ignored (logged): Slack retr
 event the app did not acknowledge, with its first ``event_time``
 (https://docs.slack.dev/apis/events-api/#retries), so the uninstall of an earlier
 installation can arrive after the admin installed the app again; it must not remove the
-new one. ``event_time`` is whole seconds and ``installed_at`` is not: an event of the
-very second of the install counts as older (an uninstall and an install through the
-OAuth pages within one second are not something people do).
+new one. ``event_time`` is whole seconds and ``installed_at`` is not, so only an event of
+an earlier second than the install's is older; one of the same second is taken as
+current (the app leaves: the safe side for its tokens; an uninstall and a reinstall
+through the OAuth pages within one second are not something people do).
 """
 
 from __future__ import annotations
@@ -73,9 +74,10 @@ class LeavingCallback(BaseModel):
 
 def predates(event_time: int | None, installed_at: float) -> bool:
     """Whether an event of ``event_time`` (whole seconds) happened before an installation
-    made at ``installed_at``: it was about an earlier installation. An event without a
-    time is taken as current (the app leaves: the safe side for its tokens)."""
-    return event_time is not None and event_time < installed_at
+    made at ``installed_at``, so it was about an earlier installation: its second is an
+    earlier one. An event of the install's own second, or without a time, is taken as
+    current (the app leaves: the safe side for its tokens)."""
+    return event_time is not None and event_time < int(installed_at)
 
 
 class UninstallListeners:

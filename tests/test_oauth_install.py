@@ -31,6 +31,7 @@ from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.oauth_install import INSTALL_PATH
 from slack_sandbox import Sandbox
 from tests import services
+from tests.clocks import ShiftedClock
 from tests.harness import CHANNEL, REQUESTER, REVIEWER, TEST_SIGNING_SECRET, Harness
 
 CLIENT_ID = "1111.2222"
@@ -40,6 +41,8 @@ BETA_CHANNEL = "C0BETAGEN"
 BETA_REQUESTER = "U0BOB"
 BETA_REVIEWER = "U0BREV"
 ALPHA = "T0SANDBOX"
+UNINSTALL_AGO_S = 2.0
+"""How long before the reinstall Slack sent the uninstall's events (a retry comes later)."""
 
 
 @pytest.fixture
@@ -52,6 +55,17 @@ def web_settings(pg_url: str) -> WebConfig:
         database_url=pg_url,
         redis_url=services.redis_url(),
     )
+
+
+@pytest.fixture
+def sandbox_clock() -> ShiftedClock:
+    """The sandbox's time, which a test may put back (events of an earlier time)."""
+    return ShiftedClock()
+
+
+@pytest.fixture
+def harness_options(sandbox_clock: ShiftedClock) -> dict[str, Any]:
+    return {"sandbox_clock": sandbox_clock}
 
 
 @pytest.fixture
@@ -227,7 +241,7 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
 
 
 async def test_an_uninstall_delivered_after_a_reinstall_leaves_the_new_installation(
-    harness: Harness, beta: Sandbox
+    harness: Harness, beta: Sandbox, sandbox_clock: ShiftedClock
 ) -> None:
     """Slack retries an uninstall's events the app missed; by then the admin has
     installed the app again: the events are older than the installation and change
@@ -238,7 +252,9 @@ async def test_an_uninstall_delivered_after_a_reinstall_leaves_the_new_installat
     # The app is removed while the web process cannot be reached: nothing is heard.
     url = alpha.request_url
     alpha.request_url = None
+    sandbox_clock.shift = -UNINSTALL_AGO_S  # event times are whole seconds: one earlier
     missed = await alpha.uninstall()
+    sandbox_clock.shift = 0.0
     alpha.request_url = url
     assert [status for status, _, _ in missed] == [0, 0]
     # The admin installs it again, and a run posts its cards with the new token.
