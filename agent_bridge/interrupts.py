@@ -7,6 +7,11 @@ Two interrupt values come from ``HumanInTheLoopMiddleware``:
 - per-call mode: a ``ToolApprovalRequest`` (``type: "tool_approval"``); one request,
   ``index`` 0.
 
+The decisions a card offers are the interrupt's own: a batched request's
+``review_configs``, a per-call interrupt's ``response_schema`` (``schema_decisions``),
+so they are those of the middleware that raised it (the policy's, or a compiled
+graph's own).
+
 Any other interrupt value is not ours to render; ``approval_requests`` skips it and the
 caller logs it.
 """
@@ -213,7 +218,9 @@ def _per_call_request(
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
-    allowed = list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    allowed = schema_decisions(interrupt.response_schema) or (
+        list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    )
     return placement.request(
         interrupt,
         value,
@@ -224,6 +231,32 @@ def _per_call_request(
         allowed=allowed,
         reason=_reason(messages, value.get("tool_call_id"), placement.policy),
     )
+
+
+def schema_decisions(response_schema: object) -> list[DecisionType]:
+    """The decisions a per-call interrupt's ``response_schema`` accepts (``DECISION_TYPES`` order).
+
+    ``HumanInTheLoopMiddleware`` publishes, per gated call, the JSON schema of the
+    decisions its ``interrupt_on`` allows the tool: a ``oneOf`` with a ``discriminator``
+    on ``type`` (its ``mapping`` keys are the decisions), or, for one decision, that
+    decision's object (``properties.type.const``). So the card offers what the graph's
+    own middleware will accept, whoever configured it.
+
+    Returns:
+        The decision types; ``[]`` when the schema names none (absent, or not the
+        middleware's).
+    """
+    if not isinstance(response_schema, Mapping):
+        return []
+    discriminator = response_schema.get("discriminator")
+    mapping = discriminator.get("mapping") if isinstance(discriminator, Mapping) else None
+    if isinstance(mapping, Mapping):
+        names = list(mapping)
+    else:
+        properties = response_schema.get("properties")
+        kind = properties.get("type") if isinstance(properties, Mapping) else None
+        names = [kind.get("const")] if isinstance(kind, Mapping) else []
+    return [d for d in DECISION_TYPES if d in names] if names else []
 
 
 def _batched_requests(

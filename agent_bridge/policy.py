@@ -493,6 +493,9 @@ class Policy(BaseModel):
             ending (``db_password``, ``GITHUB_TOKEN``); replaces the default list
             (``redaction.DEFAULT_REDACT``), so keep its names when adding yours.
         post_results: Whose tool output is posted, unless a tool says (``PostResults``).
+        system_prompt: The system prompt of an agent built from a list of tools (or
+            ``SYSTEM_PROMPT``; setting both is refused, ``agent_bridge.agent``); a
+            compiled graph has its own, so it is refused there.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -504,6 +507,7 @@ class Policy(BaseModel):
     max_active_runs_per_user: int = Field(default=DEFAULT_MAX_ACTIVE_RUNS_PER_USER, ge=1)
     redact: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT))
     post_results: PostResults = "reviewed"
+    system_prompt: str | None = Field(default=None, min_length=1)
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
 
     def start_rules(self) -> StartRules:
