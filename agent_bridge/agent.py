@@ -64,16 +64,15 @@ AgentSource: TypeAlias = list[BaseTool] | CompiledGraph
 
 def load_agent(settings: WorkerConfig) -> AgentSource:
     """Return what ``AGENT`` names: a list of tools, a compiled LangGraph graph, or a
-    callable taking the worker's settings (a ``WorkerConfig``), or no arguments, and
-    returning either.
+    callable returning either: called with the worker's settings (a ``WorkerConfig``) if
+    it has a parameter without a default, else with no arguments.
 
     Raises:
         ConfigurationError: If the reference is wrong or gives neither.
     """
     target = import_object(settings.agent)
     if callable(target) and not isinstance(target, BaseTool | Pregel):
-        takes_settings = bool(inspect.signature(target).parameters)
-        target = target(settings) if takes_settings else target()
+        target = target(settings) if _needs_an_argument(target) else target()
     if isinstance(target, Pregel):
         return target
     if not isinstance(target, Sequence) or not all(isinstance(t, BaseTool) for t in target):
@@ -83,6 +82,15 @@ def load_agent(settings: WorkerConfig) -> AgentSource:
             "(a WorkerConfig), or nothing, and returning one of them."
         )
     return list(target)
+
+
+def _needs_an_argument(factory: Any) -> bool:
+    """Whether ``factory`` has a parameter without a default (it takes the settings)."""
+    return any(
+        p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(factory).parameters.values()
+    )
 
 
 def load_tools(settings: WorkerConfig) -> list[BaseTool]:
