@@ -216,14 +216,7 @@ def build_agent(
             f"The policy gates {', '.join(unknown)}, which the agent does not have "
             f"(its tools: {', '.join(sorted(names))})."
         )
-    for tool in tools:
-        tool_policy = policy.gated(tool.name)
-        if tool_policy and tool_policy.sql and tool_policy.sql.argument not in tool.args:
-            raise ConfigurationError(
-                f"tools.{tool.name}.sql.argument is {tool_policy.sql.argument!r}, but "
-                f"{tool.name} takes {', '.join(sorted(tool.args)) or 'no arguments'}: name "
-                "the argument that holds the statement."
-            )
+    policy.check_sql_arguments({t.name: list(t.args) for t in tools})
     middleware = HumanInTheLoopMiddleware(**policy.middleware_kwargs())
     return create_agent(
         model,

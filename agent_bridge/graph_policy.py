@@ -50,8 +50,8 @@ def policy_for_graph(policy: Policy, shape: GraphShape) -> Policy:
     Raises:
         ConfigurationError: If the policy gates a tool the graph does not gate, says a
             tool the graph gates is not gated, sets ``system_prompt``, or a tool's
-            Slack-side rules do not hold with the graph's decisions (an ``on_timeout``
-            the graph does not allow).
+            Slack-side rules do not hold with the graph (an ``on_timeout`` its decisions
+            do not include, a ``sql.argument`` its tool does not take).
     """
     if policy.system_prompt is not None:
         raise ConfigurationError(
@@ -84,9 +84,11 @@ def policy_for_graph(policy: Policy, shape: GraphShape) -> Policy:
         if name not in tools:
             tools[name] = ToolPolicy(allowed_decisions=list(allowed))
     _warn_ignored("the policy", policy.model_fields_set, POLICY_GATING_KEYS)
-    return policy.model_copy(
+    applied = policy.model_copy(
         update={"tools": tools, "interrupt_mode": shape.interrupt_mode or policy.interrupt_mode}
     )
+    applied.check_sql_arguments({name: list(t.args) for name, t in shape.tools.items()})
+    return applied
 
 
 def _slack_side(name: str, entry: ToolPolicy, allowed: tuple[DecisionType, ...]) -> ToolPolicy:

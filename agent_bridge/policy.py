@@ -50,6 +50,7 @@ is the worker's ``WORKSPACE_DIR`` (the demo's database lives there).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
 import sqlglot
@@ -538,6 +539,25 @@ class Policy(BaseModel):
         policy's."""
         entry = self._entry(tool_name)
         return entry.post_results if entry and entry.post_results else self.post_results
+
+    def check_sql_arguments(self, arguments: Mapping[str, Collection[str]]) -> None:
+        """Refuse a gated tool's ``sql.argument`` that the tool does not take.
+
+        Args:
+            arguments: Tool name -> the names of its arguments (a tool not listed is
+                not checked).
+
+        Raises:
+            ConfigurationError: Naming the tool, the argument and those it takes.
+        """
+        for name, taken in arguments.items():
+            tool_policy = self.gated(name)
+            if tool_policy and tool_policy.sql and tool_policy.sql.argument not in taken:
+                raise ConfigurationError(
+                    f"tools.{name}.sql.argument is {tool_policy.sql.argument!r}, but "
+                    f"{name} takes {', '.join(sorted(taken)) or 'no arguments'}: name "
+                    "the argument that holds the statement."
+                )
 
     def middleware_kwargs(self) -> dict[str, Any]:
         """Return keyword arguments for ``HumanInTheLoopMiddleware(...)``."""

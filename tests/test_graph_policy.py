@@ -92,3 +92,11 @@ def test_the_policys_own_gating_keys_are_ignored_with_a_warning(
     assert email is not None and email.when is None and email.description is None
     assert "tools.send_email sets description, when, ignored" in caplog.text
     assert "the policy sets interrupt_mode, ignored" in caplog.text
+
+
+def test_a_sql_block_naming_an_argument_the_graphs_tool_does_not_take_is_refused() -> None:
+    policy = Policy.model_validate(
+        {"tools": {"send_email": {"sql": {"argument": "query", "dialect": "sqlite"}}}}
+    )
+    with pytest.raises(ConfigurationError, match="'query', but send_email takes subject, to"):
+        policy_for_graph(policy, SHAPE)
