@@ -140,7 +140,7 @@ class Placement:
             tool_call_id=tool_call_id,
             tool_name=name,
             args=args,
-            description=str(action.get("description") or ""),
+            description=shown_description(str(action.get("description") or ""), name),
             allowed_decisions=list(allowed),
             args_schema=self.args_schemas.get(name, {"type": "object"}),
             requester_id=self.run.user_id,
@@ -231,6 +231,19 @@ def _per_call_request(
         allowed=allowed,
         reason=_reason(messages, value.get("tool_call_id"), placement.policy),
     )
+
+
+def shown_description(description: str, tool_name: str) -> str:
+    """A call's description as its card shows it.
+
+    ``HumanInTheLoopMiddleware`` describes a tool with no ``description`` of its own as
+    ``"{description_prefix}\n\nTool: {name}\nArgs: {args}"``: the arguments as a Python
+    repr, which the card shows already, readably and redacted. A compiled graph's
+    middleware often leaves it so (the policy's never does: ``ToolPolicy.middleware_config``
+    always gives one), so the card keeps the prefix alone.
+    """
+    prefix, default, _ = description.partition(f"\n\nTool: {tool_name}\nArgs: ")
+    return prefix if default else description
 
 
 def schema_decisions(response_schema: object) -> list[DecisionType]:

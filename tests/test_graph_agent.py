@@ -18,8 +18,9 @@ from langgraph.graph import START, MessagesState, StateGraph
 from agent_bridge.agent import assemble_agent, load_agent, load_tools
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, discover
-from agent_bridge.interrupts import schema_decisions
-from agent_bridge.models import InterruptMode
+from agent_bridge.graph_policy import policy_for_graph
+from agent_bridge.interrupts import Placement, approval_requests, schema_decisions
+from agent_bridge.models import InterruptMode, Run
 from agent_bridge.policy import Policy
 from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
@@ -262,3 +263,32 @@ async def test_the_example_graph_pauses_on_the_demo_task_with_its_own_gating(
         "write_file": ["approve", "edit", "reject", "respond"],
         "execute_sql": ["approve", "reject"],
     }
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_call_without_a_description_shows_the_middlewares_prefix_alone(
+    mode: InterruptMode,
+) -> None:
+    plain = create_agent(
+        ScriptedChatModel(),
+        tools=[send_email],
+        middleware=[
+            HumanInTheLoopMiddleware(
+                interrupt_on={"send_email": True},
+                description_prefix="Billing wants to send",
+                interrupt_mode=mode,
+            )
+        ],
+    )
+    graph = attach_checkpointer(plain, InMemorySaver(), reference="x:g")
+    config: RunnableConfig = {"configurable": {"thread_id": mode}}
+    await graph.ainvoke({"messages": [{"role": "user", "content": EMAIL_TASK}]}, config)
+    snapshot = await graph.aget_state(config)
+    run = Run(run_id="r", thread_id=mode, task="t", channel_id="C1", user_id="U1")
+    policy = policy_for_graph(Policy(), discover(plain))
+    placement = Placement(run=run, policy=policy, args_schemas={})
+    (request,) = approval_requests(
+        snapshot.interrupts, messages=snapshot.values["messages"], placement=placement
+    )
+    assert request.description == "Billing wants to send"  # not the args' Python repr again
+    assert request.allowed_decisions == ["approve", "edit", "reject", "respond"]
