@@ -15,8 +15,8 @@ and gives the graph the worker's checkpointer the way LangGraph's Agent Server d
 its own is refused: its ``thread_id``s would be saved where no other worker can resume
 them, which breaks docs/architecture.md, invariant 3 ("the checkpoint is the truth").
 
-Tools a sub-agent calls from inside a tool (not as a subgraph node) cannot be seen here;
-their interrupts still reach Slack, with the arguments shown as given.
+Tools a sub-agent calls from inside a tool (rather than as a subgraph node) are not
+seen here: the policy cannot name them, and their calls have no argument schema.
 """
 
 from __future__ import annotations
