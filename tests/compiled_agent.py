@@ -1,6 +1,7 @@
 """A compiled graph as the agent, built the way an engineer builds theirs.
 
-Used as ``AGENT=tests.compiled_agent:graph`` (batched) or ``...:per_call_graph`` with
+Used as ``AGENT=tests.compiled_agent:graph`` (batched), ``...:per_call_graph`` or
+``...:sub_agent_graph`` (the batched agent as a subgraph node) with
 ``tests/fixtures/graph_policy.yml``: ``create_agent`` with its own model (the scripted
 one, recording the system prompt it is given), its own system prompt, its own extra
 middleware (``StampResults``, which marks every tool result) and its own
@@ -22,6 +23,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from agent_bridge.graph_agent import CompiledGraph
@@ -114,5 +116,14 @@ def make_graph(mode: InterruptMode = "batched") -> CompiledGraph:
     )
 
 
+def with_sub_agent() -> CompiledGraph:
+    """A hand-built graph whose one node is the agent: a sub-agent, a subgraph."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("billing", make_graph())
+    builder.add_edge(START, "billing")
+    return builder.compile()
+
+
 graph = make_graph()
 per_call_graph = make_graph("per_call")
+sub_agent_graph = with_sub_agent()

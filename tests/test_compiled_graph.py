@@ -3,7 +3,8 @@
 The engineer's own ``create_agent`` graph (its model, system prompt, extra middleware
 and ``HumanInTheLoopMiddleware`` configuration) run by a real worker on the real
 PostgreSQL checkpointer, its cards in the sandbox Slack, decided by clicks, in both
-interrupt modes. The policy only says who decides (``tests/fixtures/graph_policy.yml``).
+interrupt modes and as a sub-agent (a node of a hand-built graph). The policy only says
+who decides (``tests/fixtures/graph_policy.yml``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tests.harness import DBA, Harness, decision_buttons
 
 GRAPH_POLICY = Path(__file__).parent / "fixtures" / "graph_policy.yml"
 REASON = "Invoice 2 was already paid."
-GRAPHS = {"batched": "graph", "per_call": "per_call_graph"}
+GRAPHS = {"batched": "graph", "per_call": "per_call_graph", "sub_agent": "sub_agent_graph"}
+"""The graphs run: the agent in each interrupt mode, and as a sub-agent (a subgraph node)."""
 
 
 @pytest.fixture(params=sorted(GRAPHS))
@@ -35,8 +37,9 @@ def agent_settings(request: pytest.FixtureRequest, settings: WorkerConfig) -> Wo
 async def test_the_graph_runs_with_its_own_prompt_middleware_and_gating(
     harness: Harness, agent_settings: WorkerConfig
 ) -> None:
-    mode = "per_call" if agent_settings.agent.endswith("per_call_graph") else "batched"
-    approved, rejected = f"Invoice 1 ({mode})", f"Invoice 2 ({mode})"
+    name = agent_settings.agent.partition(":")[2]
+    mode = "per_call" if name == "per_call_graph" else "batched"
+    approved, rejected = f"Invoice 1 ({name})", f"Invoice 2 ({name})"
     task = {
         "tool_calls": [
             {"name": "lookup_customer", "args": {"name": "Ada"}},
