@@ -1,22 +1,23 @@
-"""Bring your own compiled graph: an agent you built with ``create_agent``, approved in Slack.
+"""Way 2 of bringing an agent: the compiled graph you built with ``create_agent``.
 
-Copy this file into your package and replace the tools, prompt and middleware with yours.
-The worker imports what ``AGENT`` names: here ``make_graph``, a factory taking the
-worker's settings (``AGENT`` may also name a compiled graph itself, or a factory taking
-no arguments). It gives the graph its checkpointer, so compile it without one.
+Run it with ``AGENT=examples.compiled_graph_agent:make_graph
+POLICY=examples/compiled_graph_policy.yml`` (from the repository root, or with this
+module installed where the worker can import it). ``AGENT`` names a factory taking the
+worker's settings here; it may also name a compiled graph itself, or a factory taking no
+arguments.
 
-Your ``HumanInTheLoopMiddleware`` decides which tool calls wait for a person and which
-buttons their cards get; the approval policy (``POLICY``) then says only how they are
-reviewed in Slack: channels, approvers, quorum, time limits, SQL risk, what is shown.
-A policy entry for a tool your middleware does not gate is refused at start.
-
-Run it offline, on the local Slack sandbox, with the demo's tools and policy::
-
-    PYTHONPATH=. AGENT=examples.compiled_graph_agent:make_graph ./scripts/demo
+It is way 1's agent (``examples/tools_agent.py``, the same tools) built by you: your
+model, your system prompt, your own middleware, and your ``HumanInTheLoopMiddleware``,
+which now decides which calls wait for a person, with which buttons and description.
+The worker gives the graph its checkpointer (compile it without one) and reads the
+gating from it; the policy says only how gated calls are reviewed in Slack (channels,
+approvers, quorum, time limits), and a policy entry for a tool your middleware does not
+gate is refused at start.
 
 ``MODEL`` (``scripted`` offline, or ``provider:model`` such as ``openai:gpt-4.1``) is read
-here, by the factory, from the settings it is given; the worker itself does not use it
-for a compiled graph, nor ``SYSTEM_PROMPT`` (refused: the graph has its own prompt).
+here, by the factory, from the settings it is given: the worker uses neither ``MODEL``
+nor ``SYSTEM_PROMPT`` for a compiled graph (``SYSTEM_PROMPT`` is refused: the graph has
+its own prompt).
 """
 
 from __future__ import annotations
@@ -33,15 +34,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from agent_bridge.agent import load_model
-from agent_bridge.demo_tools import make_tools
 from agent_bridge.settings import WorkerConfig
+from examples.tools_agent import describe, external_recipient, make_tools
 
 logger = logging.getLogger(__name__)
 
-SYSTEM_PROMPT = (
-    "You maintain the orders database. Archive rows to a file before you delete them, "
-    "and ask the user when a request is ambiguous."
-)
+SYSTEM_PROMPT = "You are the office assistant. Keep emails short and polite."
 
 
 class LogToolCalls(AgentMiddleware):
@@ -70,22 +68,18 @@ def make_graph(settings: WorkerConfig) -> CompiledStateGraph[Any, Any, Any, Any]
     """The agent, compiled without a checkpointer: the worker gives it its own.
 
     Args:
-        settings: The worker's settings (``workspace_dir`` for the demo tools, ``model``).
+        settings: The worker's settings (``workspace_dir`` for the outbox, ``model``).
     """
-    review = HumanInTheLoopMiddleware(
-        interrupt_on={
-            "write_file": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
-            "execute_sql": {
-                "allowed_decisions": ["approve", "reject"],
-                "description": "🚨 SQL execution requires DBA approval",
-            },
-            "ask_user": {"allowed_decisions": ["respond"]},
-            "read_data": False,  # runs without review
+    interrupt_on: dict[str, Any] = {
+        "send_email": {
+            "allowed_decisions": ["approve", "edit", "reject"],
+            "description": describe,
+            "when": external_recipient,  # mail inside the company goes out unreviewed
         },
-    )
+    }
     return create_agent(
         load_model(settings.model),
         tools=make_tools(settings),
         system_prompt=SYSTEM_PROMPT,
-        middleware=[LogToolCalls(), review],
+        middleware=[LogToolCalls(), HumanInTheLoopMiddleware(interrupt_on=interrupt_on)],
     )

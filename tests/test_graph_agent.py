@@ -22,8 +22,7 @@ from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.interrupts import Placement, approval_requests, schema_decisions
 from agent_bridge.models import InterruptMode, Run
 from agent_bridge.policy import Policy
-from agent_bridge.policy_file import load_policy
-from agent_bridge.scripted_model import DEMO_TASK, ScriptedChatModel
+from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
 from tests import compiled_agent
 from tests.compiled_agent import lookup_customer, make_graph, send_email
@@ -240,29 +239,6 @@ class TestPerCallDecisions:
     )
     def test_a_schema_naming_no_decision_gives_none(self, schema: Any) -> None:
         assert schema_decisions(schema) == []
-
-
-async def test_the_example_graph_pauses_on_the_demo_task_with_its_own_gating(
-    tmp_path: Path,
-) -> None:
-    agent = assemble_agent(
-        settings=agent_named(tmp_path / "ws", "examples.compiled_graph_agent:make_graph"),
-        policy=load_policy(None),  # the demo policy: its allowed_decisions are ignored
-        checkpointer=InMemorySaver(),
-    )
-    assert agent.policy.gated("read_data") is None and agent.policy.gated("ask_user")
-    config: RunnableConfig = {"configurable": {"thread_id": "example"}}
-    async for _ in agent.graph.astream(
-        {"messages": [{"role": "user", "content": DEMO_TASK}]}, config
-    ):
-        pass  # run it to its interrupt
-    snapshot = await agent.graph.aget_state(config)
-    (interrupt,) = snapshot.interrupts
-    configs = {c["action_name"]: c["allowed_decisions"] for c in interrupt.value["review_configs"]}
-    assert configs == {
-        "write_file": ["approve", "edit", "reject", "respond"],
-        "execute_sql": ["approve", "reject"],
-    }
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
