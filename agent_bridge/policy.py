@@ -72,8 +72,8 @@ from agent_bridge.imports import import_object
 from agent_bridge.models import (
     DECISION_TYPES,
     Decision,
-    DecisionType,
-    InterruptMode,
+    MiddlewareDecisionType,
+    MiddlewareMode,
     ReviewRules,
     StartRules,
 )
@@ -297,12 +297,14 @@ class ToolPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_decisions: list[DecisionType] = Field(default_factory=lambda: list(DECISION_TYPES))
+    allowed_decisions: list[MiddlewareDecisionType] = Field(
+        default_factory=lambda: list(DECISION_TYPES)
+    )
     description: str | None = None
     description_callable: str | None = Field(default=None, alias="callable")
     when: str | None = None
     review_timeout_s: float | None = Field(default=None, gt=0)
-    on_timeout: DecisionType = "reject"
+    on_timeout: MiddlewareDecisionType = "reject"
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
     channel: ChannelId | None = None
     approvers: Principals = None
@@ -497,7 +499,7 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    interrupt_mode: InterruptMode = "batched"
+    interrupt_mode: MiddlewareMode = "batched"
     description_prefix: str = wording.DEFAULT_DESCRIPTION_PREFIX
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
     requesters: Principals = None
