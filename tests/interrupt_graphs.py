@@ -10,7 +10,6 @@ run's final answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -68,11 +67,12 @@ def _plain(state: State) -> State:
     return {"answers": {"plain": interrupt(PLAIN_QUESTION)}}
 
 
-def _branch(name: str) -> Callable[[State], State]:
-    def ask(state: State) -> State:
-        return {"answers": {name: interrupt(f"Answer for branch {name}?")}}
+def _left(state: State) -> State:
+    return {"answers": {"left": interrupt("Answer for the left branch?")}}
 
-    return ask
+
+def _right(state: State) -> State:
+    return {"answers": {"right": interrupt("Answer for the right branch?")}}
 
 
 def _report(state: State) -> State:
@@ -88,24 +88,23 @@ def graph_of(
     builder = StateGraph(State)
     builder.add_node("report", _report)
     if name == "parallel":
-        builder.add_node("left", _branch("left"))
-        builder.add_node("right", _branch("right"))
+        builder.add_node("left", _left)
+        builder.add_node("right", _right)
         builder.add_edge(START, "left")
         builder.add_edge(START, "right")
         builder.add_edge(["left", "right"], "report")
     else:
-        nodes: dict[str, Callable[[State], State]] = {
-            "inbox": _inbox,
-            "form": _form,
-            "plain": _plain,
-        }
         if name == "subgraph":
             inner = StateGraph(State)
             inner.add_node("plain", _plain)
             inner.add_edge(START, "plain")
             builder.add_node("ask", inner.compile())
+        elif name == "inbox":
+            builder.add_node("ask", _inbox)
+        elif name == "form":
+            builder.add_node("ask", _form)
         else:
-            builder.add_node("ask", nodes[name])
+            builder.add_node("ask", _plain)
         builder.add_edge(START, "ask")
         builder.add_edge("ask", "report")
     return builder.compile(checkpointer=checkpointer)
