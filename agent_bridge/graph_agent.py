@@ -33,7 +33,7 @@ from langgraph.pregel import Pregel
 
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.models import DecisionType, InterruptMode
+from agent_bridge.models import MiddlewareDecisionType, MiddlewareMode
 
 CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
 """A compiled LangGraph graph (``create_agent(...)`` or ``StateGraph.compile()``)."""
@@ -52,8 +52,8 @@ class GraphShape:
     """
 
     tools: Mapping[str, BaseTool]
-    gated: Mapping[str, tuple[DecisionType, ...]]
-    interrupt_mode: InterruptMode | None
+    gated: Mapping[str, tuple[MiddlewareDecisionType, ...]]
+    interrupt_mode: MiddlewareMode | None
 
     @property
     def args_schemas(self) -> dict[str, dict[str, Any]]:
@@ -76,8 +76,8 @@ def discover(graph: CompiledGraph) -> GraphShape:
             allowing a tool different decisions, or using different interrupt modes.
     """
     tools: dict[str, BaseTool] = {}
-    gated: dict[str, tuple[DecisionType, ...]] = {}
-    modes: set[InterruptMode] = set()
+    gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
+    modes: set[MiddlewareMode] = set()
     for node in _nodes(graph):
         if isinstance(node, ToolNode):
             for name, tool in node.tools_by_name.items():

@@ -12,8 +12,9 @@ The decisions a card offers are the interrupt's own: a batched request's
 so they are those of the middleware that raised it (the policy's, or a compiled
 graph's own).
 
-Any other interrupt value is not ours to render; ``approval_requests`` skips it and the
-caller logs it.
+Every other interrupt (Agent Inbox's ``HumanInterrupt``, one carrying a JSON schema, any
+other value) becomes requests too, as ``agent_bridge.interrupt_shapes`` reads it: no
+interrupt is left without a card.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge.binding import call_hash
+from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.message_text import call_message, message_text
 from agent_bridge.models import (
     DECISION_TYPES,
@@ -119,9 +121,11 @@ class Placement:
         tool_call_id: str | None,
         allowed: Sequence[DecisionType],
         reason: str = "",
+        args_schema: dict[str, Any] | None = None,
     ) -> ApprovalRequest:
         """One approval request for ``action`` (``name``, ``args``, ``description``);
-        ``reason`` is the model's text that came with the call."""
+        ``reason`` is the model's text that came with the call; ``args_schema`` is the
+        schema an edit must fit (``None``: the tool's, from ``args_schemas``)."""
         name = str(action["name"])
         args = dict(action.get("args") or {})
         channel_id, thread_ts = self.channel_of(name)
@@ -142,7 +146,7 @@ class Placement:
             args=args,
             description=shown_description(str(action.get("description") or ""), name),
             allowed_decisions=list(allowed),
-            args_schema=self.args_schemas.get(name, {"type": "object"}),
+            args_schema=args_schema or self.args_schemas.get(name, {"type": "object"}),
             requester_id=self.run.user_id,
             team_id=self.run.team_id,
             call_hash=call_hash(
@@ -190,11 +194,13 @@ class Placement:
 def approval_requests(
     interrupts: Sequence[Interrupt], *, messages: Sequence[BaseMessage], placement: Placement
 ) -> list[ApprovalRequest]:
-    """Return one approval request per gated tool call in ``interrupts``.
+    """Return the approval requests of ``interrupts``: one per gated tool call of a
+    ``HumanInTheLoopMiddleware`` interrupt, and those of every other interrupt
+    (``agent_bridge.interrupt_shapes``).
 
     Args:
-        interrupts: ``StateSnapshot.interrupts`` (pending interrupts); any that are not
-            ``HumanInTheLoopMiddleware``'s are skipped.
+        interrupts: ``StateSnapshot.interrupts`` (pending interrupts, those of
+            sub-graphs and parallel branches included).
         messages: The ``thread_id``'s messages, to find batched calls' tool call IDs.
         placement: The run, policy, schemas and where the cards go.
 
@@ -204,12 +210,30 @@ def approval_requests(
     requests: list[ApprovalRequest] = []
     for interrupt in interrupts:
         if not is_hitl(interrupt):
-            continue
-        if interrupt.value.get("type") == "tool_approval":
+            requests.extend(_other_requests(interrupt, placement))
+        elif interrupt.value.get("type") == "tool_approval":
             requests.append(_per_call_request(interrupt, messages, placement))
         else:
             requests.extend(_batched_requests(interrupt, messages, placement))
     return requests
+
+
+def _other_requests(interrupt: Interrupt, placement: Placement) -> list[ApprovalRequest]:
+    """The requests of an interrupt that is not the middleware's, ``index`` = position."""
+    mode, asks = asks_of(interrupt)
+    return [
+        placement.request(
+            interrupt,
+            {"name": ask.name, "args": ask.args, "description": ask.description},
+            index=index,
+            mode=mode,
+            batch_size=len(asks),
+            tool_call_id=None,
+            allowed=ask.allowed,
+            args_schema=ask.args_schema,
+        )
+        for index, ask in enumerate(asks)
+    ]
 
 
 def _per_call_request(

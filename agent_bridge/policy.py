@@ -73,8 +73,8 @@ from agent_bridge.imports import import_object
 from agent_bridge.models import (
     DECISION_TYPES,
     Decision,
-    DecisionType,
-    InterruptMode,
+    MiddlewareDecisionType,
+    MiddlewareMode,
     ReviewRules,
     StartRules,
 )
@@ -298,12 +298,14 @@ class ToolPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_decisions: list[DecisionType] = Field(default_factory=lambda: list(DECISION_TYPES))
+    allowed_decisions: list[MiddlewareDecisionType] = Field(
+        default_factory=lambda: list(DECISION_TYPES)
+    )
     description: str | None = None
     description_callable: str | None = Field(default=None, alias="callable")
     when: str | None = None
     review_timeout_s: float | None = Field(default=None, gt=0)
-    on_timeout: DecisionType = "reject"
+    on_timeout: MiddlewareDecisionType = "reject"
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
     channel: ChannelId | None = None
     approvers: Principals = None
@@ -497,11 +499,16 @@ class Policy(BaseModel):
         system_prompt: The system prompt of an agent built from a list of tools (or
             ``SYSTEM_PROMPT``; setting both is refused, ``agent_bridge.agent``); a
             compiled graph has its own, so it is refused there.
+        interrupts: The Slack-side rules (channel, approvers, quorum, time limits...) of
+            requests made from interrupts that are not ``HumanInTheLoopMiddleware``'s, by
+            their name (an Agent Inbox action, a JSON-schema interrupt's ``name``, else
+            ``interrupt``: docs/architecture.md, "Interrupts"). They gate nothing (the
+            graph raised the interrupt itself), so a name here may not also be a tool's.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    interrupt_mode: InterruptMode = "batched"
+    interrupt_mode: MiddlewareMode = "batched"
     description_prefix: str = wording.DEFAULT_DESCRIPTION_PREFIX
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
     requesters: Principals = None
@@ -510,6 +517,17 @@ class Policy(BaseModel):
     post_results: PostResults = "reviewed"
     system_prompt: str | None = Field(default=None, min_length=1)
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
+    interrupts: dict[str, ToolPolicy] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _names_are_one_kind(self) -> Policy:
+        both = sorted(set(self.tools) & set(self.interrupts))
+        if both:
+            raise ValueError(
+                f"{', '.join(both)} is under both tools and interrupts: a name is a tool's "
+                "(gated by the middleware) or an interrupt's, not both"
+            )
+        return self
 
     def start_rules(self) -> StartRules:
         """Who may start runs, as the worker publishes it for the web process."""
@@ -519,7 +537,10 @@ class Policy(BaseModel):
         )
 
     def gated(self, tool_name: str) -> ToolPolicy | None:
-        """Return the tool's policy if calls to it are reviewed, else ``None``."""
+        """Return the tool's policy if calls to it are reviewed, else ``None``; for the
+        name of an interrupt that is not the middleware's, its ``interrupts`` entry."""
+        if tool_name in self.interrupts:
+            return self.interrupts[tool_name]
         entry = self.tools.get(tool_name)
         if entry is True:
             return ToolPolicy()

@@ -27,7 +27,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command
 
 from agent_bridge.graph_agent import CompiledGraph
-from agent_bridge.models import InterruptMode
+from agent_bridge.models import MiddlewareMode
 from agent_bridge.scripted_model import ScriptedChatModel
 
 SYSTEM_PROMPT = "You are the billing agent. Email customers only about their invoices."
@@ -96,7 +96,7 @@ def _stamped(result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
     return result
 
 
-def make_graph(mode: InterruptMode = "batched") -> CompiledGraph:
+def make_graph(mode: MiddlewareMode = "batched") -> CompiledGraph:
     """The engineer's agent, compiled without a checkpointer (the worker gives it one)."""
     gating = HumanInTheLoopMiddleware(
         interrupt_on={

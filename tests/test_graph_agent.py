@@ -20,7 +20,7 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, discover
 from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.interrupts import Placement, approval_requests, schema_decisions
-from agent_bridge.models import InterruptMode, Run
+from agent_bridge.models import MiddlewareMode, Run
 from agent_bridge.policy import Policy
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
@@ -33,7 +33,7 @@ EMAIL_TASK = json.dumps(
 )
 
 
-def gated_agent(allowed: list[str], mode: InterruptMode = "batched") -> CompiledGraph:
+def gated_agent(allowed: list[str], mode: MiddlewareMode = "batched") -> CompiledGraph:
     """A ``create_agent`` graph gating ``send_email`` with ``allowed``."""
     interrupt_on: dict[str, Any] = {"send_email": {"allowed_decisions": allowed}}
     return create_agent(
@@ -71,7 +71,9 @@ def agent_named(tmp_path: Path, reference: str, **changes: Any) -> WorkerConfig:
 
 class TestDiscover:
     @pytest.mark.parametrize("mode", ["batched", "per_call"])
-    def test_tools_schemas_and_gating_come_from_the_graphs_nodes(self, mode: InterruptMode) -> None:
+    def test_tools_schemas_and_gating_come_from_the_graphs_nodes(
+        self, mode: MiddlewareMode
+    ) -> None:
         shape = discover(make_graph(mode))
         assert set(shape.tools) == {"send_email", "lookup_customer"}
         assert shape.args_schemas["send_email"]["required"] == ["to", "subject"]
@@ -243,7 +245,7 @@ class TestPerCallDecisions:
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
 async def test_a_call_without_a_description_shows_the_middlewares_prefix_alone(
-    mode: InterruptMode,
+    mode: MiddlewareMode,
 ) -> None:
     plain = create_agent(
         ScriptedChatModel(),
