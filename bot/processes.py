@@ -19,8 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge.agent import build_agent, load_model, load_tools
-from agent_bridge.arguments import tool_args_schema
+from agent_bridge.agent import assemble_agent
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.expiry import ExpiryKeeper
@@ -200,19 +199,19 @@ def build_worker(
     client: AsyncWebClient,
     model: BaseChatModel | None = None,
 ) -> Worker:
-    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``);
-    ``model``, when given, is used instead of ``MODEL``'s (a test's own chat model).
+    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``,
+    ``SYSTEM_PROMPT``); ``model``, when given, is used instead of ``MODEL``'s (a test's
+    own chat model) for a list of tools.
 
     Raises:
-        ConfigurationError: If the agent, model or policy cannot be loaded.
+        ConfigurationError: If the agent, model or policy cannot be loaded, or do not go
+            together (``agent_bridge.agent.assemble_agent``).
     """
-    policy = load_policy(settings.policy)
-    tools = load_tools(settings)
-    graph = build_agent(
-        tools=tools,
-        model=model or load_model(settings.model),
-        policy=policy,
+    agent = assemble_agent(
+        settings=settings,
+        policy=load_policy(settings.policy),
         checkpointer=backend.checkpointer,
+        model=model,
     )
     slack = (
         SlackGateway(
@@ -230,10 +229,10 @@ def build_worker(
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
-        graph=graph,
+        graph=agent.graph,
         notifier=notifier,
-        policy=policy,
-        args_schemas={t.name: tool_args_schema(t) for t in tools},
+        policy=agent.policy,
+        args_schemas=agent.args_schemas,
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
         progress=notifier.progress,
@@ -250,7 +249,7 @@ def build_worker(
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
         max_concurrent_runs=settings.max_concurrent_runs,
-        start_rules=policy.start_rules(),
+        start_rules=agent.policy.start_rules(),
         stop_grace_s=settings.stop_grace_s,
     )
 

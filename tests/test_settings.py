@@ -45,6 +45,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "SIGNAL_CHANNEL",
         "MODEL",
         "AGENT",
+        "SYSTEM_PROMPT",
         "AGENT_NAME",
         "POLICY",
         "APPROVALS_CHANNEL",
@@ -58,7 +59,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     },
     ReleaseSettings: {"DATABASE_URL"},
     LogSettings: {"LOG_FORMAT"},
-    DemoSettings: {"MODEL", "AGENT", "POLICY"},
+    DemoSettings: {"MODEL", "AGENT", "SYSTEM_PROMPT", "POLICY"},
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
 
@@ -86,6 +87,7 @@ FOREIGN = {
     "HOST": "foreign.invalid",
     "MODEL": "foreign:model",
     "AGENT": "foreign.module:tools",
+    "SYSTEM_PROMPT": "",
     "AGENT_NAME": "foreign",
     "POLICY": "/foreign/policy.yml",
     "APPROVALS_CHANNEL": "C0FOREIGN",
