@@ -1,0 +1,56 @@
+"""Graphs of a malicious agent: each one node raising one hostile interrupt value (a
+broken JSON schema, a value nested too deeply, ...), then reporting the answer it got
+(``answers``, as in ``tests.interrupt_graphs``). Compiled without a checkpointer, for
+``AGENT=tests.hostile_interrupt_graphs:<name>`` (the worker gives it its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
+
+from tests.interrupt_graphs import State, _report
+
+BROKEN_SCHEMAS: dict[str, dict[str, Any]] = {
+    "unknown_type": {"type": "object", "properties": {"region": {"type": "nowhere"}}},
+    "remote_ref": {
+        "type": "object",
+        "properties": {"region": {"$ref": "https://schemas.example.com/region.json"}},
+    },
+    "dangling_ref": {"type": "object", "properties": {"region": {"$ref": "#/$defs/Nope"}}},
+    "ref_loop": {
+        "type": "object",
+        "$defs": {"Region": {"allOf": [{"$ref": "#/$defs/Region"}]}},
+        "properties": {"region": {"$ref": "#/$defs/Region"}},
+    },
+    "bad_pattern": {
+        "type": "object",
+        "properties": {"region": {"type": "string", "pattern": "(["}},
+    },
+}
+"""Object schemas an answer can never be checked against: ``jsonschema`` raises on each
+(``SchemaError``, an unresolvable reference, a reference loop)."""
+BROKEN_QUESTION = "Which region?"
+
+
+def asking(value: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A graph whose one node asks ``interrupt(value)`` and reports the answer."""
+
+    def ask(state: State) -> State:
+        return {"answers": {"ask": interrupt(value)}}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_node("report", _report)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "report")
+    return builder.compile()
+
+
+unknown_type = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["unknown_type"]})
+remote_ref = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["remote_ref"]})
+dangling_ref = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["dangling_ref"]})
+ref_loop = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["ref_loop"]})
+bad_pattern = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["bad_pattern"]})

@@ -1,0 +1,74 @@
+"""A malicious agent's interrupts, end to end through the sandbox
+(tests/hostile_interrupt_graphs.py): whatever the graph raises, Slack accepts every
+card and modal (the harness fixture checks ``sandbox.violations``), the reviewer can
+answer or is told why not, and the graph gets an answer of the shape it asked for."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langgraph.types import Interrupt
+
+from agent_bridge.interrupt_shapes import asks_of
+from agent_bridge.models import Run, RunState
+from agent_bridge.settings import WorkerConfig
+from bot import ids
+from tests.harness import REVIEWER, Harness, decision_buttons
+from tests.hostile_interrupt_graphs import BROKEN_QUESTION, BROKEN_SCHEMAS
+from tests.test_any_interrupt import FIXTURES, card_of
+
+
+@pytest.fixture
+def agent_settings(settings: WorkerConfig, request: pytest.FixtureRequest) -> WorkerConfig:
+    """The worker runs the hostile graph of the test's ``graph`` mark."""
+    (name,) = request.node.get_closest_marker("graph").args
+    return settings.model_copy(
+        update={
+            "agent": f"tests.hostile_interrupt_graphs:{name}",
+            "policy": FIXTURES / "interrupts_policy.yml",
+        }
+    )
+
+
+async def finished_answer(harness: Harness, run: Run) -> object:
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE and done.final_answer, done.error
+    return json.loads(done.final_answer)["ask"]
+
+
+@pytest.mark.parametrize(
+    "graph", [pytest.param(name, marks=pytest.mark.graph(name)) for name in BROKEN_SCHEMAS]
+)
+async def test_an_interrupt_whose_schema_is_broken_is_a_question_answered_in_words(
+    harness: Harness, graph: str
+) -> None:
+    """A schema ``jsonschema`` cannot check an answer against (an unknown type, a remote
+    or dangling ``$ref``, a ``$ref`` loop, a pattern that is no regex) is no form: the
+    submission would raise where the form is checked, so the reviewer could never
+    answer. It is read as a plain value: the card shows it, the answer is text."""
+    run = await harness.start_run(f"run the {graph} graph")
+    (request,) = await harness.requests(run, count=1)
+    assert request.mode == "plain_value"
+    card = card_of(harness, request)
+    assert decision_buttons(card) == [ids.decision_action_id("respond")]
+    assert BROKEN_QUESTION in json.dumps(card["blocks"])
+    view = await harness.open_modal(request, "respond")
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values={ids.ANSWER_BLOCK: "eu-west-1"}
+    )
+    assert status == 200 and body is None
+    assert await finished_answer(harness, run) == "eu-west-1"
+
+
+def test_a_schema_that_recurses_through_the_value_is_still_a_form() -> None:
+    """A ``$ref`` back to the root under ``properties`` reaches into the value (a tree):
+    checking a finite answer ends, so it stays a form."""
+    tree = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "child": {"$ref": "#"}},
+        "$defs": {"Leaf": {"anyOf": [{"$ref": "#/$defs/Name"}, {"type": "null"}]}},
+    }
+    tree["$defs"]["Name"] = {"type": "string"}  # type: ignore[index]
+    mode, (ask,) = asks_of(Interrupt(value={"json_schema": tree}, id="i1"))
+    assert mode == "json_schema" and ask.args_schema == tree
