@@ -5,6 +5,7 @@ broken JSON schema, a value nested too deeply, ...), then reporting the answer i
 
 from __future__ import annotations
 
+from itertools import count
 from typing import Any
 
 from langgraph.graph import START, StateGraph
@@ -54,3 +55,29 @@ remote_ref = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS[
 dangling_ref = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["dangling_ref"]})
 ref_loop = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["ref_loop"]})
 bad_pattern = asking({"question": BROKEN_QUESTION, "json_schema": BROKEN_SCHEMAS["bad_pattern"]})
+
+
+def _restless_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Two parallel branches; the right one asks a new question each time it runs (its
+    interrupt keeps its ID: LangGraph derives it from the task). Answering the left
+    branch runs the right one again, so its card's question is no longer the asked one."""
+    runs = count(1)
+
+    def left(state: State) -> State:
+        return {"answers": {"left": interrupt("Left?")}}
+
+    def right(state: State) -> State:
+        return {"answers": {"right": interrupt(f"{RESTLESS_QUESTION} (asked {next(runs)})")}}
+
+    builder = StateGraph(State)
+    builder.add_node("left", left)
+    builder.add_node("right", right)
+    builder.add_node("report", _report)
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge(["left", "right"], "report")
+    return builder.compile()
+
+
+RESTLESS_QUESTION = "Delete which backups?"
+restless = _restless_graph()

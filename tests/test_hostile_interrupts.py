@@ -11,7 +11,7 @@ import pytest
 from langgraph.types import Interrupt
 
 from agent_bridge.interrupt_shapes import asks_of
-from agent_bridge.models import Run, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.harness import REVIEWER, Harness, decision_buttons
@@ -72,3 +72,40 @@ def test_a_schema_that_recurses_through_the_value_is_still_a_form() -> None:
     tree["$defs"]["Name"] = {"type": "string"}  # type: ignore[index]
     mode, (ask,) = asks_of(Interrupt(value={"json_schema": tree}, id="i1"))
     assert mode == "json_schema" and ask.args_schema == tree
+
+
+@pytest.mark.graph("restless")
+async def test_an_answer_to_a_question_the_graph_has_since_changed_is_not_sent(
+    harness: Harness,
+) -> None:
+    """A plain interrupt's question is its description (it has no arguments): the
+    ``call_hash`` binding the answer to what the reviewer read must cover it, or an
+    answer to "(asked 1)" resumes "(asked 2)" under the same interrupt ID."""
+    run = await harness.start_run("run the restless graph")
+    requests = await harness.requests(run, count=2)
+    (left,) = [r for r in requests if r.description == "Left?"]
+    (right,) = [r for r in requests if r is not left]
+    assert right.description.endswith("(asked 1)")
+    await submit_answer(harness, left, "L")
+    await submit_answer(harness, right, "R1")
+
+    async def reopened() -> ApprovalRequest | None:
+        stored = await harness.store.get_request(right.request_id)
+        pending = stored and stored.state == ApprovalState.PENDING and stored.note
+        return stored if pending else None
+
+    now = await harness.wait_for(reopened)
+    assert "(asked 1)" not in now.description
+    assert now.description in json.dumps(card_of(harness, now)["blocks"])
+    await submit_answer(harness, now, "R2")
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE and done.final_answer
+    assert json.loads(done.final_answer) == {"left": "L", "right": "R2"}
+
+
+async def submit_answer(harness: Harness, request: ApprovalRequest, text: str) -> None:
+    view = await harness.open_modal(request, "respond")
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values={ids.ANSWER_BLOCK: text}
+    )
+    assert status == 200 and body is None, body
