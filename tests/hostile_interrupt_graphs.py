@@ -81,3 +81,16 @@ def _restless_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 
 RESTLESS_QUESTION = "Delete which backups?"
 restless = _restless_graph()
+
+
+MARKUP = "<!channel> <@U0BOSS> <https://evil.example|docs> `x` ```y``` \n> quoted \u200b\u202e *b*"
+"""Slack markup, mentions, a labelled link, code, a quote, zero-width and bidi characters."""
+marked_up = asking(
+    [
+        {
+            "action_request": {"action": MARKUP, "args": {MARKUP: MARKUP, "list": [MARKUP]}},
+            "config": {"allow_accept": True, "allow_edit": True, "allow_respond": True},
+            "description": MARKUP,
+        }
+    ]
+)

@@ -14,6 +14,7 @@ from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.settings import WorkerConfig
 from bot import ids
+from slack_sandbox import live_mentions, message_live_links
 from tests.harness import REVIEWER, Harness, decision_buttons
 from tests.hostile_interrupt_graphs import BROKEN_QUESTION, BROKEN_SCHEMAS
 from tests.test_any_interrupt import FIXTURES, card_of
@@ -109,3 +110,28 @@ async def submit_answer(harness: Harness, request: ApprovalRequest, text: str) -
         view_id=view["id"], user_id=REVIEWER, values={ids.ANSWER_BLOCK: text}
     )
     assert status == 200 and body is None, body
+
+
+@pytest.mark.graph("marked_up")
+async def test_markup_in_every_field_of_a_human_interrupt_stays_text(harness: Harness) -> None:
+    """Slack markup in the action, an argument's name and value and the description:
+    the card and each modal Slack accepts (the fixture checks ``violations``), with no
+    live mention or link anywhere."""
+    run = await harness.start_run("run the marked_up graph")
+    (request,) = await harness.requests(run, count=1)
+    surfaces = [card_of(harness, request)]
+    for decision in ("edit", "respond"):
+        surfaces.append(await harness.open_modal(request, decision))
+    for surface in surfaces:
+        texts = _mrkdwn(surface["blocks"])
+        assert texts and not [m for t in texts for m in live_mentions(t)]
+    assert not message_live_links(surfaces[0].get("text"), surfaces[0]["blocks"])
+
+
+def _mrkdwn(node: object) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["text"]] if node.get("type") == "mrkdwn" else []
+        return own + [t for v in node.values() for t in _mrkdwn(v)]
+    if isinstance(node, list):
+        return [t for v in node for t in _mrkdwn(v)]
+    return []
