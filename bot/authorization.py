@@ -33,10 +33,12 @@ from bot.directory import Members
 from bot.mrkdwn import inline_code
 
 TOOL_NAME_MAX_CHARS = 100
-DECIDING_ACTIONS = frozenset({"approve", "edit", "respond"})
-"""What four eyes forbids the requester (``reject`` and ``ignore``, which run nothing,
-stay allowed)."""
-DECLINING_ACTIONS = frozenset({"reject", "ignore"})
+DECIDING_ACTIONS = frozenset({"approve", "edit", "respond", "ignore"})
+"""What four eyes forbids the requester. ``ignore`` is among them: what an ignored
+Agent Inbox action leads to is the graph's choice (it goes on without it), so it steers
+the run like an approval; only ``reject``, which runs nothing and tells the model so,
+stays allowed."""
+DECLINING_ACTIONS = frozenset({"reject"})
 """What the requester may do to their own run's requests whoever the approvers are."""
 
 
@@ -77,7 +79,7 @@ class Clicked:
 
 def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
     """Whether deciding needs the approver lists resolved (not for anyone-may requests,
-    nor for the requester rejecting or ignoring their own run's)."""
+    nor for the requester rejecting their own run's)."""
     if request.rules.approvers is None:
         return False
     return not (action in DECLINING_ACTIONS and actor.user_id == request.requester_id)

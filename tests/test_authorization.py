@@ -90,7 +90,7 @@ def test_a_click_must_be_on_the_requests_own_card(clicked: Clicked) -> None:
     assert "does not belong to this request's current card" in (text or "")
 
 
-@pytest.mark.parametrize("action", ["approve", "edit", "respond"])
+@pytest.mark.parametrize("action", ["approve", "edit", "respond", "ignore"])
 def test_four_eyes_the_requester_may_not_decide_their_own_call(action: str) -> None:
     listed = request(rules=ReviewRules(approvers=("UREQ",)))  # even when named
     assert "You started this run" in (why(Actor("UREQ", "T1"), action, listed) or "")
