@@ -440,6 +440,9 @@ def default_placeholder(shown: str) -> str:
 # errors, and notes on a card). "At items[2].name: Must be a string." says where.
 REQUIRED_PLAIN = "This field is required."
 UNKNOWN_ARGUMENT_PLAIN = "The tool has no argument with this name."
+PATTERN_TOO_SLOW_PLAIN = (
+    "This value could not be checked against the pattern in time: shorten or change it."
+)
 ARGS_NOT_OBJECT_PLAIN = "The arguments must be a JSON object."
 NOT_JSON_OBJECT_PLAIN = 'Must be a JSON object, like {"name": "value"}.'
 CHOOSE_LISTED_PLAIN = "Choose one of the listed values."
