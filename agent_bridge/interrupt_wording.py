@@ -21,3 +21,8 @@ FORM_TITLE, FORM_SUBMIT = "Answer the agent", "Send"
 def form_intro(name: str) -> str:
     """The form modal's first line."""
     return f"{name} asks you to fill in:"
+
+
+def form_fields_line(names: list[str], *, more: bool) -> str:
+    """A pending form card's line of what it asks for; ``names`` are inline code."""
+    return f"_It asks for:_ {', '.join(names)}{', …' if more else ''}"

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent_bridge import interrupt_wording, wording
+from agent_bridge.interrupt_shapes import INTERRUPT_NAME
 from agent_bridge.models import (
     ALL_DECISION_TYPES,
     ApprovalRequest,
@@ -60,6 +61,11 @@ LABEL_MAX_CHARS = 200
 TASK_MAX_CHARS = 300
 """Characters of a run's task shown on its first message (the task can be huge)."""
 TOOL_NAME_MAX_CHARS = 200
+FIELD_NAME_MAX_CHARS = 60
+FIELDS_SHOWN = 10
+"""A pending form card lists at most this many of its fields' names, each cut here."""
+ASKING_MODES = frozenset({"json_schema", "plain_value"})
+"""Modes whose request asks the reviewer something rather than shows a call."""
 
 Message = tuple[str, list[dict[str, Any]]]
 """``(fallback text, blocks)`` for ``chat.postMessage`` / ``chat.update``."""
@@ -288,7 +294,10 @@ def _card(
 ) -> list[dict[str, Any]]:
     """Heading, context, a pending edit's changes, ``args``' sections and, when anything
     was cut, the full-arguments button."""
-    heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
+    if request.tool_name == INTERRUPT_NAME and request.mode in ASKING_MODES:
+        heading = label.removesuffix(":*") + "*"  # the graph named nothing: no name to show
+    else:
+        heading = f"{label} {inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)}"
     description, description_cut = quote(request.description.strip(), DESCRIPTION_MAX_CHARS)
     blocks = [_section(f"{heading}\n{description}" if description else heading)]
     risk, risk_cut = risk_section(request)
@@ -299,8 +308,13 @@ def _card(
     if request.state == ApprovalState.PENDING and request.pending_edit is not None:
         changed, edit_cut = changes_text(request, request.pending_edit)
         blocks.append(_section(f"{wording.PENDING_EDIT_LEAD}\n{changed}"))
-    sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
-    blocks.extend(sections)
+    args_cut = False
+    if args or request.mode not in ASKING_MODES:  # a question or form has no call to show
+        sections, args_cut = arg_sections(args, ARGS_BUDGET_CHARS)
+        blocks.extend(sections)
+    fields = _form_fields(request) if request.state == ApprovalState.PENDING else None
+    if fields:
+        blocks.append(_section(fields))
     cuts = (description_cut, context_cut, args_cut, edit_cut, risk_cut, _edited_cut(request))
     if any(cuts):
         blocks.append(
@@ -315,6 +329,17 @@ def _card(
             }
         )
     return blocks
+
+
+def _form_fields(request: ApprovalRequest) -> str | None:
+    """What a pending form asks for (its schema's property names), or ``None``."""
+    properties = request.args_schema.get("properties") if request.mode == "json_schema" else None
+    if not isinstance(properties, dict) or not properties:
+        return None
+    names = [
+        inline_code(str(name), FIELD_NAME_MAX_CHARS) for name in list(properties)[:FIELDS_SHOWN]
+    ]
+    return interrupt_wording.form_fields_line(names, more=len(properties) > FIELDS_SHOWN)
 
 
 def _pending_label(request: ApprovalRequest) -> str:
