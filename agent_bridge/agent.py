@@ -66,7 +66,7 @@ def build_agent(
     tools: Sequence[BaseTool],
     model: BaseChatModel,
     policy: Policy,
-    checkpointer: BaseCheckpointSaver[Any],
+    checkpointer: BaseCheckpointSaver[Any] | None,
     system_prompt: str | None = None,
 ) -> Any:
     """Return the compiled agent graph.
@@ -75,7 +75,8 @@ def build_agent(
         tools: The agent's tools.
         model: Its chat model.
         policy: Which tools are gated and how (``HumanInTheLoopMiddleware`` options).
-        checkpointer: Where each ``thread_id``'s state is saved between interrupts.
+        checkpointer: Where each ``thread_id``'s state is saved between interrupts;
+            ``None`` for a graph LangGraph Agent Server serves (it keeps the checkpoints).
         system_prompt: Optional system prompt.
 
     Returns:

@@ -38,3 +38,14 @@ class StoreRejectedError(BridgeError):
 
     Retrying the same statement will fail again; the operation is reported as failed.
     """
+
+
+class AgentServerUnavailableError(BridgeError):
+    """LangGraph Agent Server (``AGENT_URL``) could not be reached, failed (a 5xx), or
+    refused a run because another run of the ``thread_id`` is in flight (409, the
+    ``reject`` multitask strategy).
+
+    Nothing was sent to the graph, or what was sent runs on the server by itself; the
+    worker gives the run back and a later sweep drives it again from the server's
+    checkpoint (after joining any run in flight). Check the server if it lasts.
+    """

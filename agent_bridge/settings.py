@@ -40,6 +40,9 @@ PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN, DEMO_APP_TOKEN})
 DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
 SLACK_WEB_API_URL = "https://slack.com/api/"
+DEFAULT_ASSISTANT_ID = "agent"
+"""``ASSISTANT_ID``'s default: the demo agent's graph name in the repository's
+``langgraph.json``."""
 
 WHAT_TO_SET = {
     "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",
@@ -190,6 +193,18 @@ class WorkerConfig(ProcessConfig):
     stop_grace_s: float = Field(default=20.0, gt=0)
     """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
     a run still driven then is given back to the queue (``agent_bridge.worker``)."""
+    agent_url: str | None = Field(default=None, repr=False)
+    """Base URL of a LangGraph Agent Server (``langgraph dev``, self-hosted or LangGraph
+    Platform) serving the agent; set, runs are created and resumed there through
+    ``langgraph-sdk`` (``agent_bridge.remote_agent``), the server keeps the checkpoints,
+    and ``AGENT`` only gives the tools' argument schemas (edit forms). Unset: the worker
+    builds the agent itself."""
+    assistant_id: str = DEFAULT_ASSISTANT_ID
+    """The assistant (or graph name in the server's ``langgraph.json``) runs are created
+    with (``AGENT_URL`` only)."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """The Agent Server's API key (LangGraph Platform's ``x-api-key``); a secret: never
+    shown in logs or error messages."""
     checkpoint_retention_days: float = Field(default=30.0, ge=0)
     """How long the checkpoints of a finished (done or failed) run are kept, days; then
     they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""

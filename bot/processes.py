@@ -24,12 +24,14 @@ from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.expiry import ExpiryKeeper
+from agent_bridge.graph import AgentGraph
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
 from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.redis_pacing import RedisPacer
+from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -202,18 +204,29 @@ def build_worker(
 ) -> Worker:
     """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``);
     ``model``, when given, is used instead of ``MODEL``'s (a test's own chat model).
+    With ``AGENT_URL`` the agent is the assistant ``ASSISTANT_ID`` on that LangGraph
+    Agent Server (``agent_bridge.remote_agent``): ``AGENT``'s tools then give only their
+    argument schemas (edit forms, invariant 4) and ``MODEL`` is not used.
 
     Raises:
         ConfigurationError: If the agent, model or policy cannot be loaded.
     """
     policy = load_policy(settings.policy)
     tools = load_tools(settings)
-    graph = build_agent(
-        tools=tools,
-        model=model or load_model(settings.model),
-        policy=policy,
-        checkpointer=backend.checkpointer,
-    )
+    graph: AgentGraph
+    if settings.agent_url:  # deployed on LangGraph Agent Server: it keeps the checkpoints
+        graph = RemoteAgent(
+            client=open_client(settings.agent_url, api_key=settings.langgraph_api_key),
+            assistant_id=settings.assistant_id,
+            agent_name=settings.agent_name,
+        )
+    else:
+        graph = build_agent(
+            tools=tools,
+            model=model or load_model(settings.model),
+            policy=policy,
+            checkpointer=backend.checkpointer,
+        )
     slack = (
         SlackGateway(
             TeamClients(

@@ -1,0 +1,123 @@
+"""End to end against a real LangGraph Agent Server (``AGENT_URL``): ``langgraph dev`` from
+the repository's ``langgraph.json``, one for the whole session (``tests/agent_server.py``).
+
+The worker keeps no checkpoint: runs are created and resumed on the server through
+``langgraph-sdk`` (``agent_bridge/remote_agent.py``), and what the tools did is read
+there (the server's state, the demo tools' folder of each ``thread_id``). Approve, edit,
+reject and respond in both interrupt modes; a decision applied once when the worker is
+killed mid-resume (the server's run goes on) or before marking it applied; a run of the
+``thread_id`` in flight joined before its state is read; a thread started elsewhere
+attached by ID; a thread paused by a run no worker streamed found by the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.policy_file import POLICIES_DIR
+from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import WorkerConfig
+from bot import ids
+from tests.agent_server import AgentServer, start_agent_server, stop_agent_server
+from tests.harness import REVIEWER, Harness
+
+REASON = "Archive the rows before deleting them."
+ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
+"""The graphs of ``langgraph.json``, one per interrupt mode."""
+ARCHIVE = "archive/old_orders.csv"
+
+
+@pytest.fixture(scope="session")
+def agent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """``langgraph dev`` on a free port, answering before the first test, stopped after
+    the last."""
+    server = start_agent_server(tmp_path_factory.mktemp("agent-server"))
+    try:
+        yield server
+    finally:
+        stop_agent_server(server)
+
+
+def remote(settings: WorkerConfig, server: AgentServer, mode: str) -> WorkerConfig:
+    """Worker settings driving the served demo agent in ``mode``."""
+    changes: dict[str, Any] = {"agent_url": server.url, "assistant_id": ASSISTANTS[mode]}
+    if mode == "per_call":
+        changes["policy"] = POLICIES_DIR / "per_call.yml"
+    return settings.model_copy(update=changes)
+
+
+@pytest.fixture(params=list(ASSISTANTS))
+def agent_settings(
+    request: pytest.FixtureRequest, settings: WorkerConfig, agent_server: AgentServer
+) -> WorkerConfig:
+    return remote(settings, agent_server, request.param)
+
+
+async def submit(harness: Harness, view: dict[str, Any], values: dict[str, str]) -> None:
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values=values
+    )
+    assert status == 200 and not body, body
+
+
+async def test_approve_and_reject_run_on_the_server(
+    harness: Harness, agent_server: AgentServer
+) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
+    await harness.click(write, "approve")
+    await harness.reject(sql, REASON)
+    done = await harness.finished(run)
+
+    assert done.state == RunState.DONE, done.error
+    stored = await harness.store.requests_for_run(run.run_id)
+    assert [r.state for r in stored] == [ApprovalState.APPLIED, ApprovalState.APPLIED]
+    written = agent_server.files(run.thread_id) / ARCHIVE
+    assert written.read_text().startswith("id,customer")
+    results = {str(m.name): m for m in await agent_server.tool_messages(run.thread_id)}
+    assert sorted(results) == ["execute_sql", "read_data", "write_file"]
+    assert REASON in str(results["execute_sql"].content)
+    answers = [t for t in harness.slack_thread_texts(done) if t.startswith("Done.")]
+    assert len(answers) == 1 and REASON in answers[0]
+    assert not await harness.backend.checkpointer.aget_tuple(
+        {"configurable": {"thread_id": run.thread_id}}
+    ), "the worker kept a checkpoint of a run the server keeps"
+
+
+async def test_an_edit_runs_the_edited_call_on_the_server(
+    harness: Harness, agent_server: AgentServer
+) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    view = await harness.open_modal(write, "edit")
+    await submit(harness, view, {ids.arg_block_id("content"): "id\n1\n"})
+    await harness.reject(sql, REASON)
+    done = await harness.finished(run)
+
+    assert done.state == RunState.DONE, done.error
+    assert (agent_server.files(run.thread_id) / ARCHIVE).read_text() == "id\n1\n"
+    results = {str(m.name): m for m in await agent_server.tool_messages(run.thread_id)}
+    assert "Wrote 5 characters" in str(results["write_file"].content)
+
+
+async def test_respond_answers_ask_user_on_the_server(
+    harness: Harness, agent_server: AgentServer
+) -> None:
+    run = await harness.start_run(
+        {"tool_calls": [{"name": "ask_user", "args": {"question": "Which year counts as old?"}}]}
+    )
+    (ask,) = await harness.requests(run, count=1)
+    view = await harness.open_modal(ask, "respond")
+    assert "Which year counts as old?" in json.dumps(view["blocks"])
+    await submit(harness, view, {ids.ANSWER_BLOCK: "Anything before 2024"})
+    done = await harness.finished(run)
+
+    (result,) = await agent_server.tool_messages(run.thread_id)
+    assert result.status == "success" and result.content == "Anything before 2024"
+    assert "Anything before 2024" in (done.final_answer or "")
