@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -36,6 +35,7 @@ from langgraph_sdk.errors import APIConnectionError, APIStatusError, ConflictErr
 from langgraph_sdk.schema import RunStatus, Thread
 
 from agent_bridge.errors import AgentServerUnavailableError
+from agent_bridge.graph import PausedThread
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +46,8 @@ THREAD_METADATA_KEY = "agent_bridge_agent"
 (``PausedThreads`` searches by it)."""
 
 
-@dataclass(frozen=True)
-class PausedThread:
-    """A server thread waiting on interrupts: its ``thread_id`` and their IDs."""
-
-    thread_id: str
-    interrupt_ids: frozenset[str]
-
-
 class RemoteAgent:
-    """The ``AgentGraph`` of an assistant on LangGraph Agent Server.
+    """The ``AgentGraph`` (and ``PausedThreads``) of an assistant on LangGraph Agent Server.
 
     Args:
         client: The ``langgraph-sdk`` client of the server (``open_client``).

@@ -265,6 +265,7 @@ def build_worker(
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=policy.start_rules(),
         stop_grace_s=settings.stop_grace_s,
+        paused_threads=graph if isinstance(graph, RemoteAgent) else None,
     )
 
 

@@ -13,18 +13,25 @@ attached by ID; a thread paused by a run no worker streamed found by the sweep.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 
+from agent_bridge.graph import thread_config
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.policy_file import POLICIES_DIR
+from agent_bridge.remote_agent import RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.agent_server import AgentServer, start_agent_server, stop_agent_server
 from tests.harness import REVIEWER, Harness
+from tests.test_crash_recovery import approval_cards
+from tests.worker_processes import killed, start_worker, stop
 
 REASON = "Archive the rows before deleting them."
 ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
@@ -121,3 +128,78 @@ async def test_respond_answers_ask_user_on_the_server(
     (result,) = await agent_server.tool_messages(run.thread_id)
     assert result.status == "success" and result.content == "Anything before 2024"
     assert "Anything before 2024" in (done.final_answer or "")
+
+
+class TestKilledWorker:
+    """A worker SIGKILLed after recording a decision, then restarted: the decision is
+    sent to the server once (one resume run), applied once, nothing posted twice."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, agent_server: AgentServer) -> WorkerConfig:
+        return remote(settings, agent_server, "batched")
+
+    @pytest.fixture
+    def harness_options(self) -> dict[str, Any]:
+        return {"workers": 0}  # the worker is a child process that kills itself
+
+    @pytest.mark.parametrize("crash_at", ["in_server_run", "before_mark_applied"])
+    async def test_a_decision_is_sent_to_the_server_once(
+        self, harness: Harness, agent_server: AgentServer, crash_at: str, tmp_path: Path
+    ) -> None:
+        log = tmp_path / "worker.log"
+        env: dict[str, str | None] = {
+            "AGENT_URL": agent_server.url,
+            "ASSISTANT_ID": ASSISTANTS["batched"],
+        }
+        worker = await start_worker(harness, log, crash_at, env_changes=env)
+        try:
+            run = await harness.start_run(DEMO_TASK)
+            write, sql = await harness.requests(run, count=2)
+            await harness.click(write, "approve")
+            await harness.reject(sql, REASON)
+            await killed(worker)
+            worker = await start_worker(harness, log, env_changes=env)
+            done = await harness.finished(run)
+        finally:
+            await stop(worker)
+
+        assert done.state == RunState.DONE, log.read_text()
+        runs = await agent_server.server_runs(run.thread_id)
+        assert len(runs) == 2, runs  # the task's run and one resume: the decision sent once
+        assert {r["multitask_strategy"] for r in runs} == {"reject"}
+        stored = await harness.store.requests_for_run(run.run_id)
+        assert [r.state for r in stored] == [ApprovalState.APPLIED, ApprovalState.APPLIED]
+        names = sorted(str(m.name) for m in await agent_server.tool_messages(run.thread_id))
+        assert names == ["execute_sql", "read_data", "write_file"]
+        assert approval_cards(harness) == 2
+        answers = [t for t in harness.slack_thread_texts(done) if t.startswith("Done.")]
+        assert len(answers) == 1 and REASON in answers[0]
+
+
+async def test_a_run_in_flight_is_joined_before_the_state_is_read(
+    agent_server: AgentServer,
+) -> None:
+    """A resume created on the server and still going (a dead worker's, or one the
+    engineer's app made) is waited for: its interrupt never looks pending meanwhile, so
+    no second answer is planned for it (docs/architecture.md, invariant 3)."""
+    client = agent_server.client()
+    agent = RemoteAgent(client=client, assistant_id=ASSISTANTS["batched"], agent_name="default")
+    config = thread_config(str(uuid.uuid4()))
+    try:
+        assert (await agent.aget_state(config)).values == {}  # a new thread on the server
+        task = {"messages": [{"role": "user", "content": DEMO_TASK}]}
+        async for _ in agent.astream(task, config, stream_mode="values", version="v2"):
+            pass
+        (interrupt,) = (await agent.aget_state(config)).interrupts
+        answer = {"decisions": [{"type": "approve"}, {"type": "reject", "message": REASON}]}
+        thread_id = config["configurable"]["thread_id"]
+        await client.runs.create(
+            thread_id, ASSISTANTS["batched"], command={"resume": {interrupt.id: answer}}
+        )
+
+        state = await agent.aget_state(config)  # right away: the resume is in flight
+    finally:
+        await client.aclose()
+    assert not state.interrupts and not state.next and not state.tasks
+    assert isinstance(state.values["messages"][-1], AIMessage)
+    assert str(state.values["messages"][-1].content).startswith("Done.")
