@@ -49,3 +49,8 @@ class AgentServerUnavailableError(BridgeError):
     worker gives the run back and a later sweep drives it again from the server's
     checkpoint (after joining any run in flight). Check the server if it lasts.
     """
+
+
+class AlreadyAttachedError(BridgeError):
+    """The ``thread_id`` given to ``agent-bridge attach`` is already a run's (one run
+    per LangGraph thread). Its cards are posted by that run; nothing was recorded."""

@@ -7,6 +7,8 @@ it down; nothing else reads the environment. A process reads only its own variab
   credentials have no default and the demo's public ones are refused, so a process started
   without them does not quietly trust requests signed with a secret printed in this file.
 - ``ReleaseSettings``: the ``release`` step (``DATABASE_URL`` only).
+- ``AttachSettings``: ``agent-bridge attach`` (``DATABASE_URL``, ``REDIS_URL``,
+  ``SIGNAL_CHANNEL``).
 - ``DemoSettings``: the demo, which embeds everything else (SQLite, the in-process bus, the
   local sandbox and its public credentials) and builds its own ``WebConfig`` and
   ``WorkerConfig`` from it.
@@ -275,6 +277,21 @@ class ReleaseSettings(BaseSettings):
 
     database_url: str
     """``postgresql://...`` or ``sqlite:///path``."""
+
+
+class AttachSettings(BaseSettings):
+    """``agent-bridge attach``'s settings: the deployment's database (where the run is
+    recorded) and, optionally, its Redis (a worker is signalled at once; without it, the
+    next sweep takes the run)."""
+
+    model_config = READ_ENVIRONMENT
+
+    database_url: str = Field(repr=False)
+    """``postgresql://...`` or ``sqlite:///path``."""
+    redis_url: str | None = Field(default=None, repr=False)
+    """The deployment's Redis, to wake a worker at once."""
+    signal_channel: str | None = None
+    """The deployment's pub/sub channel, as its workers' ``SIGNAL_CHANNEL``."""
 
 
 class DemoSettings(BaseSettings):

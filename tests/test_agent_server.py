@@ -12,7 +12,10 @@ attached by ID; a thread paused by a run no worker streamed found by the sweep.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +25,15 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from agent_bridge.graph import thread_config
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.models import DEFAULT_AGENT, ApprovalState, RunState
 from agent_bridge.policy_file import POLICIES_DIR
-from agent_bridge.remote_agent import RemoteAgent
+from agent_bridge.remote_agent import THREAD_METADATA_KEY, RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
+from bot.starts import new_run
 from tests.agent_server import AgentServer, start_agent_server, stop_agent_server
-from tests.harness import REVIEWER, Harness
+from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness
 from tests.test_crash_recovery import approval_cards
 from tests.worker_processes import killed, start_worker, stop
 
@@ -37,6 +41,7 @@ REASON = "Archive the rows before deleting them."
 ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
 """The graphs of ``langgraph.json``, one per interrupt mode."""
 ARCHIVE = "archive/old_orders.csv"
+MAKE_WAITING = "UPDATE runs SET state = 'waiting', agent = 'default' WHERE run_id = :run_id"
 
 
 @pytest.fixture(scope="session")
@@ -203,3 +208,100 @@ async def test_a_run_in_flight_is_joined_before_the_state_is_read(
     assert not state.interrupts and not state.next and not state.tasks
     assert isinstance(state.values["messages"][-1], AIMessage)
     assert str(state.values["messages"][-1].content).startswith("Done.")
+
+
+async def paused_elsewhere(server: AgentServer, task: str, *, metadata: dict[str, str]) -> str:
+    """What the engineer's own app does: create a thread on the server and run the
+    agent on ``task`` until it pauses; return the ``thread_id``."""
+    client = server.client()
+    try:
+        thread = await client.threads.create(metadata=metadata)
+        thread_id = str(thread["thread_id"])
+        task_input: dict[str, Any] = {"messages": [{"role": "user", "content": task}]}
+        await client.runs.wait(thread_id, ASSISTANTS["batched"], input=task_input)
+        assert (await client.threads.get(thread_id))["status"] == "interrupted"
+    finally:
+        await client.aclose()
+    return thread_id
+
+
+async def cli(command: list[str], env: dict[str, str]) -> tuple[int | None, str, str]:
+    """Run ``command`` as a real process (off the event loop the harness runs on);
+    return its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    return process.returncode, out.decode(), err.decode()
+
+
+class TestThreadsStartedElsewhere:
+    """Threads the engineer's own app runs on the server: attached by ID
+    (``agent-bridge attach``), or paused by a run no worker streamed (the sweep)."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, agent_server: AgentServer) -> WorkerConfig:
+        return remote(settings, agent_server, "batched")
+
+    async def test_a_thread_attached_by_id_gets_its_cards_and_runs_on(
+        self, harness: Harness, agent_server: AgentServer
+    ) -> None:
+        thread_id = await paused_elsewhere(agent_server, DEMO_TASK, metadata={"app": "theirs"})
+        env = {
+            **os.environ,
+            "DATABASE_URL": harness.settings.database_url,
+            "REDIS_URL": harness.settings.redis_url or "",
+            "SIGNAL_CHANNEL": harness.channel,
+        }
+        command = [sys.executable, "-m", "bot.cli", "attach", thread_id, "--channel", CHANNEL]
+        command += ["--requester", REQUESTER, "--task", "Clean up the orders"]
+        code, out, err = await cli(command, env)
+        assert code == 0, err
+        run = await harness.store.run_of_thread(thread_id)
+        assert run is not None and run.run_id in out
+
+        write, sql = await harness.requests(run, count=2)
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        done = await harness.finished(run)
+
+        assert done.state == RunState.DONE, done.error
+        assert "Clean up the orders" in harness.slack_thread_texts(done)[0]
+        assert (agent_server.files(thread_id) / ARCHIVE).exists()
+        code, _, err = await cli(command, env)
+        assert code == 2 and f"is run {run.run_id} already" in err
+        client = agent_server.client()
+        try:
+            metadata = (await client.threads.get(thread_id))["metadata"]
+        finally:
+            await client.aclose()
+        assert metadata is not None and metadata["app"] == "theirs"  # the app's own is kept
+
+    async def test_the_sweep_finds_a_thread_paused_by_a_run_no_worker_streamed(
+        self, harness: Harness, agent_server: AgentServer
+    ) -> None:
+        thread_id = await paused_elsewhere(
+            agent_server, DEMO_TASK, metadata={THREAD_METADATA_KEY: DEFAULT_AGENT}
+        )
+        # A run already waiting (an attached thread whose earlier pause was answered):
+        # no signal, not queued; only the sweep's look at the server can find the pause.
+        # Recorded for no worker's agent, then made this agent's waiting run at once.
+        recorded = await harness.store.create_run(
+            new_run(
+                task="Clean up the orders",
+                channel_id=CHANNEL,
+                user_id=REQUESTER,
+                team_id=None,
+                agent="no-worker",
+            ).model_copy(update={"thread_id": thread_id})
+        )
+        await harness.store.db.execute(MAKE_WAITING, {"run_id": recorded.run_id})
+        run = await harness.store.get_run(recorded.run_id)
+        assert (run.state, run.agent) == (RunState.WAITING, DEFAULT_AGENT)
+
+        write, sql = await harness.requests(run, count=2)
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE, done.error
+        assert (agent_server.files(thread_id) / ARCHIVE).exists()
