@@ -295,7 +295,8 @@ class AttachSettings(BaseSettings):
 
 
 class DemoSettings(BaseSettings):
-    """The demo's settings: only what a developer may change, the agent.
+    """The demo's settings: only what a developer may change, the agent (local, or
+    deployed on a LangGraph Agent Server: ``AGENT_URL``).
 
     Everything else is embedded and read from nowhere: a fresh SQLite database and
     workspace in the demo's data folder, the in-process bus, the local sandbox and its
@@ -312,6 +313,13 @@ class DemoSettings(BaseSettings):
     """``module:attribute``: a list of tools, or a callable ``(WorkerConfig) -> tools``."""
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy."""
+    agent_url: str | None = Field(default=None, repr=False)
+    """A LangGraph Agent Server serving the agent (e.g. ``langgraph dev`` of this
+    repository's ``langgraph.json``); unset: the demo builds the agent itself."""
+    assistant_id: str = DEFAULT_ASSISTANT_ID
+    """The assistant or graph name on ``AGENT_URL``."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """``AGENT_URL``'s API key, if it needs one (a secret)."""
 
     def web_config(self, *, api_url: str, data_dir: Path, socket_mode: bool = False) -> WebConfig:
         """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``
@@ -335,6 +343,9 @@ class DemoSettings(BaseSettings):
             policy=self.policy,
             workspace_dir=data_dir / "workspace",
             poll_interval_s=1.0,
+            agent_url=self.agent_url,
+            assistant_id=self.assistant_id,
+            langgraph_api_key=self.langgraph_api_key,
         )
 
 

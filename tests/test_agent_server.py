@@ -305,3 +305,13 @@ class TestThreadsStartedElsewhere:
         done = await harness.finished(run)
         assert done.state == RunState.DONE, done.error
         assert (agent_server.files(thread_id) / ARCHIVE).exists()
+
+
+async def test_the_demo_runs_against_the_deployed_agent(agent_server: AgentServer) -> None:
+    """``AGENT_URL=... ./scripts/demo --unattended``: the scripted review of the demo
+    agent served by the Agent Server ends with the final answer and the expected audit
+    trail (exit 0)."""
+    env = {**os.environ, "AGENT_URL": agent_server.url}
+    code, out, err = await cli([sys.executable, "-m", "bot.cli", "demo", "--unattended"], env)
+    assert code == 0, out + err
+    assert "on the Agent Server (AGENT_URL)" in out and "Final answer:\nDone." in out

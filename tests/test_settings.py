@@ -12,6 +12,7 @@ from agent_bridge.settings import (
     DEMO_APP_TOKEN,
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
+    AttachSettings,
     DemoSettings,
     LogSettings,
     ReleaseSettings,
@@ -55,10 +56,14 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "MAX_CONCURRENT_RUNS",
         "STOP_GRACE_S",
         "CHECKPOINT_RETENTION_DAYS",
+        "AGENT_URL",
+        "ASSISTANT_ID",
+        "LANGGRAPH_API_KEY",
     },
     ReleaseSettings: {"DATABASE_URL"},
+    AttachSettings: {"DATABASE_URL", "REDIS_URL", "SIGNAL_CHANNEL"},
     LogSettings: {"LOG_FORMAT"},
-    DemoSettings: {"MODEL", "AGENT", "POLICY"},
+    DemoSettings: {"MODEL", "AGENT", "POLICY", "AGENT_URL", "ASSISTANT_ID", "LANGGRAPH_API_KEY"},
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
 
@@ -97,6 +102,9 @@ FOREIGN = {
     "MAX_CONCURRENT_RUNS": "-31337",
     "STOP_GRACE_S": "-999",
     "CHECKPOINT_RETENTION_DAYS": "-999",
+    "AGENT_URL": "http://foreign.invalid:1",
+    "ASSISTANT_ID": "foreign",
+    "LANGGRAPH_API_KEY": "foreign-langgraph-key",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 
