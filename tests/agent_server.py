@@ -1,10 +1,11 @@
 """A real local LangGraph Agent Server for the tests: ``langgraph dev`` on a free port.
 
 It serves the repository's ``langgraph.json`` (the demo agent in both interrupt modes,
-``agent_bridge/served_agent.py``) from ``langgraph-cli[inmem]``: offline, no browser, no
-LangSmith tracing, no reload. Its in-memory state is kept in a folder of the session's
-own (``.langgraph_api`` in its working directory), and the demo tools work under
-``workspace`` (``WORKSPACE_DIR/<thread_id>``).
+``agent_bridge/served_agent.py``), or a copy of the example's, from
+``langgraph-cli[inmem]``: offline, no browser, no LangSmith tracing, no reload. Its
+in-memory state is kept in a folder of the session's own (``.langgraph_api`` in its
+working directory), and the demo tools work under ``workspace``
+(``WORKSPACE_DIR/<thread_id>``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from agent_bridge.remote_agent import local_messages
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
+EXAMPLE_CONFIG = REPO / "examples" / "deployed_graph" / "langgraph.json"
+"""The deployed-graph example an engineer copies."""
 START_TIMEOUT_S = 90.0
 """How long ``langgraph dev`` may take to answer ``GET /ok`` (it imports the graphs)."""
 STOP_TIMEOUT_S = 15.0
@@ -77,8 +80,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_agent_server(folder: Path) -> AgentServer:
-    """Start ``langgraph dev`` in ``folder`` and return once it answers ``GET /ok``.
+def start_agent_server(folder: Path, config: Path = CONFIG) -> AgentServer:
+    """Start ``langgraph dev`` of ``config`` (a ``langgraph.json``; its graphs' file
+    paths are read from ``folder``) in ``folder`` and return once it answers ``GET /ok``.
 
     Raises:
         RuntimeError: If it exits or does not answer within ``START_TIMEOUT_S`` (its
@@ -98,7 +102,7 @@ def start_agent_server(folder: Path) -> AgentServer:
         str(Path(sys.executable).with_name("langgraph")),
         "dev",
         "--config",
-        str(CONFIG),
+        str(config),
         "--host",
         "127.0.0.1",
         "--port",

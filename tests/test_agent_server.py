@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Iterator
@@ -32,7 +33,12 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from bot.starts import new_run
-from tests.agent_server import AgentServer, start_agent_server, stop_agent_server
+from tests.agent_server import (
+    EXAMPLE_CONFIG,
+    AgentServer,
+    start_agent_server,
+    stop_agent_server,
+)
 from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness
 from tests.test_crash_recovery import approval_cards
 from tests.worker_processes import killed, start_worker, stop
@@ -315,3 +321,52 @@ async def test_the_demo_runs_against_the_deployed_agent(agent_server: AgentServe
     code, out, err = await cli([sys.executable, "-m", "bot.cli", "demo", "--unattended"], env)
     assert code == 0, out + err
     assert "on the Agent Server (AGENT_URL)" in out and "Final answer:\nDone." in out
+
+
+@pytest.fixture(scope="session")
+def example_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """``langgraph dev`` of a copy of ``examples/deployed_graph/`` (what an engineer
+    copies), run from that folder as its ``langgraph.json`` expects."""
+    copy = tmp_path_factory.mktemp("example-server") / "deployed_graph"
+    shutil.copytree(EXAMPLE_CONFIG.parent, copy)
+    server = start_agent_server(copy, copy / EXAMPLE_CONFIG.name)
+    try:
+        yield server
+    finally:
+        stop_agent_server(server)
+
+
+class TestDeployedExample:
+    """The example an engineer copies: their graph (model, prompt, tools, their own
+    ``HumanInTheLoopMiddleware``) served as it is, reviewed from Slack."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, example_server: AgentServer) -> WorkerConfig:
+        return settings.model_copy(
+            update={
+                "agent_url": example_server.url,
+                "policy": EXAMPLE_CONFIG.with_name("policy.yml"),
+            }
+        )
+
+    async def test_its_gated_call_is_approved_from_slack(
+        self, harness: Harness, example_server: AgentServer
+    ) -> None:
+        email = {"to": "ada@example.com", "subject": "Your order", "body": "It shipped."}
+        run = await harness.start_run(
+            {
+                "tool_calls": [
+                    {"name": "lookup_customer", "args": {"name": "Ada"}},
+                    {"name": "send_email", "args": email},
+                ]
+            }
+        )
+        (card,) = await harness.requests(run, count=1)
+        assert (card.tool_name, card.args) == ("send_email", email)
+        assert card.allowed_decisions == ["approve", "edit", "reject"]
+        await harness.click(card, "approve")
+        done = await harness.finished(run)
+
+        assert done.state == RunState.DONE, done.error
+        results = {str(m.name): m for m in await example_server.tool_messages(run.thread_id)}
+        assert results["send_email"].content == "Sent 'Your order' to ada@example.com"
