@@ -1,14 +1,21 @@
-"""The agent factory: ``create_agent`` + ``HumanInTheLoopMiddleware`` from a policy.
+"""The agent a worker runs, from ``AGENT``: a list of tools, or a compiled graph.
 
-Engineers bring their own tools (``AGENT``), model (``MODEL``) and policy (``POLICY``);
-this module assembles them into a compiled LangGraph graph with a checkpointer, as the
-LangChain HITL documentation does.
+Engineers bring their own tools (``AGENT``), model (``MODEL``), system prompt
+(``SYSTEM_PROMPT`` or the policy's) and policy (``POLICY``); this module assembles them
+into a compiled LangGraph graph with ``create_agent`` + ``HumanInTheLoopMiddleware`` and
+a checkpointer, as the LangChain HITL documentation does. Or they bring the compiled
+graph itself (their model, prompt and middleware); it then gets the worker's
+checkpointer and gates with its own middleware (``agent_bridge.graph_agent``). Or the
+agent is deployed on LangGraph Agent Server (``AGENT_URL``, ``deployed_agent``).
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeAlias, cast
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -16,12 +23,20 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
 
+from agent_bridge.arguments import tool_args_schema
 from agent_bridge.errors import ConfigurationError
+from agent_bridge.graph import AgentGraph
+from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, discover
+from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
+from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
+
+logger = logging.getLogger(__name__)
 
 SCRIPTED_MODEL = "scripted"
 
@@ -45,20 +60,171 @@ def load_model(name: str) -> BaseChatModel:
         raise ConfigurationError(f"MODEL={name!r}: {exc}") from exc
 
 
-def load_tools(settings: WorkerConfig) -> list[BaseTool]:
-    """Return the tools named by ``AGENT`` (a list of tools or ``(settings) -> tools``).
+AgentSource: TypeAlias = list[BaseTool] | CompiledGraph
+"""What ``AGENT`` names: a list of tools (the worker builds the agent) or a compiled graph."""
+
+
+def load_agent(settings: WorkerConfig) -> AgentSource:
+    """Return what ``AGENT`` names: a list of tools, a compiled LangGraph graph, or a
+    callable returning either: called with the worker's settings (a ``WorkerConfig``) if
+    it has a parameter without a default, else with no arguments.
 
     Raises:
-        ConfigurationError: If the reference is wrong or does not give tools.
+        ConfigurationError: If the reference is wrong or gives neither.
     """
     target = import_object(settings.agent)
-    tools = target(settings) if callable(target) and not isinstance(target, BaseTool) else target
-    if not isinstance(tools, Sequence) or not all(isinstance(t, BaseTool) for t in tools):
+    if callable(target) and not isinstance(target, BaseTool | Pregel):
+        target = target(settings) if _needs_an_argument(target) else target()
+    if isinstance(target, Pregel):
+        return target
+    if not isinstance(target, Sequence) or not all(isinstance(t, BaseTool) for t in target):
         raise ConfigurationError(
-            f"AGENT={settings.agent!r} must be a list of LangChain tools or a callable "
-            "taking the worker's settings (a WorkerConfig) and returning one."
+            f"AGENT={settings.agent!r} must be a list of LangChain tools, a compiled "
+            "LangGraph graph (create_agent(...)), or a callable taking the worker's settings "
+            "(a WorkerConfig), or nothing, and returning one of them."
         )
-    return list(tools)
+    return list(target)
+
+
+def _needs_an_argument(factory: Any) -> bool:
+    """Whether ``factory`` has a parameter without a default (it takes the settings)."""
+    return any(
+        p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(factory).parameters.values()
+    )
+
+
+def load_tools(settings: WorkerConfig) -> list[BaseTool]:
+    """Return the list of tools ``AGENT`` names (``load_agent``), for callers that build
+    the agent themselves (``build_agent``).
+
+    Raises:
+        ConfigurationError: If ``AGENT`` names no tools, or a compiled graph.
+    """
+    source = load_agent(settings)
+    if isinstance(source, Pregel):
+        raise ConfigurationError(
+            f"AGENT={settings.agent} is a compiled graph; a list of tools is needed here."
+        )
+    return source
+
+
+@dataclass(frozen=True)
+class WorkerAgent:
+    """The agent a worker drives, whichever way it was brought.
+
+    Attributes:
+        graph: The compiled graph, saving its ``thread_id``s with the worker's checkpointer.
+        policy: The policy in force: as loaded for a list of tools; for a compiled graph,
+            its Slack-side rules with the graph's gating (``graph_policy.policy_for_graph``).
+        args_schemas: Tool name -> JSON schema of its arguments.
+    """
+
+    graph: AgentGraph
+    policy: Policy
+    args_schemas: dict[str, dict[str, Any]]
+
+
+def assemble_agent(
+    *,
+    settings: WorkerConfig,
+    policy: Policy,
+    checkpointer: BaseCheckpointSaver[Any],
+    model: BaseChatModel | None = None,
+) -> WorkerAgent:
+    """Return the agent ``AGENT`` names, ready to run on ``checkpointer``.
+
+    A list of tools is built into an agent (``build_agent``) with ``MODEL``'s model (or
+    ``model``) and the system prompt of ``SYSTEM_PROMPT`` or of the policy. A compiled
+    graph keeps its own model, prompt and middleware, and gets the checkpointer
+    (``graph_agent.attach_checkpointer``). With ``AGENT_URL``, the agent deployed there
+    (``deployed_agent``); ``checkpointer`` is not used.
+
+    Raises:
+        ConfigurationError: If the agent cannot be loaded or built; if both
+            ``SYSTEM_PROMPT`` and the policy's ``system_prompt`` are set (neither wins
+            quietly); for a compiled graph, if either is set or ``model`` is given (the
+            graph has its own), or the graph or the policy is refused
+            (``graph_agent``, ``graph_policy``).
+    """
+    if settings.agent_url:
+        return deployed_agent(settings=settings, policy=policy, model=model)
+    source = load_agent(settings)
+    if isinstance(source, Pregel):
+        if settings.system_prompt is not None or model is not None:
+            given = "SYSTEM_PROMPT is set" if model is None else "a chat model was given"
+            raise ConfigurationError(
+                f"{given}, but AGENT={settings.agent} is a compiled graph, which has its own "
+                "model and system prompt (create_agent(model, system_prompt=...)): unset it."
+            )
+        shape = discover(source)
+        logger.info(
+            "AGENT=%s is a compiled graph: tools %s; gated %s (%s mode)",
+            settings.agent,
+            ", ".join(sorted(shape.tools)) or "none",
+            ", ".join(sorted(shape.gated)) or "none",
+            shape.interrupt_mode or "no HumanInTheLoopMiddleware",
+        )
+        attached = attach_checkpointer(source, checkpointer, reference=settings.agent)
+        return WorkerAgent(
+            # A compiled graph is an AgentGraph at runtime; mypy cannot match astream's
+            # overloads to the Protocol's one signature.
+            graph=cast("AgentGraph", attached),
+            policy=policy_for_graph(policy, shape),
+            args_schemas=shape.args_schemas,
+        )
+    if settings.system_prompt is not None and policy.system_prompt is not None:
+        raise ConfigurationError(
+            "SYSTEM_PROMPT and the policy's system_prompt are both set: keep one of them."
+        )
+    graph = build_agent(
+        tools=source,
+        model=model or load_model(settings.model),
+        policy=policy,
+        checkpointer=checkpointer,
+        system_prompt=settings.system_prompt or policy.system_prompt,
+    )
+    return WorkerAgent(
+        graph=graph, policy=policy, args_schemas={t.name: tool_args_schema(t) for t in source}
+    )
+
+
+def deployed_agent(
+    *, settings: WorkerConfig, policy: Policy, model: BaseChatModel | None = None
+) -> WorkerAgent:
+    """The assistant ``ASSISTANT_ID`` on the Agent Server at ``AGENT_URL``
+    (``agent_bridge.remote_agent``): the server runs it and keeps its checkpoints.
+
+    ``AGENT`` gives what the worker must know of it without running it: a list of tools,
+    their argument schemas (edit forms and their checks); the same compiled graph the
+    server serves, its schemas and gating, against which the policy is checked as for a
+    local graph (``graph_policy.policy_for_graph``).
+
+    Raises:
+        ConfigurationError: If ``SYSTEM_PROMPT``, the policy's ``system_prompt`` or a chat
+            model is given (the deployed graph has its own), or ``AGENT`` cannot be loaded
+            or does not fit the policy.
+    """
+    if settings.system_prompt is not None or policy.system_prompt is not None or model:
+        raise ConfigurationError(
+            "AGENT_URL is set: the deployed graph has its own model and system prompt; "
+            "unset SYSTEM_PROMPT and the policy's system_prompt."
+        )
+    graph = RemoteAgent(
+        client=open_client(settings.agent_url or "", api_key=settings.langgraph_api_key),
+        assistant_id=settings.assistant_id,
+        agent_name=settings.agent_name,
+    )
+    source = load_agent(settings)
+    if isinstance(source, Pregel):
+        shape = discover(source)
+        return WorkerAgent(
+            graph=graph, policy=policy_for_graph(policy, shape), args_schemas=shape.args_schemas
+        )
+    return WorkerAgent(
+        graph=graph, policy=policy, args_schemas={t.name: tool_args_schema(t) for t in source}
+    )
 
 
 def build_agent(
@@ -93,14 +259,7 @@ def build_agent(
             f"The policy gates {', '.join(unknown)}, which the agent does not have "
             f"(its tools: {', '.join(sorted(names))})."
         )
-    for tool in tools:
-        tool_policy = policy.gated(tool.name)
-        if tool_policy and tool_policy.sql and tool_policy.sql.argument not in tool.args:
-            raise ConfigurationError(
-                f"tools.{tool.name}.sql.argument is {tool_policy.sql.argument!r}, but "
-                f"{tool.name} takes {', '.join(sorted(tool.args)) or 'no arguments'}: name "
-                "the argument that holds the statement."
-            )
+    policy.check_sql_arguments({t.name: list(t.args) for t in tools})
     middleware = HumanInTheLoopMiddleware(**policy.middleware_kwargs())
     return create_agent(
         model,

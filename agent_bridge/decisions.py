@@ -5,7 +5,10 @@ one the tool's policy allows; an edit's arguments must fit the tool's argument s
 a respond must say something. Batched answers go all together, in ``action_requests``
 order, and only when every request of the interrupt is decided (the middleware's
 warning: a mixed batch can run tools twice); per-call answers go one by one, keyed by
-interrupt ID (``Command(resume={interrupt_id: decision})``).
+interrupt ID (``Command(resume={interrupt_id: decision})``). Interrupts of other shapes
+(``agent_bridge.interrupt_shapes``) are answered in their own shape, keyed by interrupt
+ID too: a list of Agent Inbox ``HumanResponse``s all together, a form's object or a
+text one by one.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 
 from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY, check_args
-from agent_bridge.models import ApprovalRequest, ApprovalState, Decision
+from agent_bridge.interrupt_shapes import answer
+from agent_bridge.models import WHOLE_INTERRUPT_MODES, ApprovalRequest, ApprovalState, Decision
 
 
 def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, str]:
@@ -102,7 +106,7 @@ def plan_resume(
             plan.already_applied.extend(r.request_id for r in decided)
             continue
         first = group[0]
-        if first.mode != "per_call" and len(decided) < len(group):
+        if first.mode in WHOLE_INTERRUPT_MODES and len(decided) < len(group):
             continue  # a batch goes when complete; its decisions are checked then, once
         errors = {
             r.request_id: check_decision(_with_schema(r, current_schemas), r.decision)
@@ -117,17 +121,22 @@ def plan_resume(
         if changed:
             plan.changed.update(changed)
             continue
-        if first.mode == "per_call":
-            assert first.decision is not None
-            plan.resume[interrupt_id] = first.decision.as_langgraph(first.tool_name)
-            plan.applying.append(first.request_id)
-        else:
-            ordered = sorted(group, key=lambda r: r.index)
-            plan.resume[interrupt_id] = {
-                "decisions": [r.decision.as_langgraph(r.tool_name) for r in ordered if r.decision]
-            }
-            plan.applying.extend(r.request_id for r in ordered)
+        plan.resume[interrupt_id] = _answer(decided)
+        plan.applying.extend(r.request_id for r in sorted(decided, key=lambda r: r.index))
     return plan
+
+
+def _answer(decided: Sequence[ApprovalRequest]) -> Any:
+    """The resume value of one interrupt from its decided requests (all of them, for a
+    mode of ``WHOLE_INTERRUPT_MODES``; else its one request)."""
+    ordered = sorted(decided, key=lambda r: r.index)
+    first = ordered[0]
+    if first.mode == "per_call":
+        assert first.decision is not None
+        return first.decision.as_langgraph(first.tool_name)
+    if first.mode == "batched":
+        return {"decisions": [r.decision.as_langgraph(r.tool_name) for r in ordered if r.decision]}
+    return answer(ordered)
 
 
 def _changed_calls(
@@ -146,7 +155,10 @@ def _changed_calls(
 def _with_schema(
     request: ApprovalRequest, schemas: Mapping[str, dict[str, Any]] | None
 ) -> ApprovalRequest:
-    """``request`` with its tool's current argument schema, if the code knows one."""
+    """``request`` with its tool's current argument schema, if the code knows one (a
+    tool call's only: another interrupt's schema came with it)."""
+    if request.mode not in ("batched", "per_call"):
+        return request
     current = (schemas or {}).get(request.tool_name)
     if current is None or current == request.args_schema:
         return request

@@ -22,6 +22,7 @@ DECIDED_VERBS = {
     "edit": "Edited",
     "reject": "Rejected",
     "respond": "Answered",
+    "ignore": "Ignored",
 }
 
 SEVERAL_QUESTIONS_TEXT = (

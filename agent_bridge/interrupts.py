@@ -7,8 +7,14 @@ Two interrupt values come from ``HumanInTheLoopMiddleware``:
 - per-call mode: a ``ToolApprovalRequest`` (``type: "tool_approval"``); one request,
   ``index`` 0.
 
-Any other interrupt value is not ours to render; ``approval_requests`` skips it and the
-caller logs it.
+The decisions a card offers are the interrupt's own: a batched request's
+``review_configs``, a per-call interrupt's ``response_schema`` (``schema_decisions``),
+so they are those of the middleware that raised it (the policy's, or a compiled
+graph's own).
+
+Every other interrupt (Agent Inbox's ``HumanInterrupt``, one carrying a JSON schema, any
+other value) becomes requests too, as ``agent_bridge.interrupt_shapes`` reads it: no
+interrupt is left without a card.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge.binding import call_hash
+from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.message_text import call_message, message_text
 from agent_bridge.models import (
     DECISION_TYPES,
@@ -114,9 +121,11 @@ class Placement:
         tool_call_id: str | None,
         allowed: Sequence[DecisionType],
         reason: str = "",
+        args_schema: dict[str, Any] | None = None,
     ) -> ApprovalRequest:
         """One approval request for ``action`` (``name``, ``args``, ``description``);
-        ``reason`` is the model's text that came with the call."""
+        ``reason`` is the model's text that came with the call; ``args_schema`` is the
+        schema an edit must fit (``None``: the tool's, from ``args_schemas``)."""
         name = str(action["name"])
         args = dict(action.get("args") or {})
         channel_id, thread_ts = self.channel_of(name)
@@ -135,9 +144,9 @@ class Placement:
             tool_call_id=tool_call_id,
             tool_name=name,
             args=args,
-            description=str(action.get("description") or ""),
+            description=shown_description(str(action.get("description") or ""), name),
             allowed_decisions=list(allowed),
-            args_schema=self.args_schemas.get(name, {"type": "object"}),
+            args_schema=args_schema or self.args_schemas.get(name, {"type": "object"}),
             requester_id=self.run.user_id,
             team_id=self.run.team_id,
             call_hash=call_hash(
@@ -185,11 +194,13 @@ class Placement:
 def approval_requests(
     interrupts: Sequence[Interrupt], *, messages: Sequence[BaseMessage], placement: Placement
 ) -> list[ApprovalRequest]:
-    """Return one approval request per gated tool call in ``interrupts``.
+    """Return the approval requests of ``interrupts``: one per gated tool call of a
+    ``HumanInTheLoopMiddleware`` interrupt, and those of every other interrupt
+    (``agent_bridge.interrupt_shapes``).
 
     Args:
-        interrupts: ``StateSnapshot.interrupts`` (pending interrupts); any that are not
-            ``HumanInTheLoopMiddleware``'s are skipped.
+        interrupts: ``StateSnapshot.interrupts`` (pending interrupts, those of
+            sub-graphs and parallel branches included).
         messages: The ``thread_id``'s messages, to find batched calls' tool call IDs.
         placement: The run, policy, schemas and where the cards go.
 
@@ -199,12 +210,30 @@ def approval_requests(
     requests: list[ApprovalRequest] = []
     for interrupt in interrupts:
         if not is_hitl(interrupt):
-            continue
-        if interrupt.value.get("type") == "tool_approval":
+            requests.extend(_other_requests(interrupt, placement))
+        elif interrupt.value.get("type") == "tool_approval":
             requests.append(_per_call_request(interrupt, messages, placement))
         else:
             requests.extend(_batched_requests(interrupt, messages, placement))
     return requests
+
+
+def _other_requests(interrupt: Interrupt, placement: Placement) -> list[ApprovalRequest]:
+    """The requests of an interrupt that is not the middleware's, ``index`` = position."""
+    mode, asks = asks_of(interrupt)
+    return [
+        placement.request(
+            interrupt,
+            {"name": ask.name, "args": ask.args, "description": ask.description},
+            index=index,
+            mode=mode,
+            batch_size=len(asks),
+            tool_call_id=None,
+            allowed=ask.allowed,
+            args_schema=ask.args_schema,
+        )
+        for index, ask in enumerate(asks)
+    ]
 
 
 def _per_call_request(
@@ -213,7 +242,9 @@ def _per_call_request(
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
-    allowed = list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    allowed = schema_decisions(interrupt.response_schema) or (
+        list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    )
     return placement.request(
         interrupt,
         value,
@@ -224,6 +255,45 @@ def _per_call_request(
         allowed=allowed,
         reason=_reason(messages, value.get("tool_call_id"), placement.policy),
     )
+
+
+def shown_description(description: str, tool_name: str) -> str:
+    """A call's description as its card shows it.
+
+    ``HumanInTheLoopMiddleware`` describes a tool with no ``description`` of its own as
+    ``"{description_prefix}\n\nTool: {name}\nArgs: {args}"``: the arguments as a Python
+    repr, which the card shows already, readably and redacted. A compiled graph's
+    middleware often leaves it so (the policy's never does: ``ToolPolicy.middleware_config``
+    always gives one), so the card keeps the prefix alone.
+    """
+    prefix, default, _ = description.partition(f"\n\nTool: {tool_name}\nArgs: ")
+    return prefix if default else description
+
+
+def schema_decisions(response_schema: object) -> list[DecisionType]:
+    """The decisions a per-call interrupt's ``response_schema`` accepts (``DECISION_TYPES`` order).
+
+    ``HumanInTheLoopMiddleware`` publishes, per gated call, the JSON schema of the
+    decisions its ``interrupt_on`` allows the tool: a ``oneOf`` with a ``discriminator``
+    on ``type`` (its ``mapping`` keys are the decisions), or, for one decision, that
+    decision's object (``properties.type.const``). So the card offers what the graph's
+    own middleware will accept, whoever configured it.
+
+    Returns:
+        The decision types; ``[]`` when the schema names none (absent, or not the
+        middleware's).
+    """
+    if not isinstance(response_schema, Mapping):
+        return []
+    discriminator = response_schema.get("discriminator")
+    mapping = discriminator.get("mapping") if isinstance(discriminator, Mapping) else None
+    if isinstance(mapping, Mapping):
+        names = list(mapping)
+    else:
+        properties = response_schema.get("properties")
+        kind = properties.get("type") if isinstance(properties, Mapping) else None
+        names = [kind.get("const")] if isinstance(kind, Mapping) else []
+    return [d for d in DECISION_TYPES if d in names] if names else []
 
 
 def _batched_requests(

@@ -20,14 +20,35 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_bridge.redaction import DEFAULT_REDACT, redact, scrub, secret_values
 from agent_bridge.sql_risk import RiskLevel, SqlRisk, analyse
 
-DecisionType = Literal["approve", "edit", "reject", "respond"]
-"""The four decisions of ``langchain.agents.middleware.human_in_the_loop``."""
+MiddlewareDecisionType = Literal["approve", "edit", "reject", "respond"]
+"""The four decisions of ``langchain.agents.middleware.human_in_the_loop``: what a
+policy's ``allowed_decisions`` and ``on_timeout`` may name."""
 
-DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+DecisionType = Literal["approve", "edit", "reject", "respond", "ignore"]
+"""A reviewer's decision: the middleware's four, and ``ignore`` (Agent Inbox's: skip
+the action; offered only by a ``HumanInterrupt`` whose config has ``allow_ignore``)."""
 
-InterruptMode = Literal["batched", "per_call"]
-"""``batched``: one interrupt per model turn (``HITLRequest``); ``per_call``: one per
-gated tool call (``ToolApprovalRequest``)."""
+DECISION_TYPES: tuple[MiddlewareDecisionType, ...] = ("approve", "edit", "reject", "respond")
+"""The middleware's four, in the order cards show their buttons."""
+
+ALL_DECISION_TYPES: tuple[DecisionType, ...] = (*DECISION_TYPES, "ignore")
+"""Every decision, in the order cards show their buttons."""
+
+MiddlewareMode = Literal["batched", "per_call"]
+"""``HumanInTheLoopMiddleware``'s two interrupt modes: what a policy's ``interrupt_mode``
+may name."""
+
+InterruptMode = Literal["batched", "per_call", "human_interrupt", "json_schema", "plain_value"]
+"""The shape of an interrupt's value, which says how it is answered
+(docs/architecture.md, "Interrupts"): ``batched`` (a ``HITLRequest``, one per model
+turn) and ``per_call`` (a ``ToolApprovalRequest``, one per gated call) are
+``HumanInTheLoopMiddleware``'s; ``human_interrupt`` is Agent Inbox's ``HumanInterrupt``
+(or a list of them); ``json_schema`` an interrupt that carries a JSON schema of its
+answer; ``plain_value`` any other value, answered with text."""
+
+WHOLE_INTERRUPT_MODES: frozenset[InterruptMode] = frozenset({"batched", "human_interrupt"})
+"""Modes whose interrupt is answered once, all its requests together, in ``index``
+order; the others are answered request by request as soon as each is decided."""
 
 
 class ApprovalState(StrEnum):
@@ -75,7 +96,9 @@ class Decision(BaseModel):
     """For ``reject`` (optional reason) and ``respond`` (the answer)."""
 
     def as_langgraph(self, tool_name: str) -> dict[str, Any]:
-        """Return the middleware's decision dict for a call of ``tool_name``."""
+        """Return the middleware's decision dict for a call of ``tool_name`` (``ignore``
+        is not one: it is only ever allowed on a ``HumanInterrupt``, see
+        ``agent_bridge.interrupt_shapes.human_response``)."""
         if self.type == "edit":
             return {
                 "type": "edit",

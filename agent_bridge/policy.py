@@ -50,6 +50,7 @@ is the worker's ``WORKSPACE_DIR`` (the demo's database lives there).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
 import sqlglot
@@ -72,8 +73,8 @@ from agent_bridge.imports import import_object
 from agent_bridge.models import (
     DECISION_TYPES,
     Decision,
-    DecisionType,
-    InterruptMode,
+    MiddlewareDecisionType,
+    MiddlewareMode,
     ReviewRules,
     StartRules,
 )
@@ -297,12 +298,14 @@ class ToolPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    allowed_decisions: list[DecisionType] = Field(default_factory=lambda: list(DECISION_TYPES))
+    allowed_decisions: list[MiddlewareDecisionType] = Field(
+        default_factory=lambda: list(DECISION_TYPES)
+    )
     description: str | None = None
     description_callable: str | None = Field(default=None, alias="callable")
     when: str | None = None
     review_timeout_s: float | None = Field(default=None, gt=0)
-    on_timeout: DecisionType = "reject"
+    on_timeout: MiddlewareDecisionType = "reject"
     timeout_message: str = wording.DEFAULT_TIMEOUT_MESSAGE
     channel: ChannelId | None = None
     approvers: Principals = None
@@ -493,18 +496,38 @@ class Policy(BaseModel):
             ending (``db_password``, ``GITHUB_TOKEN``); replaces the default list
             (``redaction.DEFAULT_REDACT``), so keep its names when adding yours.
         post_results: Whose tool output is posted, unless a tool says (``PostResults``).
+        system_prompt: The system prompt of an agent built from a list of tools (or
+            ``SYSTEM_PROMPT``; setting both is refused, ``agent_bridge.agent``); a
+            compiled graph has its own, so it is refused there.
+        interrupts: The Slack-side rules (channel, approvers, quorum, time limits...) of
+            requests made from interrupts that are not ``HumanInTheLoopMiddleware``'s, by
+            their name (an Agent Inbox action, a JSON-schema interrupt's ``name``, else
+            ``interrupt``: docs/architecture.md, "Interrupts"). They gate nothing (the
+            graph raised the interrupt itself), so a name here may not also be a tool's.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    interrupt_mode: InterruptMode = "batched"
+    interrupt_mode: MiddlewareMode = "batched"
     description_prefix: str = wording.DEFAULT_DESCRIPTION_PREFIX
     edit_notice: str | None = KEEP_MIDDLEWARE_DEFAULT
     requesters: Principals = None
     max_active_runs_per_user: int = Field(default=DEFAULT_MAX_ACTIVE_RUNS_PER_USER, ge=1)
     redact: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT))
     post_results: PostResults = "reviewed"
+    system_prompt: str | None = Field(default=None, min_length=1)
     tools: dict[str, bool | ToolPolicy] = Field(default_factory=dict)
+    interrupts: dict[str, ToolPolicy] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _names_are_one_kind(self) -> Policy:
+        both = sorted(set(self.tools) & set(self.interrupts))
+        if both:
+            raise ValueError(
+                f"{', '.join(both)} is under both tools and interrupts: a name is a tool's "
+                "(gated by the middleware) or an interrupt's, not both"
+            )
+        return self
 
     def start_rules(self) -> StartRules:
         """Who may start runs, as the worker publishes it for the web process."""
@@ -514,7 +537,10 @@ class Policy(BaseModel):
         )
 
     def gated(self, tool_name: str) -> ToolPolicy | None:
-        """Return the tool's policy if calls to it are reviewed, else ``None``."""
+        """Return the tool's policy if calls to it are reviewed, else ``None``; for the
+        name of an interrupt that is not the middleware's, its ``interrupts`` entry."""
+        if tool_name in self.interrupts:
+            return self.interrupts[tool_name]
         entry = self.tools.get(tool_name)
         if entry is True:
             return ToolPolicy()
@@ -534,6 +560,25 @@ class Policy(BaseModel):
         policy's."""
         entry = self._entry(tool_name)
         return entry.post_results if entry and entry.post_results else self.post_results
+
+    def check_sql_arguments(self, arguments: Mapping[str, Collection[str]]) -> None:
+        """Refuse a gated tool's ``sql.argument`` that the tool does not take.
+
+        Args:
+            arguments: Tool name -> the names of its arguments (a tool not listed is
+                not checked).
+
+        Raises:
+            ConfigurationError: Naming the tool, the argument and those it takes.
+        """
+        for name, taken in arguments.items():
+            tool_policy = self.gated(name)
+            if tool_policy and tool_policy.sql and tool_policy.sql.argument not in taken:
+                raise ConfigurationError(
+                    f"tools.{name}.sql.argument is {tool_policy.sql.argument!r}, but "
+                    f"{name} takes {', '.join(sorted(taken)) or 'no arguments'}: name "
+                    "the argument that holds the statement."
+                )
 
     def middleware_kwargs(self) -> dict[str, Any]:
         """Return keyword arguments for ``HumanInTheLoopMiddleware(...)``."""

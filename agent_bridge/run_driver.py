@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.graph import AgentGraph, thread_config
-from agent_bridge.interrupts import Placement, approval_requests, is_hitl
+from agent_bridge.interrupts import Placement, approval_requests
 from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
@@ -291,7 +291,9 @@ class RunDriver:
     ) -> None:
         """Reopen one request with ``note`` and redraw its card."""
         current = await self.store.get_request(request_id)
-        schema = self.args_schemas.get(current.tool_name) if current and schema_changed else None
+        schema = None
+        if current is not None and current.mode in ("batched", "per_call") and schema_changed:
+            schema = self.args_schemas.get(current.tool_name)  # a tool call's, not another's
         request = await self.store.reopen(request_id, note=note, args_schema=schema)
         if request is not None:
             await self.notifier.approval_updated(request, run=run)
@@ -299,19 +301,14 @@ class RunDriver:
     async def _post_approvals(
         self, run: Run, snapshot: Any, *, redraw_posted: bool = False
     ) -> None:
-        """Store a request per gated call of the pending interrupts; post unposted ones.
+        """Store the requests of the pending interrupts (a gated call's, or any other
+        interrupt's, those of sub-graphs and parallel branches included); post unposted
+        ones.
 
         With ``redraw_posted`` (a decision was just applied), the run's other pending cards,
         up to ``PENDING_REDRAW_MAX`` of them, are redrawn too: a per-call card someone
         deleted is noticed there and posted again, as a batch's siblings are after a click.
         """
-        for other in (i for i in snapshot.interrupts if not is_hitl(i)):
-            logger.error(
-                "run=%s interrupt=%s is not a HumanInTheLoopMiddleware interrupt; "
-                "it cannot be answered from Slack",
-                run.run_id,
-                other.id,
-            )
         requests = await self._with_rows(run, self._requests_of(run, snapshot))
         stored = await self.store.add_requests(requests)
         posted = [

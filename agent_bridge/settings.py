@@ -171,7 +171,11 @@ class WorkerConfig(ProcessConfig):
     model: str = "scripted"
     """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
     agent: str = DEMO_TOOLS
-    """``module:attribute``: a list of tools, or a callable ``(WorkerConfig) -> tools``."""
+    """``module:attribute``: a list of tools, a compiled LangGraph graph, or a callable
+    taking this ``WorkerConfig`` (or nothing) and returning either (``agent_bridge.agent``)."""
+    system_prompt: str | None = Field(default=None, min_length=1)
+    """The system prompt of an agent built from a list of tools (or the policy's
+    ``system_prompt``, not both); refused with a compiled graph, which has its own."""
     agent_name: str = DEFAULT_AGENT
     """The name of the agent it runs; it picks up only runs for that agent."""
     policy: Path | None = None
@@ -310,7 +314,10 @@ class DemoSettings(BaseSettings):
     model: str = "scripted"
     """``scripted`` (offline) or ``provider:model`` for ``init_chat_model``."""
     agent: str = DEMO_TOOLS
-    """``module:attribute``: a list of tools, or a callable ``(WorkerConfig) -> tools``."""
+    """``module:attribute``: a list of tools, a compiled graph, or a callable returning
+    either (see ``WorkerConfig.agent``)."""
+    system_prompt: str | None = Field(default=None, min_length=1)
+    """The system prompt of a tools agent (see ``WorkerConfig.system_prompt``)."""
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy."""
     agent_url: str | None = Field(default=None, repr=False)
@@ -340,6 +347,7 @@ class DemoSettings(BaseSettings):
             database_url=demo_database_url(data_dir),
             model=self.model,
             agent=self.agent,
+            system_prompt=self.system_prompt,
             policy=self.policy,
             workspace_dir=data_dir / "workspace",
             poll_interval_s=1.0,

@@ -132,12 +132,14 @@ DECISION_BUTTONS: dict[str, str] = {
     "edit": "Edit",
     "reject": "Reject",
     "respond": "Respond",
+    "ignore": "Ignore",
 }
 OUTCOMES: dict[str, tuple[str, str]] = {
     "approve": ("✅", "Approved"),
     "edit": ("✏️", "Edited"),
     "reject": ("❌", "Rejected"),
     "respond": ("💬", "Responded"),
+    "ignore": ("⏭️", "Ignored"),
 }
 """Decision type -> ``(emoji, verb)``, as in "✅ *Approved* by …" (lower-cased in a
 reminder, "it will be rejected automatically")."""

@@ -1,4 +1,5 @@
-"""Button clicks (``block_actions``): approve at once; edit, reject and respond open modals.
+"""Button clicks (``block_actions``): approve and ignore at once; edit, reject and respond
+open modals.
 
 Every listener acks first (Slack wants an answer within 3 s). Then, before anything is
 recorded or opened, the click is authorized against its signed payload
@@ -28,7 +29,7 @@ from agent_bridge.deadline import within
 from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import (
-    DECISION_TYPES,
+    ALL_DECISION_TYPES,
     AlreadyCounted,
     AlreadyDecided,
     ApprovalRequest,
@@ -36,6 +37,7 @@ from agent_bridge.models import (
     CallChanged,
     Counted,
     Decision,
+    DecisionType,
     Recorded,
     Recording,
 )
@@ -66,6 +68,9 @@ MODALS: dict[str, Callable[..., dict[str, Any]]] = {
     "reject": render_reject_modal,
     "respond": render_respond_modal,
 }
+
+AT_ONCE: dict[str, DecisionType] = {"approve": "approve", "ignore": "ignore"}
+"""The decisions a click records with no form."""
 
 MODAL_DB_S = 1.5
 """How long a modal-opening click may wait on the database before ``views.open``,
@@ -105,8 +110,8 @@ class ActionListeners:
         app.action(ids.VIEW_ARGS_ACTION)(self.on_view_args)
 
     async def on_decision(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
-        """A decision button: authorize, then count an approval or open the modal of
-        edit/reject/respond."""
+        """A decision button: authorize, then count an approval, record an ignore, or
+        open the modal of edit/reject/respond."""
         await ack()
         try:
             payload = parse(BlockActions, body)
@@ -115,22 +120,25 @@ class ActionListeners:
             return
         decision_type = payload.action.action_id.removeprefix(ids.ACTION_PREFIX)
         request_id, version = ids.parse_decision_value(payload.action.value or "")
-        if decision_type not in DECISION_TYPES:
+        if decision_type not in ALL_DECISION_TYPES:
             logger.warning(
                 "unknown action_id %r from %s", payload.action.action_id, payload.user.id
             )
             await self.tell(payload, wording.STALE_TEXT)
             return
         try:
-            if decision_type == "approve":
+            if decision_type in AT_ONCE:
                 request = await self._authorized(payload, decision_type, request_id, context)
                 if request is not None:
-                    await self._approve(payload, request, version, installation_of(context))
+                    decision = Decision(type=AT_ONCE[decision_type])
+                    await self._decide(
+                        payload, request, decision, version, installation_of(context)
+                    )
             else:
                 await self._open_modal(payload, request_id, decision_type, version, context)
         except StoreUnavailableError as exc:
             # A form not opened in time (MODAL_DB_S) says so; anything else was an outage.
-            slow = isinstance(exc, StoreTooSlowError) and decision_type != "approve"
+            slow = isinstance(exc, StoreTooSlowError) and decision_type not in AT_ONCE
             logger.error(
                 "request=%s %s click by %s not %s: %s",
                 request_id,
@@ -206,17 +214,24 @@ class ActionListeners:
         except SlackCallError as exc:
             logger.warning("answer to %s's Home click not posted: %s", payload.user.id, exc)
 
-    async def _approve(
+    async def _decide(
         self,
         payload: BlockActions,
         request: ApprovalRequest,
+        decision: Decision,
         version: str,
         installation: Installation,
     ) -> None:
-        decision = Decision(type="approve")
+        """Record a decision that needs no form (approve: counted towards the quorum;
+        ignore: decided at once)."""
         refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
             await self.tell(payload, escape(" ".join(refused.values())))
+            return
+        if decision.type != "approve" and version != request.version:
+            # approve's compare-and-set checks the version itself (ApprovalStore.approve)
+            await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
+            await self._refresh(request)
             return
         outcome = await self.recorder.record(
             request.request_id,

@@ -32,7 +32,10 @@ from bot.mrkdwn import inline_code
 
 TOOL_NAME_MAX_CHARS = 100
 DECIDING_ACTIONS = frozenset({"approve", "edit", "respond"})
-"""What four eyes forbids the requester (``reject`` stays allowed)."""
+"""What four eyes forbids the requester (``reject`` and ``ignore``, which run nothing,
+stay allowed)."""
+DECLINING_ACTIONS = frozenset({"reject", "ignore"})
+"""What the requester may do to their own run's requests whoever the approvers are."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,10 @@ class Clicked:
 
 def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
     """Whether deciding needs the approver lists resolved (not for anyone-may requests,
-    nor for the requester rejecting their own run)."""
+    nor for the requester rejecting or ignoring their own run's)."""
     if request.rules.approvers is None:
         return False
-    return not (action == "reject" and actor.user_id == request.requester_id)
+    return not (action in DECLINING_ACTIONS and actor.user_id == request.requester_id)
 
 
 def backup_ids(request: ApprovalRequest) -> tuple[str, ...]:
@@ -101,7 +104,8 @@ def refusal(
     clicked: Clicked | None = None,
 ) -> str | None:
     """Return why ``actor`` may not ``action`` (``approve``, ``edit``, ``reject``,
-    ``respond``, or ``view`` for reading the full arguments) ``request``, or ``None``.
+    ``respond``, ``ignore``, or ``view`` for reading the full arguments) ``request``, or
+    ``None``.
 
     Args:
         actor: Who acts, from the signed payload.

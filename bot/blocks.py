@@ -21,9 +21,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_bridge import wording
+from agent_bridge import interrupt_wording, wording
 from agent_bridge.models import (
-    DECISION_TYPES,
+    ALL_DECISION_TYPES,
     ApprovalRequest,
     ApprovalState,
     DecisionType,
@@ -88,9 +88,7 @@ def render_approval(
         reject, respond (action ``ids.decision_action_id(d)``, value
         ``<request_id>.<version>``), who decides, and the batch's progress.
     """
-    asks = request.allowed_decisions == ["respond"]
-    label = wording.CARD_ASKS_LABEL if asks else wording.CARD_APPROVAL_LABEL
-    blocks = _card(request, run, label, request.current_args)
+    blocks = _card(request, run, _pending_label(request), request.current_args)
     blocks.extend(decision_actions(request))
     progress = wording.progress_text(decided_count, request.batch_size)
     return blocks + review_context(request) + _context(request, progress)
@@ -98,12 +96,13 @@ def render_approval(
 
 def decision_actions(request: ApprovalRequest) -> list[dict[str, Any]]:
     """The card's decision buttons, one per allowed decision in the order approve, edit,
-    reject, respond (action ``ids.decision_action_id(d)``, value
+    reject, respond, ignore (action ``ids.decision_action_id(d)``, value
     ``<request_id>.<version>``), as one ``actions`` block; none when nothing is allowed.
-    The App Home inbox shows the same buttons (``bot.home_blocks``)."""
+    A form interrupt's edit button reads "Fill in". The App Home inbox shows the same
+    buttons (``bot.home_blocks``)."""
     buttons = [
-        _decision_button(d, ids.decision_value(request.request_id, request.version))
-        for d in DECISION_TYPES
+        _decision_button(d, ids.decision_value(request.request_id, request.version), request)
+        for d in ALL_DECISION_TYPES
         if d in request.allowed_decisions
     ]
     return [{"type": "actions", "elements": buttons}] if buttons else []
@@ -126,7 +125,9 @@ def render_decided(request: ApprovalRequest, *, run: Run) -> list[dict[str, Any]
     """
     edit = request.decision if request.decision and request.decision.type == "edit" else None
     if edit is not None:  # the call as it ran; what the edit changed follows the outcome
-        blocks = _card(request, run, wording.CARD_EDITED_LABEL, edit.edited_args or {})
+        form = request.mode == "json_schema"
+        label = interrupt_wording.FORM_DECIDED_LABEL if form else wording.CARD_EDITED_LABEL
+        blocks = _card(request, run, label, edit.edited_args or {})
     else:
         blocks = _card(request, run, wording.CARD_DECIDED_LABEL, request.args)
     approvals = approvals_line(request)
@@ -316,11 +317,25 @@ def _card(
     return blocks
 
 
-def _decision_button(decision: DecisionType, value: str) -> dict[str, Any]:
+def _pending_label(request: ApprovalRequest) -> str:
+    """A pending card's heading: a question, a form to fill in, or an approval."""
+    if request.allowed_decisions == ["respond"]:
+        return wording.CARD_ASKS_LABEL
+    if request.mode == "json_schema":
+        return interrupt_wording.FORM_CARD_LABEL
+    return wording.CARD_APPROVAL_LABEL
+
+
+def _decision_button(
+    decision: DecisionType, value: str, request: ApprovalRequest
+) -> dict[str, Any]:
+    form = decision == "edit" and request.mode == "json_schema"
     button = {
         "type": "button",
         "action_id": ids.decision_action_id(decision),
-        "text": _plain(wording.DECISION_BUTTONS[decision]),
+        "text": _plain(
+            interrupt_wording.FORM_BUTTON if form else wording.DECISION_BUTTONS[decision]
+        ),
         "value": value,
     }
     style = _BUTTON_STYLES.get(decision)
@@ -341,6 +356,8 @@ def _context(request: ApprovalRequest, progress: str | None) -> list[dict[str, A
 def _outcome(request: ApprovalRequest) -> tuple[str, str]:
     if request.decision is None:  # closed before anyone decided (its run failed)
         return wording.CLOSED_OUTCOME
+    if request.decision.type == "edit" and request.mode == "json_schema":
+        return interrupt_wording.FORM_OUTCOME
     return wording.OUTCOMES[request.decision.type]
 
 
@@ -362,7 +379,9 @@ def _outcome_details(request: ApprovalRequest) -> str:
         return ""
     if decision.type == "edit":
         changed, _ = changes_text(request, decision)
-        return f"\n{wording.EDIT_CHANGED_LEAD}\n{changed}"
+        form = request.mode == "json_schema"
+        lead = interrupt_wording.FORM_CHANGED_LEAD if form else wording.EDIT_CHANGED_LEAD
+        return f"\n{lead}\n{changed}"
     if decision.type in ("reject", "respond") and decision.message:
         lead = wording.REASON_LEAD if decision.type == "reject" else wording.ANSWER_LEAD
         return f"\n{lead}\n{quote(decision.message, OUTCOME_MAX_CHARS)[0]}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_bridge import wording
+from agent_bridge import interrupt_wording, wording
 from agent_bridge.models import ApprovalRequest, Run
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
@@ -47,13 +47,19 @@ def render_edit_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, A
 
     Returns:
         A view whose inputs come from ``bot.edit_form.render_inputs`` (typed from
-        ``request.args_schema``, prefilled with ``request.args``).
+        ``request.args_schema``, prefilled with ``request.args``); for a ``json_schema``
+        interrupt, the form it asks for, in its words (``agent_bridge.interrupt_wording``).
     """
-    intro = f"{wording.edit_intro(_tool(request))}{_description(request)}"
+    form = request.mode == "json_schema"  # a form the agent asks for, not a call's edit
+    lead = interrupt_wording.form_intro if form else wording.edit_intro
+    intro = f"{lead(_tool(request))}{_description(request)}"
     blocks = [_section(intro), *render_inputs(request.args_schema, request.current_args)]
-    return _modal(
-        ids.EDIT_CALLBACK, wording.EDIT_TITLE, blocks, view_key, submit=wording.EDIT_SUBMIT
+    title, submit = (
+        (interrupt_wording.FORM_TITLE, interrupt_wording.FORM_SUBMIT)
+        if form
+        else (wording.EDIT_TITLE, wording.EDIT_SUBMIT)
     )
+    return _modal(ids.EDIT_CALLBACK, title, blocks, view_key, submit=submit)
 
 
 def render_reject_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, Any]:

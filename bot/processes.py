@@ -19,19 +19,17 @@ from langchain_core.language_models import BaseChatModel
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge.agent import build_agent, load_model, load_tools
-from agent_bridge.arguments import tool_args_schema
+from agent_bridge.agent import assemble_agent
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
 from agent_bridge.expiry import ExpiryKeeper
-from agent_bridge.graph import AgentGraph
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
 from agent_bridge.policy_file import load_policy
 from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.redis_pacing import RedisPacer
-from agent_bridge.remote_agent import RemoteAgent, open_client
+from agent_bridge.remote_agent import RemoteAgent
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -202,31 +200,22 @@ def build_worker(
     client: AsyncWebClient,
     model: BaseChatModel | None = None,
 ) -> Worker:
-    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``);
-    ``model``, when given, is used instead of ``MODEL``'s (a test's own chat model).
-    With ``AGENT_URL`` the agent is the assistant ``ASSISTANT_ID`` on that LangGraph
-    Agent Server (``agent_bridge.remote_agent``): ``AGENT``'s tools then give only their
-    argument schemas (edit forms, invariant 4) and ``MODEL`` is not used.
+    """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``,
+    ``SYSTEM_PROMPT``); ``model``, when given, is used instead of ``MODEL``'s (a test's
+    own chat model) for a list of tools. With ``AGENT_URL`` the agent is the assistant
+    ``ASSISTANT_ID`` on that LangGraph Agent Server (``agent_bridge.remote_agent``); its
+    threads are also looked at by the sweep (``Worker(paused_threads=...)``).
 
     Raises:
-        ConfigurationError: If the agent, model or policy cannot be loaded.
+        ConfigurationError: If the agent, model or policy cannot be loaded, or do not go
+            together (``agent_bridge.agent.assemble_agent``).
     """
-    policy = load_policy(settings.policy)
-    tools = load_tools(settings)
-    graph: AgentGraph
-    if settings.agent_url:  # deployed on LangGraph Agent Server: it keeps the checkpoints
-        graph = RemoteAgent(
-            client=open_client(settings.agent_url, api_key=settings.langgraph_api_key),
-            assistant_id=settings.assistant_id,
-            agent_name=settings.agent_name,
-        )
-    else:
-        graph = build_agent(
-            tools=tools,
-            model=model or load_model(settings.model),
-            policy=policy,
-            checkpointer=backend.checkpointer,
-        )
+    agent = assemble_agent(
+        settings=settings,
+        policy=load_policy(settings.policy),
+        checkpointer=backend.checkpointer,
+        model=model,
+    )
     slack = (
         SlackGateway(
             TeamClients(
@@ -243,10 +232,10 @@ def build_worker(
     notifier = SlackNotifier(slack=slack, cards=cards)
     driver = RunDriver(
         store=store,
-        graph=graph,
+        graph=agent.graph,
         notifier=notifier,
-        policy=policy,
-        args_schemas={t.name: tool_args_schema(t) for t in tools},
+        policy=agent.policy,
+        args_schemas=agent.args_schemas,
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
         progress=notifier.progress,
@@ -263,9 +252,9 @@ def build_worker(
         poll_interval_s=settings.poll_interval_s,
         lease_s=settings.lease_s,
         max_concurrent_runs=settings.max_concurrent_runs,
-        start_rules=policy.start_rules(),
+        start_rules=agent.policy.start_rules(),
         stop_grace_s=settings.stop_grace_s,
-        paused_threads=graph if isinstance(graph, RemoteAgent) else None,
+        paused_threads=agent.graph if isinstance(agent.graph, RemoteAgent) else None,
     )
 
 

@@ -46,6 +46,7 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "SIGNAL_CHANNEL",
         "MODEL",
         "AGENT",
+        "SYSTEM_PROMPT",
         "AGENT_NAME",
         "POLICY",
         "APPROVALS_CHANNEL",
@@ -63,7 +64,15 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
     ReleaseSettings: {"DATABASE_URL"},
     AttachSettings: {"DATABASE_URL", "REDIS_URL", "SIGNAL_CHANNEL"},
     LogSettings: {"LOG_FORMAT"},
-    DemoSettings: {"MODEL", "AGENT", "POLICY", "AGENT_URL", "ASSISTANT_ID", "LANGGRAPH_API_KEY"},
+    DemoSettings: {
+        "MODEL",
+        "AGENT",
+        "SYSTEM_PROMPT",
+        "POLICY",
+        "AGENT_URL",
+        "ASSISTANT_ID",
+        "LANGGRAPH_API_KEY",
+    },
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
 
@@ -91,6 +100,7 @@ FOREIGN = {
     "HOST": "foreign.invalid",
     "MODEL": "foreign:model",
     "AGENT": "foreign.module:tools",
+    "SYSTEM_PROMPT": "",
     "AGENT_NAME": "foreign",
     "POLICY": "/foreign/policy.yml",
     "APPROVALS_CHANNEL": "C0FOREIGN",

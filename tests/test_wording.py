@@ -67,8 +67,10 @@ def test_decided_cards_and_fallbacks_say_what_happened() -> None:
         "edit": "Edit",
         "reject": "Reject",
         "respond": "Respond",
+        "ignore": "Ignore",
     }
     assert wording.OUTCOMES["reject"] == ("❌", "Rejected")
+    assert wording.OUTCOMES["ignore"] == ("⏭️", "Ignored")
     assert wording.CLOSED_OUTCOME == ("🚫", "Closed")
     assert wording.outcome_line("✅", "Approved", user_id="U1", when=None) == (
         "✅ *Approved* by <@U1>"

@@ -1,0 +1,148 @@
+"""A compiled graph as the agent (``AGENT`` naming a ``Pregel``): what it has and gates.
+
+An engineer who built their agent with ``create_agent`` (their own model, system prompt,
+middleware and ``HumanInTheLoopMiddleware`` configuration) names the compiled graph;
+the worker reads from its nodes, and the nodes of its subgraphs, what the product needs:
+
+- its tools and their argument JSON schemas: every ``ToolNode``'s ``tools_by_name``;
+- which tools it gates, with which decisions, in which interrupt mode: every
+  ``HumanInTheLoopMiddleware`` instance, found as the owner of a node's function
+  (``create_agent`` adds one node per middleware hook, named ``<name>.after_model``,
+  whose ``RunnableCallable`` holds the middleware's bound method);
+
+and gives the graph the worker's checkpointer the way LangGraph's Agent Server does
+(``graph.copy(update={"checkpointer": ...})``). A graph compiled with a checkpointer of
+its own is refused: its ``thread_id``s would be saved where no other worker can resume
+them, which breaks docs/architecture.md, invariant 3 ("the checkpoint is the truth").
+
+Tools a sub-agent calls from inside a tool (rather than as a subgraph node) are not
+seen here: the policy cannot name them, and their calls have no argument schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.prebuilt import ToolNode
+from langgraph.pregel import Pregel
+
+from agent_bridge.arguments import tool_args_schema
+from agent_bridge.errors import ConfigurationError
+from agent_bridge.models import MiddlewareDecisionType, MiddlewareMode
+
+CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
+"""A compiled LangGraph graph (``create_agent(...)`` or ``StateGraph.compile()``)."""
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """What a compiled graph has and gates, as found in its nodes.
+
+    Attributes:
+        tools: Tool name -> tool, from every ``ToolNode`` of the graph and its subgraphs.
+        gated: Tool name -> the decisions its ``HumanInTheLoopMiddleware`` allows
+            (``interrupt_on[name]["allowed_decisions"]``), for every gated tool.
+        interrupt_mode: The middleware's ``interrupt_mode``; ``None`` when the graph
+            has no ``HumanInTheLoopMiddleware``.
+    """
+
+    tools: Mapping[str, BaseTool]
+    gated: Mapping[str, tuple[MiddlewareDecisionType, ...]]
+    interrupt_mode: MiddlewareMode | None
+
+    @property
+    def args_schemas(self) -> dict[str, dict[str, Any]]:
+        """Tool name -> JSON schema of its arguments (``arguments.tool_args_schema``)."""
+        return {name: tool_args_schema(tool) for name, tool in self.tools.items()}
+
+
+def discover(graph: CompiledGraph) -> GraphShape:
+    """Read a compiled graph's tools and gating from its nodes and its subgraphs'.
+
+    Args:
+        graph: The user's compiled graph.
+
+    Returns:
+        Its ``GraphShape``.
+
+    Raises:
+        ConfigurationError: If two parts of the graph disagree where the product keys by
+            tool name: one name for two different tools, two ``HumanInTheLoopMiddleware``
+            allowing a tool different decisions, or using different interrupt modes.
+    """
+    tools: dict[str, BaseTool] = {}
+    gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
+    modes: set[MiddlewareMode] = set()
+    for node in _nodes(graph):
+        if isinstance(node, ToolNode):
+            for name, tool in node.tools_by_name.items():
+                if name in tools and tools[name] is not tool:
+                    raise ConfigurationError(
+                        f"The graph has two different tools named {name!r}; cards, "
+                        "policies and argument schemas are keyed by tool name: rename one."
+                    )
+                tools[name] = tool
+        middleware = _hitl_middleware(node)
+        if middleware is None:
+            continue
+        modes.add(middleware.interrupt_mode)
+        for name, config in middleware.interrupt_on.items():
+            allowed = tuple(dict.fromkeys(config["allowed_decisions"]))
+            if gated.setdefault(name, allowed) != allowed:
+                raise ConfigurationError(
+                    f"Two HumanInTheLoopMiddleware in the graph gate {name} with different "
+                    f"allowed decisions ({', '.join(gated[name])} and {', '.join(allowed)}); "
+                    "give it one configuration."
+                )
+    if len(modes) > 1:
+        raise ConfigurationError(
+            "The graph's HumanInTheLoopMiddleware use both interrupt modes "
+            f"({', '.join(sorted(modes))}); use one interrupt_mode throughout."
+        )
+    return GraphShape(tools=tools, gated=gated, interrupt_mode=next(iter(modes), None))
+
+
+def attach_checkpointer(
+    graph: CompiledGraph, checkpointer: BaseCheckpointSaver[Any], *, reference: str
+) -> CompiledGraph:
+    """Return a copy of ``graph`` saving its ``thread_id``s with ``checkpointer``.
+
+    Args:
+        graph: The user's compiled graph, compiled without a checkpointer.
+        checkpointer: The worker's (PostgreSQL in production, shared by every worker).
+        reference: ``AGENT``'s value, for the message.
+
+    Raises:
+        ConfigurationError: If ``graph`` was compiled with a checkpointer (or
+            ``checkpointer=False``) of its own.
+    """
+    if graph.checkpointer is not None:
+        raise ConfigurationError(
+            f"AGENT={reference} was compiled with a checkpointer of its own "
+            f"({type(graph.checkpointer).__name__}). Compile it without one "
+            "(create_agent(..., checkpointer=None), the default): the worker gives it the "
+            "shared one, so any worker can resume a paused thread_id from its checkpoint."
+        )
+    return graph.copy(update={"checkpointer": checkpointer})
+
+
+def _nodes(graph: CompiledGraph) -> Iterator[Any]:
+    """The runnable of every node of ``graph`` and of its subgraphs, at any depth."""
+    graphs = [graph, *(g for _, g in graph.get_subgraphs(recurse=True) if isinstance(g, Pregel))]
+    for each in graphs:
+        for node in each.nodes.values():
+            yield node.bound
+
+
+def _hitl_middleware(node: Any) -> HumanInTheLoopMiddleware | None:
+    """The ``HumanInTheLoopMiddleware`` whose hook ``node`` runs, if it is one's."""
+    for function in (getattr(node, "func", None), getattr(node, "afunc", None)):
+        owner = getattr(function, "__self__", None)
+        if isinstance(owner, HumanInTheLoopMiddleware):
+            return owner
+    return None

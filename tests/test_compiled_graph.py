@@ -1,0 +1,118 @@
+"""End to end: a compiled graph as the agent (``AGENT=tests.compiled_agent:graph``).
+
+The engineer's own ``create_agent`` graph (its model, system prompt, extra middleware
+and ``HumanInTheLoopMiddleware`` configuration) run by a real worker on the real
+PostgreSQL checkpointer, its cards in the sandbox Slack, decided by clicks, in both
+interrupt modes and as a sub-agent (a node of a hand-built graph). The policy only says
+who decides (``tests/fixtures/graph_policy.yml``). And ``examples/compiled_graph_agent.py``
+as its docstring says.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.settings import WorkerConfig
+from bot import ids
+from examples.tools_agent import outbox_of
+from tests import compiled_agent
+from tests.compiled_agent import EMAIL_DESCRIPTION, STAMP, SYSTEM_PROMPT
+from tests.harness import DBA, Harness, decision_buttons
+
+GRAPH_POLICY = Path(__file__).parent / "fixtures" / "graph_policy.yml"
+EXAMPLES = Path(__file__).parent.parent / "examples"
+EXTERNAL = {"to": "grace@partner.test", "subject": "Invoice", "body": "Attached."}
+INTERNAL = {"to": "ada@example.com", "subject": "Lunch", "body": "Noon?"}
+REASON = "Invoice 2 was already paid."
+GRAPHS = {"batched": "graph", "per_call": "per_call_graph", "sub_agent": "sub_agent_graph"}
+"""The graphs run: the agent in each interrupt mode, and as a sub-agent (a subgraph node)."""
+
+
+@pytest.fixture(params=sorted(GRAPHS))
+def agent_settings(request: pytest.FixtureRequest, settings: WorkerConfig) -> WorkerConfig:
+    return settings.model_copy(
+        update={"agent": f"tests.compiled_agent:{GRAPHS[request.param]}", "policy": GRAPH_POLICY}
+    )
+
+
+async def test_the_graph_runs_with_its_own_prompt_middleware_and_gating(
+    harness: Harness, agent_settings: WorkerConfig
+) -> None:
+    name = agent_settings.agent.partition(":")[2]
+    mode = "per_call" if name == "per_call_graph" else "batched"
+    approved, rejected = f"Invoice 1 ({name})", f"Invoice 2 ({name})"
+    task = {
+        "tool_calls": [
+            {"name": "lookup_customer", "args": {"name": "Ada"}},
+            {"name": "send_email", "args": {"to": "ada@example.com", "subject": approved}},
+            {"name": "send_email", "args": {"to": "ada@example.com", "subject": rejected}},
+        ]
+    }
+    run = await harness.start_run(task)
+    cards = {r.args["subject"]: r for r in await harness.requests(run, count=2)}
+    assert set(cards) == {approved, rejected}  # lookup_customer: not gated by the graph
+    for request in cards.values():
+        assert request.mode == mode and request.tool_name == "send_email"
+        assert request.allowed_decisions == ["approve", "reject"]  # the graph's, not the policy's
+        assert request.description == EMAIL_DESCRIPTION
+        assert request.rules.approvers == (DBA,)  # the policy's Slack-side rule
+        message = harness.sandbox.message(request.channel_id or "", request.message_ts or "")
+        assert decision_buttons(message) == [
+            ids.decision_action_id(d) for d in ("approve", "reject")
+        ]
+
+    assert (await harness.click(cards[approved], "approve", user_id=DBA))[0] == 200
+    await harness.reject(cards[rejected], REASON)
+    done = await harness.finished(run)
+
+    assert done.state == RunState.DONE
+    assert compiled_agent.sent[approved] == 1 and compiled_agent.sent[rejected] == 0
+    assert compiled_agent.prompts[json.dumps(task)] == SYSTEM_PROMPT
+    results = await harness.tool_messages(run)  # read from the worker's checkpointer
+    contents: dict[str, list[str]] = {}
+    for m in results:
+        contents.setdefault(m.name, []).append(m.content)
+    assert contents["lookup_customer"] == [f"ada@example.com{STAMP}"]
+    assert f"Sent {approved!r} to ada@example.com{STAMP}" in contents["send_email"]
+    assert any(REASON in c for c in contents["send_email"])
+    decided = await harness.store.requests_for_run(run.run_id)
+    assert len(decided) == 2 and {r.state for r in decided} == {ApprovalState.APPLIED}
+
+
+class TestTheExample:
+    """``examples/compiled_graph_agent.py`` works as its docstring says (way 2)."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(
+            update={
+                "agent": "examples.compiled_graph_agent:make_graph",
+                "policy": EXAMPLES / "compiled_graph_policy.yml",
+            }
+        )
+
+    async def test_it_asks_only_for_mail_leaving_the_company(
+        self, harness: Harness, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        caplog.set_level(logging.INFO, logger="examples.compiled_graph_agent")
+        calls = [{"name": "send_email", "args": args} for args in (EXTERNAL, INTERNAL)]
+        run = await harness.start_run({"tool_calls": calls})
+        (request,) = await harness.requests(run, count=1)
+        assert request.args == EXTERNAL  # the graph's `when` let the internal mail through
+        assert request.description == "📧 Mail to grace@partner.test: Invoice"
+        assert request.allowed_decisions == ["approve", "edit", "reject"]
+        assert request.review_timeout_s == 3600  # the policy's Slack-side rule
+
+        assert (await harness.click(request, "approve"))[0] == 200
+        done = await harness.finished(run)
+
+        assert done.state == RunState.DONE
+        sent = sorted(p.read_text() for p in outbox_of(harness.settings.workspace_dir).iterdir())
+        assert len(sent) == 2
+        assert any(m.startswith("To: grace@partner.test\nSubject: Invoice") for m in sent), sent
+        assert caplog.messages.count("running tool send_email") == 2  # its own middleware
