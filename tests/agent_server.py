@@ -1,7 +1,8 @@
 """A real local LangGraph Agent Server for the tests: ``langgraph dev`` on a free port.
 
 It serves the repository's ``langgraph.json`` (the demo agent in both interrupt modes,
-``agent_bridge/served_agent.py``), or a copy of the example's, from
+``agent_bridge/served_agent.py``) with the tests' own graphs beside it (``TEST_GRAPHS``:
+an Agent Inbox interrupt, ``tests/interrupt_graphs.py``), or a copy of the example's, from
 ``langgraph-cli[inmem]``: offline, no browser, no LangSmith tracing, no reload. Its
 in-memory state is kept in a folder of the session's own (``.langgraph_api`` in its
 working directory), and the demo tools work under ``workspace``
@@ -10,6 +11,7 @@ working directory), and the demo tools work under ``workspace``
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -29,6 +31,8 @@ from agent_bridge.remote_agent import local_messages
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
+TEST_GRAPHS = {"inbox": "tests.interrupt_graphs:inbox"}
+"""Graphs the tests serve beside the repository's (compiled without a checkpointer)."""
 EXAMPLE_CONFIG = REPO / "examples" / "deployed_graph" / "langgraph.json"
 """The deployed-graph example an engineer copies."""
 START_TIMEOUT_S = 90.0
@@ -71,6 +75,17 @@ class AgentServer:
             return [dict(r) for r in await client.runs.list(thread_id, limit=100)]
         finally:
             await client.aclose()
+
+
+def tests_config(folder: Path) -> Path:
+    """A ``langgraph.json`` in ``folder``: the repository's graphs and ``TEST_GRAPHS``,
+    importable from the repository (its ``dependencies``)."""
+    config = json.loads(CONFIG.read_text())
+    config["dependencies"] = [str(REPO)]
+    config["graphs"] = {**config["graphs"], **TEST_GRAPHS}
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
 
 
 def free_port() -> int:

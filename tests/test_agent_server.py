@@ -26,7 +26,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from agent_bridge.graph import thread_config
-from agent_bridge.models import DEFAULT_AGENT, ApprovalState, RunState
+from agent_bridge.models import DEFAULT_AGENT, ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.remote_agent import THREAD_METADATA_KEY, RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
@@ -38,8 +38,9 @@ from tests.agent_server import (
     AgentServer,
     start_agent_server,
     stop_agent_server,
+    tests_config,
 )
-from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness
+from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness, decision_buttons
 from tests.test_crash_recovery import approval_cards
 from tests.worker_processes import killed, start_worker, stop
 
@@ -47,6 +48,7 @@ REASON = "Archive the rows before deleting them."
 ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
 """The graphs of ``langgraph.json``, one per interrupt mode."""
 ARCHIVE = "archive/old_orders.csv"
+FIXTURES = Path(__file__).parent / "fixtures"
 MAKE_WAITING = "UPDATE runs SET state = 'waiting', agent = 'default' WHERE run_id = :run_id"
 
 
@@ -54,7 +56,8 @@ MAKE_WAITING = "UPDATE runs SET state = 'waiting', agent = 'default' WHERE run_i
 def agent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
     """``langgraph dev`` on a free port, answering before the first test, stopped after
     the last."""
-    server = start_agent_server(tmp_path_factory.mktemp("agent-server"))
+    folder = tmp_path_factory.mktemp("agent-server")
+    server = start_agent_server(folder, tests_config(folder))
     try:
         yield server
     finally:
@@ -370,3 +373,40 @@ class TestDeployedExample:
         assert done.state == RunState.DONE, done.error
         results = {str(m.name): m for m in await example_server.tool_messages(run.thread_id)}
         assert results["send_email"].content == "Sent 'Your order' to ada@example.com"
+
+
+class TestAgentInboxInterrupt:
+    """A deployed graph whose node raises an Agent Inbox ``HumanInterrupt``: its card has
+    the config's buttons and the server's thread is resumed in Agent Inbox's shape."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, agent_server: AgentServer) -> WorkerConfig:
+        return settings.model_copy(
+            update={
+                "agent_url": agent_server.url,
+                "assistant_id": "inbox",
+                "agent": "tests.interrupt_graphs:inbox",  # the same graph: its shape
+                "policy": FIXTURES / "interrupts_policy.yml",
+            }
+        )
+
+    @pytest.mark.parametrize(
+        ("decision", "response"),
+        [
+            ("approve", {"type": "accept", "args": None}),
+            ("ignore", {"type": "ignore", "args": None}),
+        ],
+    )
+    async def test_a_click_resumes_it_on_the_server_in_its_shape(
+        self, harness: Harness, decision: DecisionType, response: dict[str, Any]
+    ) -> None:
+        run = await harness.start_run("run the inbox graph")
+        (request,) = await harness.requests(run, count=1)
+        message = harness.sandbox.message(request.channel_id or "", request.message_ts or "")
+        assert decision_buttons(message) == [
+            ids.decision_action_id(d) for d in ("approve", "edit", "respond", "ignore")
+        ]
+        await harness.click(request, decision)
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE and done.final_answer, done.error
+        assert json.loads(done.final_answer) == {"inbox": response}
