@@ -348,6 +348,8 @@ class TestDeployedExample:
         return settings.model_copy(
             update={
                 "agent_url": example_server.url,
+                # the same graph module the server serves: the worker reads its gating
+                "agent": "examples.deployed_graph.graph:graph",
                 "policy": EXAMPLE_CONFIG.with_name("policy.yml"),
             }
         )

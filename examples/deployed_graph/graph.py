@@ -6,9 +6,14 @@ compiled **without a checkpointer**: the Agent Server keeps every thread's check
 Serve it with ``langgraph dev`` (or deploy it to LangGraph Platform) and point the
 worker at it::
 
-    langgraph dev --config examples/deployed_graph/langgraph.json --port 2024
+    cd examples/deployed_graph && langgraph dev --port 2024 --no-browser
     AGENT_URL=http://127.0.0.1:2024 ASSISTANT_ID=agent \
+        AGENT=examples.deployed_graph.graph:graph \
         POLICY=examples/deployed_graph/policy.yml agent-bridge worker
+
+``AGENT`` names this same module so the worker knows, without running it, which calls
+pause and with which decisions (the policy is checked against them) and each tool's
+argument schema (the edit form); the server runs it and keeps its checkpoints.
 
 The offline ``ScriptedChatModel`` stands in for a real model so the example runs
 anywhere; replace it with yours, e.g. ``init_chat_model("anthropic:claude-sonnet-4-5")``.
