@@ -77,7 +77,7 @@ class AgentServer:
             await client.aclose()
 
 
-def tests_config(folder: Path) -> Path:
+def served_config(folder: Path) -> Path:
     """A ``langgraph.json`` in ``folder``: the repository's graphs and ``TEST_GRAPHS``,
     importable from the repository (its ``dependencies``)."""
     config = json.loads(CONFIG.read_text())

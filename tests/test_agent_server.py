@@ -24,10 +24,13 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
+from agent_bridge.agent import assemble_agent
+from agent_bridge.errors import ConfigurationError
 from agent_bridge.graph import thread_config
 from agent_bridge.models import DEFAULT_AGENT, ApprovalState, DecisionType, RunState
-from agent_bridge.policy_file import POLICIES_DIR
+from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.remote_agent import THREAD_METADATA_KEY, RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
@@ -36,11 +39,11 @@ from bot.starts import new_run
 from tests.agent_server import (
     EXAMPLE_CONFIG,
     AgentServer,
+    served_config,
     start_agent_server,
     stop_agent_server,
-    tests_config,
 )
-from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness, decision_buttons
+from tests.harness import CHANNEL, REQUESTER, REVIEWER, Harness, agent_config, decision_buttons
 from tests.test_crash_recovery import approval_cards
 from tests.worker_processes import killed, start_worker, stop
 
@@ -57,7 +60,7 @@ def agent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServ
     """``langgraph dev`` on a free port, answering before the first test, stopped after
     the last."""
     folder = tmp_path_factory.mktemp("agent-server")
-    server = start_agent_server(folder, tests_config(folder))
+    server = start_agent_server(folder, served_config(folder))
     try:
         yield server
     finally:
@@ -412,3 +415,13 @@ class TestAgentInboxInterrupt:
         done = await harness.finished(run)
         assert done.state == RunState.DONE and done.final_answer, done.error
         assert json.loads(done.final_answer) == {"inbox": response}
+
+
+def test_a_deployed_agent_takes_no_model_or_system_prompt(tmp_path: Path) -> None:
+    """The deployed graph has its own model and prompt: setting either beside
+    ``AGENT_URL`` is refused at start, naming what to unset."""
+    settings = agent_config(tmp_path).model_copy(
+        update={"agent_url": "http://127.0.0.1:9", "system_prompt": "Be brief."}
+    )
+    with pytest.raises(ConfigurationError, match="unset SYSTEM_PROMPT"):
+        assemble_agent(settings=settings, policy=load_policy(None), checkpointer=InMemorySaver())
