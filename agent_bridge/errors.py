@@ -51,6 +51,7 @@ class AgentServerUnavailableError(BridgeError):
     """
 
 
-class AlreadyAttachedError(BridgeError):
-    """The ``thread_id`` given to ``agent-bridge attach`` is already a run's (one run
-    per LangGraph thread). Its cards are posted by that run; nothing was recorded."""
+class AttachRefusedError(BridgeError):
+    """``agent-bridge attach`` refused the ``thread_id``: it is a run's already (one run
+    per LangGraph thread: that run posts its cards), or the Agent Server has no such
+    thread (check the ID and ``AGENT_URL``). Nothing was recorded."""

@@ -31,7 +31,7 @@ from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import StateSnapshot
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from langgraph_sdk.errors import APIConnectionError, APIStatusError, ConflictError
+from langgraph_sdk.errors import APIConnectionError, APIStatusError, ConflictError, NotFoundError
 from langgraph_sdk.schema import RunStatus, Thread
 
 from agent_bridge.errors import AgentServerUnavailableError
@@ -158,6 +158,24 @@ class RemoteAgent:
                 thread_id, metadata={THREAD_METADATA_KEY: self.agent_name}
             )
         return thread
+
+
+async def thread_exists(url: str, thread_id: str, *, api_key: str | None) -> bool:
+    """Whether the Agent Server at ``url`` has the thread ``thread_id``.
+
+    Raises:
+        AgentServerUnavailableError: The server is unreachable or failed.
+    """
+    client = open_client(url, api_key=api_key)
+    try:
+        await client.threads.get(thread_id)
+    except NotFoundError:
+        return False
+    except (httpx.TransportError, APIConnectionError, APIStatusError) as exc:
+        raise _translated(exc, thread_id) from exc
+    finally:
+        await client.aclose()
+    return True
 
 
 def open_client(url: str, *, api_key: str | None) -> LangGraphClient:

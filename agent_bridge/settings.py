@@ -284,12 +284,17 @@ class ReleaseSettings(BaseSettings):
 
 
 class AttachSettings(BaseSettings):
-    """``agent-bridge attach``'s settings: the deployment's database (where the run is
-    recorded) and, optionally, its Redis (a worker is signalled at once; without it, the
-    next sweep takes the run)."""
+    """``agent-bridge attach``'s settings: the Agent Server the thread is on (asked
+    whether it exists), the deployment's database (where the run is recorded) and,
+    optionally, its Redis (a worker is signalled at once; without it, the next sweep
+    takes the run)."""
 
     model_config = READ_ENVIRONMENT
 
+    agent_url: str = Field(repr=False)
+    """The LangGraph Agent Server of the thread (the workers' ``AGENT_URL``)."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """Its API key, if it needs one (a secret)."""
     database_url: str = Field(repr=False)
     """``postgresql://...`` or ``sqlite:///path``."""
     redis_url: str | None = Field(default=None, repr=False)

@@ -15,10 +15,11 @@ import logging
 
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import Signal
-from agent_bridge.errors import AlreadyAttachedError
+from agent_bridge.errors import AttachRefusedError
 from agent_bridge.migrations import check_version
 from agent_bridge.models import DEFAULT_AGENT, Run
 from agent_bridge.redis_bus import RedisBus, signal_channel
+from agent_bridge.remote_agent import thread_exists
 from agent_bridge.settings import AttachSettings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.wording import attached_task
@@ -40,7 +41,8 @@ async def attach(
     """Record a queued run of ``agent`` on the existing ``thread_id`` and signal workers.
 
     Args:
-        settings: The deployment's database (and Redis, to wake a worker at once).
+        settings: The Agent Server, the deployment's database (and Redis, to wake a
+            worker at once).
         thread_id: The thread on the Agent Server (LangGraph's ``thread_id``).
         channel_id: The Slack channel of the run's messages (its Slack thread).
         user_id: The requester: the Slack user the run is for (four eyes keeps them
@@ -53,17 +55,21 @@ async def attach(
         The recorded run.
 
     Raises:
-        AlreadyAttachedError: The ``thread_id`` is a run already.
+        AttachRefusedError: The ``thread_id`` is a run already, or the Agent Server has
+            no such thread (a worker would otherwise start a new one under that ID).
+        AgentServerUnavailableError: The Agent Server is unreachable or failed.
         SchemaOutdatedError: The database needs ``agent-bridge release``.
         StoreUnavailableError: The database is unreachable.
     """
+    if not await thread_exists(settings.agent_url, thread_id, api_key=settings.langgraph_api_key):
+        raise AttachRefusedError(f"the Agent Server has no thread {thread_id}")
     backend = await open_backend(settings.database_url)
     try:
         await check_version(backend.db)
         store = ApprovalStore(backend.db)
         existing = await store.run_of_thread(thread_id)
         if existing is not None:
-            raise AlreadyAttachedError(
+            raise AttachRefusedError(
                 f"thread_id {thread_id} is run {existing.run_id} already ({existing.state})"
             )
         run = new_run(

@@ -261,6 +261,7 @@ class TestThreadsStartedElsewhere:
         thread_id = await paused_elsewhere(agent_server, DEMO_TASK, metadata={"app": "theirs"})
         env = {
             **os.environ,
+            "AGENT_URL": agent_server.url,
             "DATABASE_URL": harness.settings.database_url,
             "REDIS_URL": harness.settings.redis_url or "",
             "SIGNAL_CHANNEL": harness.channel,
@@ -282,6 +283,10 @@ class TestThreadsStartedElsewhere:
         assert (agent_server.files(thread_id) / ARCHIVE).exists()
         code, _, err = await cli(command, env)
         assert code == 2 and f"is run {run.run_id} already" in err
+        unknown = str(uuid.uuid4())
+        code, _, err = await cli([*command[:4], unknown, *command[5:]], env)
+        assert code == 2 and f"has no thread {unknown}" in err
+        assert await harness.store.run_of_thread(unknown) is None
         client = agent_server.client()
         try:
             metadata = (await client.threads.get(thread_id))["metadata"]

@@ -62,7 +62,13 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "LANGGRAPH_API_KEY",
     },
     ReleaseSettings: {"DATABASE_URL"},
-    AttachSettings: {"DATABASE_URL", "REDIS_URL", "SIGNAL_CHANNEL"},
+    AttachSettings: {
+        "AGENT_URL",
+        "LANGGRAPH_API_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "SIGNAL_CHANNEL",
+    },
     LogSettings: {"LOG_FORMAT"},
     DemoSettings: {
         "MODEL",
@@ -82,6 +88,7 @@ VALID = {
     "SLACK_SIGNING_SECRET": REAL_SECRET,
     "SLACK_BOT_TOKEN": REAL_TOKEN,
     "DATABASE_URL": "postgresql://app@db.internal:5432/app",
+    "AGENT_URL": "http://agents.internal:2024",
 }
 """What a process's required variables are set to when they are its own."""
 FOREIGN = {
