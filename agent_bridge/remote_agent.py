@@ -6,13 +6,14 @@ with ``threads.get_state``, runs with ``runs.stream(..., command={"resume": ...}
 what exactly-once needs on a server (docs/architecture.md, invariant 3):
 
 - the run's ``thread_id`` is created on the server before its state is read;
-- runs of the ``thread_id`` still in flight (``pending`` or ``running``: a worker that
-  died mid-stream leaves its run going, ``on_disconnect="continue"``) are joined before
-  the state is read, so an interrupt a resume is consuming right now never looks pending;
-- every run is created with ``multitask_strategy="reject"``: the server refuses a
-  second concurrent run of the thread (409), so a resume is never sent beside another.
+- server runs of the ``thread_id`` still in flight (``pending`` or ``running``: a worker
+  that died mid-stream leaves its server run going, ``on_disconnect="continue"``) are
+  joined before the state is read, so an interrupt a resume is consuming right now never
+  looks pending;
+- every server run is created with ``multitask_strategy="reject"``: the server refuses a
+  second concurrent one on the thread (409), so a resume is never sent beside another.
 
-The server's JSON is turned into what the driver reads in one place (``_local_values``):
+The server's JSON is turned into what the driver reads in one place (``local_messages``):
 message dicts into ``langchain_core`` messages; ``RemoteGraph`` already makes interrupts
 ``langgraph.types.Interrupt``. Transport failures, 5xx and 409 are
 ``AgentServerUnavailableError`` (the worker retries the run later); a graph's own error
