@@ -11,6 +11,7 @@ working directory), and the demo tools work under ``workspace``
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -27,10 +28,14 @@ from langchain_core.messages import ToolMessage
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
+from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.remote_agent import local_messages
+from agent_bridge.settings import WorkerConfig
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
+ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
+"""The repository's ``langgraph.json`` graphs, one per interrupt mode."""
 TEST_GRAPHS = {"inbox": "tests.interrupt_graphs:inbox"}
 """Graphs the tests serve beside the repository's (compiled without a checkpointer)."""
 EXAMPLE_CONFIG = REPO / "examples" / "deployed_graph" / "langgraph.json"
@@ -159,3 +164,36 @@ def stop_agent_server(server: AgentServer) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(server.process.pid, signal.SIGKILL)
         server.process.wait(STOP_TIMEOUT_S)
+
+
+def remote(settings: WorkerConfig, server: AgentServer, mode: str) -> WorkerConfig:
+    """Worker settings driving the served demo agent in ``mode``."""
+    changes: dict[str, Any] = {"agent_url": server.url, "assistant_id": ASSISTANTS[mode]}
+    if mode == "per_call":
+        changes["policy"] = POLICIES_DIR / "per_call.yml"
+    return settings.model_copy(update=changes)
+
+
+async def paused_elsewhere(server: AgentServer, task: str, *, metadata: dict[str, str]) -> str:
+    """What the engineer's own app does: create a thread on the server and run the
+    agent on ``task`` until it pauses; return the ``thread_id``."""
+    client = server.client()
+    try:
+        thread = await client.threads.create(metadata=metadata)
+        thread_id = str(thread["thread_id"])
+        task_input: dict[str, Any] = {"messages": [{"role": "user", "content": task}]}
+        await client.runs.wait(thread_id, ASSISTANTS["batched"], input=task_input)
+        assert (await client.threads.get(thread_id))["status"] == "interrupted"
+    finally:
+        await client.aclose()
+    return thread_id
+
+
+async def cli(command: list[str], env: dict[str, str]) -> tuple[int | None, str, str]:
+    """Run ``command`` as a real process (off the event loop the harness runs on);
+    return its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    return process.returncode, out.decode(), err.decode()
