@@ -16,8 +16,9 @@ what exactly-once needs on a server (docs/architecture.md, invariant 3):
 The server's JSON is turned into what the driver reads in one place (``local_messages``):
 message dicts into ``langchain_core`` messages; ``RemoteGraph`` already makes interrupts
 ``langgraph.types.Interrupt``. Transport failures, 5xx and 409 are
-``AgentServerUnavailableError`` (the worker retries the run later); a graph's own error
-(``RemoteException``) fails the run, as a local one does.
+``AgentServerUnavailableError`` (the worker retries the run later); an answer the graph
+refused is a ``ValidationError`` (the request is reopened, invariant 4), as locally; any
+other error of the graph (``RemoteException``) fails the run, as a local one does.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from typing import Any
 
 import httpx
 from langchain_core.messages import BaseMessage, messages_from_dict
-from langgraph.pregel.remote import RemoteGraph
+from langgraph.pregel.remote import RemoteException, RemoteGraph
 from langgraph.types import StateSnapshot
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIConnectionError, APIStatusError, ConflictError, NotFoundError
 from langgraph_sdk.schema import RunStatus, Thread
+from pydantic import ValidationError
 
 from agent_bridge.errors import AgentServerUnavailableError
 from agent_bridge.graph import PausedThread
@@ -42,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 IN_FLIGHT: tuple[RunStatus, ...] = ("pending", "running")
 """Server run statuses of a run not finished yet (``langgraph_sdk.schema.RunStatus``)."""
+REFUSED_TITLE = "answer refused by the Agent Server's graph"
+"""The title of the ``ValidationError`` a refused resume is raised as."""
 THREAD_METADATA_KEY = "agent_bridge_agent"
 """Metadata key naming, on each server thread a worker drives, the agent it belongs to
 (``PausedThreads`` searches by it)."""
@@ -90,6 +94,9 @@ class RemoteAgent:
         Raises:
             AgentServerUnavailableError: The server is unreachable, failed, or refused the
                 run because another is in flight.
+            ValidationError: The server's graph refused a resume's answer (it failed
+                with LangGraph's ``ValidationError`` before saving anything: the
+                interrupt is still pending), as a local graph raises it.
             RemoteException: The graph failed on the server.
         """
         thread_id = str((config or {}).get("configurable", {}).get("thread_id", ""))
@@ -101,6 +108,13 @@ class RemoteAgent:
                 yield _local_chunk(chunk)
         except (httpx.TransportError, APIConnectionError, APIStatusError) as exc:
             raise _translated(exc, thread_id) from exc
+        except RemoteException as exc:
+            if _refused_answer(exc):
+                # As a local graph does: LangGraph checked the answer against the
+                # interrupt's response_schema and saved nothing; the driver reopens the
+                # request (its details stay out: the server's message repeats the answer).
+                raise ValidationError.from_exception_data(REFUSED_TITLE, []) from None
+            raise
 
     async def join_in_flight(self, thread_id: str) -> int:
         """Wait for every run of ``thread_id`` that is pending or running to end;
@@ -183,6 +197,13 @@ def open_client(url: str, *, api_key: str | None) -> LangGraphClient:
     """The ``langgraph-sdk`` client of the Agent Server at ``url`` (``AGENT_URL``), with
     ``LANGGRAPH_API_KEY`` when set."""
     return get_client(url=url, api_key=api_key)
+
+
+def _refused_answer(exc: RemoteException) -> bool:
+    """Whether a server run failed because the graph refused the resume's answer
+    (LangGraph's check against the interrupt's ``response_schema``)."""
+    data = exc.args[0] if exc.args else None
+    return isinstance(data, Mapping) and data.get("error") == "ValidationError"
 
 
 def _empty_snapshot(config: Any) -> StateSnapshot:

@@ -4,7 +4,8 @@
 A worker SIGKILLed mid-resume (its server run goes on) or before marking applied sends
 the decision once; a server run in flight is joined before the state is read; a thread
 the engineer's own app runs is attached by ID (``agent-bridge attach``), and one paused
-by a run no worker streamed is found by the sweep.
+by a run no worker streamed is found by the sweep; an answer the server's graph refuses
+is LangGraph's ``ValidationError``, as locally.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langgraph.types import Command
+from pydantic import ValidationError
 
 from agent_bridge.graph import thread_config
 from agent_bridge.models import DEFAULT_AGENT, ApprovalState, RunState
@@ -184,3 +187,27 @@ class TestThreadsStartedElsewhere:
         done = await harness.finished(run)
         assert done.state == RunState.DONE, done.error
         assert (agent_server.files(thread_id) / ARCHIVE).exists()
+
+
+async def test_an_answer_the_servers_graph_refuses_is_a_validation_error(
+    agent_server: AgentServer,
+) -> None:
+    """A per-call answer outside the interrupt's ``response_schema`` fails the server run
+    before anything is saved; the worker sees LangGraph's ``ValidationError`` (it reopens
+    the request, invariant 4) and the interrupt is still pending."""
+    client = agent_server.client()
+    agent = RemoteAgent(client=client, assistant_id=ASSISTANTS["per_call"], agent_name="default")
+    config = thread_config(str(uuid.uuid4()))
+    try:
+        await agent.aget_state(config)
+        task = {"messages": [{"role": "user", "content": DEMO_TASK}]}
+        async for _ in agent.astream(task, config, stream_mode="values", version="v2"):
+            pass
+        pending = [i.id for i in (await agent.aget_state(config)).interrupts]
+        refused: Command[Any] = Command(resume={pending[0]: {"type": "bogus"}})
+        with pytest.raises(ValidationError):
+            async for _ in agent.astream(refused, config, stream_mode="values", version="v2"):
+                pass
+        assert [i.id for i in (await agent.aget_state(config)).interrupts] == pending
+    finally:
+        await client.aclose()
