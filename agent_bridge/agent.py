@@ -28,7 +28,7 @@ from langgraph.pregel import Pregel
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.graph import AgentGraph
-from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, discover
+from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, check_runnable, discover
 from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
@@ -74,7 +74,7 @@ def load_agent(settings: WorkerConfig) -> AgentSource:
     """
     target = import_object(settings.agent)
     if callable(target) and not isinstance(target, BaseTool | Pregel):
-        target = target(settings) if _needs_an_argument(target) else target()
+        target = _call_factory(target, settings)
     if isinstance(target, Pregel):
         return target
     if not isinstance(target, Sequence) or not all(isinstance(t, BaseTool) for t in target):
@@ -86,13 +86,41 @@ def load_agent(settings: WorkerConfig) -> AgentSource:
     return list(target)
 
 
-def _needs_an_argument(factory: Any) -> bool:
-    """Whether ``factory`` has a parameter without a default (it takes the settings)."""
-    return any(
-        p.default is inspect.Parameter.empty
-        and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        for p in inspect.signature(factory).parameters.values()
-    )
+def _call_factory(factory: Any, settings: WorkerConfig) -> Any:
+    """Call ``AGENT``'s callable with the settings if it takes an argument, else with none.
+
+    Raises:
+        ConfigurationError: If it can be called neither way (the message shows its
+            signature), or it raised (the message names the exception; the traceback
+            is logged at DEBUG).
+    """
+    signature = inspect.signature(factory)
+    arguments: tuple[Any, ...] = ()
+    try:
+        signature.bind()
+    except TypeError:
+        arguments = (settings,)
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        raise ConfigurationError(
+            f"AGENT={settings.agent} takes {_parameters(signature)}: it must take the "
+            "worker's settings (one positional argument, a WorkerConfig) or nothing."
+        ) from None
+    try:
+        return factory(*arguments)
+    except Exception as exc:
+        logger.debug("AGENT=%s raised", settings.agent, exc_info=True)
+        raise ConfigurationError(
+            f"AGENT={settings.agent} raised {type(exc).__name__}: {exc} "
+            "(--log-level DEBUG shows where)"
+        ) from exc
+
+
+def _parameters(signature: inspect.Signature) -> str:
+    """``signature``'s parameters as written, without annotations: ``(*, settings)``."""
+    bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+    return str(signature.replace(parameters=bare, return_annotation=signature.empty))
 
 
 def load_tools(settings: WorkerConfig) -> list[BaseTool]:
@@ -146,18 +174,28 @@ def assemble_agent(
             ``SYSTEM_PROMPT`` and the policy's ``system_prompt`` are set (neither wins
             quietly); for a compiled graph, if either is set or ``model`` is given (the
             graph has its own), or the graph or the policy is refused
-            (``graph_agent``, ``graph_policy``).
+            (``graph_agent``, ``graph_policy``; with ``POLICY`` unset the message says the
+            demo policy was used); if ``MODEL`` is set while ``AGENT`` names a compiled
+            graph itself (not a factory, which may read it), since it would be ignored.
     """
     if settings.agent_url:
         return deployed_agent(settings=settings, policy=policy, model=model)
     source = load_agent(settings)
     if isinstance(source, Pregel):
+        default_model = WorkerConfig.model_fields["model"].default
+        if settings.model != default_model and isinstance(import_object(settings.agent), Pregel):
+            raise ConfigurationError(
+                f"MODEL={settings.model} is set, but AGENT={settings.agent} is a compiled "
+                "graph, which has its own model: unset MODEL, or name a factory that builds "
+                "the graph with settings.model (examples/compiled_graph_agent.py:make_graph)."
+            )
         if settings.system_prompt is not None or model is not None:
             given = "SYSTEM_PROMPT is set" if model is None else "a chat model was given"
             raise ConfigurationError(
                 f"{given}, but AGENT={settings.agent} is a compiled graph, which has its own "
                 "model and system prompt (create_agent(model, system_prompt=...)): unset it."
             )
+        check_runnable(source, reference=settings.agent)
         shape = discover(source)
         logger.info(
             "AGENT=%s is a compiled graph: tools %s; gated %s (%s mode)",
@@ -167,11 +205,21 @@ def assemble_agent(
             shape.interrupt_mode or "no HumanInTheLoopMiddleware",
         )
         attached = attach_checkpointer(source, checkpointer, reference=settings.agent)
+        try:
+            applied = policy_for_graph(policy, shape)
+        except ConfigurationError as exc:
+            if settings.policy is not None:
+                raise
+            raise ConfigurationError(
+                "POLICY is not set, so the demo policy (for the demo's tools) applies to "
+                f"AGENT={settings.agent}: set POLICY to your policy file (a file holding "
+                f"only 'tools: {{}}' gives every gated tool the default rules). {exc}"
+            ) from None
         return WorkerAgent(
             # A compiled graph is an AgentGraph at runtime; mypy cannot match astream's
             # overloads to the Protocol's one signature.
             graph=cast("AgentGraph", attached),
-            policy=policy_for_graph(policy, shape),
+            policy=applied,
             args_schemas=shape.args_schemas,
         )
     if settings.system_prompt is not None and policy.system_prompt is not None:

@@ -8,6 +8,11 @@ Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain to
 ``tool_call_schema`` (``$defs``/``$ref``, ``anyOf`` with ``null`` for ``Optional``,
 ``enum``, ``const``), checked with the Draft 2020-12 validator of ``jsonschema``. The
 messages' words are in ``agent_bridge.wording``; this module picks which one applies.
+
+A schema can come from the agent (an interrupt's JSON schema), so its ``pattern`` is
+matched with the ``regex`` module under ``PATTERN_TIMEOUT_S`` rather than with ``re``
+(``jsonschema``'s own): a pattern that backtracks catastrophically (``^(a+)+$``) cannot
+hold the web process, and a value it cannot check in time is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, ValidationError
+import regex
+from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.exceptions import best_match, relevance
 from pydantic import BaseModel
 
@@ -36,6 +42,30 @@ MESSAGE_MAX_CHARS = 300
 """Longest message returned; Slack shows modal field errors under the input."""
 _ENUM_SHOWN = 10
 """How many allowed values an enum message lists before ``…``."""
+PATTERN_TIMEOUT_S = 0.1
+"""Longest a schema's ``pattern`` may take to match one value, seconds; past it the value
+is refused (``wording.PATTERN_TOO_SLOW_PLAIN``)."""
+
+
+def _bounded_pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """The ``pattern`` keyword (JSON Schema 2020-12, validation 6.3.3) matched with
+    ``regex`` under ``PATTERN_TIMEOUT_S``."""
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = regex.search(pattern, instance, timeout=PATTERN_TIMEOUT_S)
+    except TimeoutError:
+        yield ValidationError(wording.PATTERN_TOO_SLOW_PLAIN, validator="pattern_timeout")
+        return
+    except regex.error:  # jsonschema's check_schema accepted it; regex reads it otherwise
+        matched = None
+    if matched is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = validators.extend(Draft202012Validator, {"pattern": _bounded_pattern})
 
 
 def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str]:
@@ -56,9 +86,7 @@ def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, s
         jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
     """
     Draft202012Validator.check_schema(args_schema)
-    validator = Draft202012Validator(
-        args_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
-    )
+    validator = _Validator(args_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors: dict[str, str] = {}
     for error in sorted(validator.iter_errors(args), key=relevance, reverse=True):
         for key, message in _describe_top(error):

@@ -31,10 +31,21 @@ def call_hash(
     thread_id: str,
     interrupt_id: str,
     tool_call_id: str | None,
+    asked: Mapping[str, Any] | None = None,
 ) -> str:
-    """Return the SHA-256 hex digest identifying one proposed call."""
-    subject = canonical_json([tool_name, dict(args), thread_id, interrupt_id, tool_call_id or ""])
-    return hashlib.sha256(subject.encode()).hexdigest()
+    """Return the SHA-256 hex digest identifying one proposed call.
+
+    Args:
+        asked: What else the reviewer reads and answers, for an interrupt that is not
+            ``HumanInTheLoopMiddleware``'s (``agent_bridge.interrupt_shapes``): its
+            description (a plain question has no arguments), the schema of its answer
+            and its decisions, all the graph's. ``None`` for a tool call, whose hash is
+            as before (its description and decisions are the policy's).
+    """
+    parts: list[Any] = [tool_name, dict(args), thread_id, interrupt_id, tool_call_id or ""]
+    if asked is not None:
+        parts.append(dict(asked))
+    return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
 
 
 def version_hash(call: str, edited_args: Mapping[str, Any] | None) -> str:

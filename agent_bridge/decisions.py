@@ -22,13 +22,20 @@ from agent_bridge.arguments import GENERAL_KEY, check_args
 from agent_bridge.interrupt_shapes import answer
 from agent_bridge.models import WHOLE_INTERRUPT_MODES, ApprovalRequest, ApprovalState, Decision
 
+MESSAGE_MAX_CHARS = 3000
+"""The longest answer or reject reason, characters: what the Respond and Reject modals'
+``plain_text_input`` takes (Slack's ``max_length`` limit:
+https://docs.slack.dev/reference/block-kit/block-elements/plain-text-input-element), held
+here so an answer written anywhere else (a reply in the run's Slack thread) meets it too."""
+
 
 def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, str]:
     """Return what is wrong with ``decision`` for ``request`` (``{}`` if it is fine).
 
     Returns:
         Argument name -> plain-words message for edit errors; ``""`` -> message for
-        errors not about one argument (decision not allowed, empty answer).
+        errors not about one argument (decision not allowed, empty answer, an answer or
+        reason over ``MESSAGE_MAX_CHARS``).
     """
     refused = refusal(request, decision.type)
     if refused:
@@ -39,6 +46,10 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
         return check_args(request.args_schema, decision.edited_args)
     if decision.type == "respond" and not (decision.message or "").strip():
         return {GENERAL_KEY: wording.RESPOND_NEEDS_ANSWER_PLAIN}
+    if len(decision.message or "") > MESSAGE_MAX_CHARS:
+        what = "An answer" if decision.type == "respond" else "A reason"
+        length = len(decision.message or "")
+        return {GENERAL_KEY: wording.too_long_plain(what, length, MESSAGE_MAX_CHARS)}
     return {}
 
 

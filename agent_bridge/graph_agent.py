@@ -73,7 +73,9 @@ def discover(graph: CompiledGraph) -> GraphShape:
     Raises:
         ConfigurationError: If two parts of the graph disagree where the product keys by
             tool name: one name for two different tools, two ``HumanInTheLoopMiddleware``
-            allowing a tool different decisions, or using different interrupt modes.
+            allowing a tool different decisions, or using different interrupt modes; or
+            if a middleware's ``interrupt_on`` names no tool of the graph (it would gate
+            nothing, and the tool meant would run unreviewed).
     """
     tools: dict[str, BaseTool] = {}
     gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
@@ -104,7 +106,53 @@ def discover(graph: CompiledGraph) -> GraphShape:
             "The graph's HumanInTheLoopMiddleware use both interrupt modes "
             f"({', '.join(sorted(modes))}); use one interrupt_mode throughout."
         )
+    unknown = sorted(set(gated) - set(tools))
+    if unknown:
+        # The middleware matches calls by name: a misspelt key gates nothing, and the
+        # tool the engineer meant runs unreviewed.
+        raise ConfigurationError(
+            f"The graph's HumanInTheLoopMiddleware interrupt_on names {', '.join(unknown)}, "
+            "which no tool of the graph is called "
+            f"(its tools: {', '.join(sorted(tools)) or 'none'}): use the tool's name."
+        )
     return GraphShape(tools=tools, gated=gated, interrupt_mode=next(iter(modes), None))
+
+
+def check_runnable(graph: CompiledGraph, *, reference: str) -> None:
+    """Refuse a graph the worker could run only to a wrong end, before any run.
+
+    Args:
+        graph: The user's compiled graph.
+        reference: ``AGENT``'s value, for the message.
+
+    Raises:
+        ConfigurationError: If ``graph`` (or a subgraph) was compiled with static
+            breakpoints (``interrupt_before``/``interrupt_after``): they pause the thread
+            with no interrupt to show or answer, so the run would look finished with its
+            tools never run (LangGraph's docs keep breakpoints for debugging; human input
+            is ``interrupt()``). Or if its state has no ``messages``: a run's task is
+            given as ``{"messages": [task]}`` and its answer read from the last AI message.
+    """
+    for each in _graphs(graph):
+        for when, nodes in (
+            ("interrupt_before", each.interrupt_before_nodes),
+            ("interrupt_after", each.interrupt_after_nodes),
+        ):
+            if nodes:
+                shown = nodes if nodes == "*" else list(nodes)
+                raise ConfigurationError(
+                    f"AGENT={reference} was compiled with {when}={shown!r}: a static "
+                    "breakpoint pauses with no interrupt a person can answer from Slack. "
+                    f"Compile it without {when}, and gate tools with HumanInTheLoopMiddleware "
+                    "or ask with interrupt() in the node."
+                )
+    if "messages" not in graph.channels:
+        raise ConfigurationError(
+            f"AGENT={reference} has no 'messages' in its state "
+            f"({', '.join(k for k in graph.channels if not k.startswith(('__', 'branch:')))}): "
+            'the worker starts a run with {"messages": [the task]} and posts the last AI '
+            "message as its answer. Build it on MessagesState (create_agent's state has it)."
+        )
 
 
 def attach_checkpointer(
@@ -133,10 +181,14 @@ def attach_checkpointer(
 
 def _nodes(graph: CompiledGraph) -> Iterator[Any]:
     """The runnable of every node of ``graph`` and of its subgraphs, at any depth."""
-    graphs = [graph, *(g for _, g in graph.get_subgraphs(recurse=True) if isinstance(g, Pregel))]
-    for each in graphs:
+    for each in _graphs(graph):
         for node in each.nodes.values():
             yield node.bound
+
+
+def _graphs(graph: CompiledGraph) -> list[CompiledGraph]:
+    """``graph`` and its subgraphs, at any depth."""
+    return [graph, *(g for _, g in graph.get_subgraphs(recurse=True) if isinstance(g, Pregel))]
 
 
 def _hitl_middleware(node: Any) -> HumanInTheLoopMiddleware | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from agent_bridge.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 
 def import_object(reference: str) -> Any:
@@ -13,7 +16,7 @@ def import_object(reference: str) -> Any:
 
     Raises:
         ConfigurationError: If the reference is malformed, the module cannot be
-            imported or has no such attribute.
+            imported (missing, or its code raised) or has no such attribute.
     """
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
@@ -22,6 +25,12 @@ def import_object(reference: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigurationError(f"Cannot import {module_name!r} for {reference!r}: {exc}") from exc
+    except Exception as exc:  # the module's own code failed (a variable it reads, ...)
+        logger.debug("importing %s failed", module_name, exc_info=True)
+        raise ConfigurationError(
+            f"Cannot import {module_name!r} for {reference!r}: {type(exc).__name__}: {exc} "
+            "(raised by the module's own code; --log-level DEBUG shows where)"
+        ) from exc
     target: Any = module
     for part in attribute.split("."):
         try:

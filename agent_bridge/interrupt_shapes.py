@@ -25,13 +25,17 @@ The policy names such a request by its action (``human_interrupt``), its ``name`
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.types import Interrupt
 
+from agent_bridge.answer_schemas import schema_problem
 from agent_bridge.models import ApprovalRequest, DecisionType, InterruptMode
+
+logger = logging.getLogger(__name__)
 
 INTERRUPT_NAME = "interrupt"
 """The name of a request whose interrupt names no action: its card's heading and its
@@ -98,13 +102,20 @@ def human_interrupts(value: Any) -> list[Mapping[str, Any]] | None:
 
 def answer_schema(interrupt: Interrupt) -> dict[str, Any] | None:
     """The JSON schema of an object answer the interrupt carries (``response_schema``,
-    else a dict value's ``json_schema`` or ``schema``), or ``None``."""
+    else a dict value's ``json_schema`` or ``schema``), or ``None``.
+
+    A schema answers cannot be checked against (``answer_schemas.schema_problem``: the
+    form could never be submitted) is none: the interrupt is a plain value, and the
+    worker's log says why."""
     candidates: list[Any] = [interrupt.response_schema]
     if isinstance(interrupt.value, Mapping):
         candidates.extend(interrupt.value.get(key) for key in SCHEMA_KEYS)
     for schema in candidates:
         if isinstance(schema, Mapping) and _is_object_schema(schema):
-            return dict(schema)
+            problem = schema_problem(dict(schema))
+            if problem is None:
+                return dict(schema)
+            logger.warning("interrupt=%s its answer's schema is no form: %s", interrupt.id, problem)
     return None
 
 

@@ -42,6 +42,8 @@ from agent_bridge.policy import Policy
 from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
 
+HITL_MODES: frozenset[InterruptMode] = frozenset({"batched", "per_call"})
+"""The modes of ``HumanInTheLoopMiddleware``'s interrupts."""
 REQUEST_ID_BYTES = 9
 """Request IDs are 12 URL-safe characters: short opaque button values."""
 
@@ -128,6 +130,11 @@ class Placement:
         schema an edit must fit (``None``: the tool's, from ``args_schemas``)."""
         name = str(action["name"])
         args = dict(action.get("args") or {})
+        description = shown_description(str(action.get("description") or ""), name)
+        args_schema = args_schema or self.args_schemas.get(name, {"type": "object"})
+        asked = None
+        if mode not in HITL_MODES:  # the graph's own words, schema and decisions
+            asked = {"description": description, "schema": args_schema, "allowed": list(allowed)}
         channel_id, thread_ts = self.channel_of(name)
         tool_policy = self.policy.gated(name)
         risk = self.risk_of(name, args)
@@ -144,9 +151,9 @@ class Placement:
             tool_call_id=tool_call_id,
             tool_name=name,
             args=args,
-            description=shown_description(str(action.get("description") or ""), name),
+            description=description,
             allowed_decisions=list(allowed),
-            args_schema=args_schema or self.args_schemas.get(name, {"type": "object"}),
+            args_schema=args_schema,
             requester_id=self.run.user_id,
             team_id=self.run.team_id,
             call_hash=call_hash(
@@ -155,6 +162,7 @@ class Placement:
                 thread_id=self.run.thread_id,
                 interrupt_id=interrupt.id,
                 tool_call_id=tool_call_id,
+                asked=asked,
             ),
             rules=tool_policy.rules(risk) if tool_policy else ReviewRules(),
             redact=self.policy.redaction(name),

@@ -41,6 +41,10 @@ AUDIT_COLUMNS = """event_id TEXT NOT NULL UNIQUE,
         )"""
 """``audit_events``' columns after ``seq``, whose type differs by dialect."""
 
+BACKFILL_REQUEST_TEAMS = """UPDATE approval_requests SET team_id = (SELECT runs.team_id
+    FROM runs WHERE runs.run_id = approval_requests.run_id) WHERE team_id IS NULL"""
+"""Legacy requests (stored before ``approval_requests.team_id``) take their run's workspace."""
+
 Statement = str | Mapping[Dialect, str]
 """One DDL statement: portable text, or one text per dialect (triggers)."""
 
@@ -234,6 +238,12 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             expires_at DOUBLE PRECISION NOT NULL
         )""",
         "CREATE INDEX runs_team ON runs (team_id)",
+    ),
+    (
+        # issue 12 review: a request from before approval_requests.team_id existed takes
+        # its run's workspace, so bot.authorization can require the installation's (one
+        # whose run has none keeps none, and nobody may decide it)
+        BACKFILL_REQUEST_TEAMS,
     ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""

@@ -17,6 +17,11 @@ UNKNOWN_INSTALLATION_TEXT = (
     ":no_entry: Nothing was recorded: this app could not tell which workspace it is "
     "installed in. Please try again; if it persists, tell the app's admin."
 )
+NO_WORKSPACE_TEXT = (
+    ":no_entry: Nothing was recorded: this request was stored before requests kept their "
+    "Slack workspace, and its run has none, so nobody can be shown to be allowed to decide "
+    "it. Tell the app's admin."
+)
 NOT_THIS_CARD_TEXT = (
     ":no_entry: That button does not belong to this request's current card (the card was "
     "replaced or the click was altered). Nothing was recorded; use the newest card."

@@ -490,8 +490,8 @@ class ApprovalStore:
             note: Why (shown on its card).
             args_schema: The tool's current argument schema, if a deploy changed it.
             reissued: The call as the checkpoint now has it, if it changed since the
-                decision (its arguments, tool call ID, ``call_hash`` and SQL risk
-                replace the old).
+                decision (its arguments, description, decisions, argument schema, tool
+                call ID, ``call_hash`` and SQL risk replace the old).
 
         Returns:
             The reopened request, or ``None`` if it was not in the ``decided`` state.
@@ -500,14 +500,19 @@ class ApprovalStore:
         if current is None:
             return None
         call = reissued.call_hash if reissued else current.call_hash
+        schema = (
+            args_schema if args_schema is not None or reissued is None else reissued.args_schema
+        )
         params = {
             "request_id": request_id,
             "note": note,
-            "args_schema": json.dumps(args_schema) if args_schema is not None else None,
+            "args_schema": json.dumps(schema) if schema is not None else None,
             "version": version_hash(call, None),
             "args": json.dumps(reissued.args) if reissued else None,
             "call_hash": reissued.call_hash if reissued else None,
             "tool_call_id": reissued.tool_call_id if reissued else None,
+            "description": reissued.description if reissued else None,
+            "allowed_decisions": json.dumps(reissued.allowed_decisions) if reissued else None,
             "risk": reissued.risk.model_dump_json() if reissued and reissued.risk else None,
             "now": self.clock(),
         }

@@ -91,7 +91,9 @@ REOPEN_REQUEST = """UPDATE approval_requests
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
-        tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk)
+        tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
+        description = COALESCE(:description, description),
+        allowed_decisions = COALESCE(:allowed_decisions, allowed_decisions)
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)

@@ -51,6 +51,14 @@ def starting_run_text(task_shown: str) -> str:
     return f"Starting a run for:\n{task_shown}"
 
 
+def too_long_plain(what: str, length: int, limit: int) -> str:
+    """An answer or reason (``what``: "An answer", "A reason") longer than the modal takes."""
+    return (
+        f"{what} can be at most {limit:,} characters; this one has {length:,}. "
+        "Nothing was recorded."
+    )
+
+
 def not_allowed_plain(decision_type: str, tool_name: str, allowed: Sequence[str]) -> str:
     """A decision the tool's policy does not offer (a forged click or submission)."""
     return f"'{decision_type}' is not allowed for {tool_name}; allowed: {', '.join(allowed)}."
@@ -438,6 +446,9 @@ def default_placeholder(shown: str) -> str:
 # errors, and notes on a card). "At items[2].name: Must be a string." says where.
 REQUIRED_PLAIN = "This field is required."
 UNKNOWN_ARGUMENT_PLAIN = "The tool has no argument with this name."
+PATTERN_TOO_SLOW_PLAIN = (
+    "This value could not be checked against the pattern in time: shorten or change it."
+)
 ARGS_NOT_OBJECT_PLAIN = "The arguments must be a JSON object."
 NOT_JSON_OBJECT_PLAIN = 'Must be a JSON object, like {"name": "value"}.'
 CHOOSE_LISTED_PLAIN = "Choose one of the listed values."

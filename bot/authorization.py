@@ -7,7 +7,9 @@ in this order; the first failure is the answer, in plain words
 
 1. the actor's workspace (``user.team_id``, else ``team.id``) and Enterprise Grid org are
    the installation's (Bolt's ``authorize_result``, from ``auth.test``), and so is the
-   request's;
+   request's; a request with no workspace (stored before requests kept one, and its run
+   had none for the migration to copy: ``agent_bridge.migrations.BACKFILL_REQUEST_TEAMS``)
+   is nobody's, so it refuses everyone (it fails closed);
 2. a click is on the request's own card: the payload's ``container`` channel and
    ``message_ts`` are the request's; or in the actor's own App Home inbox: the
    container is a Home view whose ``private_metadata`` names the actor (``bot.home``
@@ -31,10 +33,12 @@ from bot.directory import Members
 from bot.mrkdwn import inline_code
 
 TOOL_NAME_MAX_CHARS = 100
-DECIDING_ACTIONS = frozenset({"approve", "edit", "respond"})
-"""What four eyes forbids the requester (``reject`` and ``ignore``, which run nothing,
-stay allowed)."""
-DECLINING_ACTIONS = frozenset({"reject", "ignore"})
+DECIDING_ACTIONS = frozenset({"approve", "edit", "respond", "ignore"})
+"""What four eyes forbids the requester. ``ignore`` is among them: what an ignored
+Agent Inbox action leads to is the graph's choice (it goes on without it), so it steers
+the run like an approval; only ``reject``, which runs nothing and tells the model so,
+stays allowed."""
+DECLINING_ACTIONS = frozenset({"reject"})
 """What the requester may do to their own run's requests whoever the approvers are."""
 
 
@@ -75,7 +79,7 @@ class Clicked:
 
 def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
     """Whether deciding needs the approver lists resolved (not for anyone-may requests,
-    nor for the requester rejecting or ignoring their own run's)."""
+    nor for the requester rejecting their own run's)."""
     if request.rules.approvers is None:
         return False
     return not (action in DECLINING_ACTIONS and actor.user_id == request.requester_id)
@@ -122,10 +126,9 @@ def refusal(
     """
     if installation.team_id is None:
         return review_wording.UNKNOWN_INSTALLATION_TEXT
-    if actor.team_id != installation.team_id or request.team_id not in (
-        None,
-        installation.team_id,
-    ):
+    if request.team_id is None:
+        return review_wording.NO_WORKSPACE_TEXT
+    if actor.team_id != installation.team_id or request.team_id != installation.team_id:
         return review_wording.OTHER_WORKSPACE_TEXT
     if (installation.enterprise_id or actor.enterprise_id) and (
         actor.enterprise_id != installation.enterprise_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from typing import TypeVar
 
@@ -94,8 +95,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command; return its exit code (2 for a configuration error)."""
+    """Run a command; return its exit code (2 for a configuration error).
+
+    The current directory is searched first for the modules ``AGENT`` and the policy's
+    hooks name, as ``python -m`` does (and uvicorn, gunicorn, celery for their app
+    references): a console script's ``sys.path`` holds its own directory instead, so
+    ``AGENT=examples.tools_agent:make_tools`` would not import from the repository root.
+    """
     args = parse_args(argv)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     level = args.log_level or ("WARNING" if args.command == "demo" else "INFO")
     try:
         if args.command == "manifest":

@@ -33,10 +33,9 @@ from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.inbox import Inbox
 from agent_bridge.models import AlreadyDecided, ApprovalRequest, Decision, Recorded
 from bot.actions import Ack
-from bot.authorization import Actor
 from bot.blocks import already_decided_text
 from bot.errors import PayloadError, SlackCallError
-from bot.guard import Guard, installation_of
+from bot.guard import Guard, author_of, installation_of
 from bot.mrkdwn import escape
 from bot.payloads import MessageCallback, MessagePosted, parse
 from bot.recorder import DecisionRecorder
@@ -86,19 +85,20 @@ class ConversationListeners:
         """A DM starts a run; a reply in a run's Slack thread may answer its question."""
         await ack()
         try:
-            message = parse(MessageCallback, body).event
+            callback = parse(MessageCallback, body)
         except PayloadError as exc:
             logger.warning("%s", exc)
             return
+        message = callback.event
         if not message.from_person or message.user is None:
             return
         if message.is_reply:
-            await self._answer(message, message.user, context)
+            await self._answer(callback, message.user, context)
         elif message.channel_type == "im":
             await self._start(message, message.user, context)
 
     async def _start(self, message: MessagePosted, user_id: str, context: Any) -> None:
-        task = message.text.strip()
+        task = message.typed_text.strip()
         if not task:
             await self._tell(message, user_id, wording.MENTION_USAGE_TEXT)
             return
@@ -112,7 +112,8 @@ class ConversationListeners:
         if refused:
             await self._tell(message, user_id, refused)
 
-    async def _answer(self, message: MessagePosted, user_id: str, context: Any) -> None:
+    async def _answer(self, callback: MessageCallback, user_id: str, context: Any) -> None:
+        message = callback.event
         assert message.thread_ts is not None
         try:
             pending = await self.inbox.pending_in_slack_thread(message.channel, message.thread_ts)
@@ -122,23 +123,22 @@ class ConversationListeners:
             if len(questions) > 1:
                 await self._tell(message, user_id, home_wording.SEVERAL_QUESTIONS_TEXT)
                 return
-            await self._respond(message, user_id, questions[0], context)
+            await self._respond(callback, user_id, questions[0], context)
         except StoreUnavailableError as exc:
             logger.error("reply %s by %s not recorded: %s", message.ts, user_id, exc)
             await self._tell(message, user_id, wording.STORE_DOWN_TEXT)
 
     async def _respond(
-        self, message: MessagePosted, user_id: str, request: ApprovalRequest, context: Any
+        self, callback: MessageCallback, user_id: str, request: ApprovalRequest, context: Any
     ) -> None:
-        actor = Actor(user_id=user_id, team_id=message.team)
+        message = callback.event
+        actor = author_of(callback, user_id)
         installation = installation_of(context)
-        if actor.team_id is None:
-            actor = Actor(user_id=user_id, team_id=installation.team_id)
         why = await self.guard.refusal(actor, "respond", request, installation=installation)
         if why:
             await self._tell(message, user_id, why)
             return
-        decision = Decision(type="respond", message=message.text)
+        decision = Decision(type="respond", message=message.typed_text)
         refused = check_decision(request, decision)
         if refused:
             await self._tell(message, user_id, escape(" ".join(refused.values())))
@@ -164,7 +164,7 @@ class ConversationListeners:
             same = (
                 decided.decided_by == user_id
                 and decided.decision is not None
-                and decided.decision.message == message.text
+                and decided.decision.message == message.typed_text
             )
             if not same:  # a retry of this very reply is not news to anyone
                 await self._tell(message, user_id, already_decided_text(decided))

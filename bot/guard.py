@@ -23,7 +23,7 @@ from bot.authorization import (
     refusal,
 )
 from bot.directory import Directory, Members
-from bot.payloads import BlockActions, ViewSubmission
+from bot.payloads import BlockActions, MessageCallback, ViewSubmission
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,16 @@ def actor_of(payload: BlockActions | ViewSubmission) -> Actor:
         user_id=payload.user.id,
         team_id=payload.actor_team_id,
         enterprise_id=payload.enterprise_id,
+    )
+
+
+def author_of(callback: MessageCallback, user_id: str) -> Actor:
+    """Who wrote a message event (``user_id``, its ``event.user``), as ``actor_of`` says
+    who clicked: their workspace and, on Enterprise Grid, their org."""
+    return Actor(
+        user_id=user_id,
+        team_id=callback.author_team_id,
+        enterprise_id=callback.author_enterprise_id,
     )
 
 

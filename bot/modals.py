@@ -18,24 +18,24 @@ import re
 from typing import Any
 
 from agent_bridge import interrupt_wording, wording
+from agent_bridge.decisions import MESSAGE_MAX_CHARS
 from agent_bridge.models import ApprovalRequest, Run
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
 from bot.context_blocks import FULL_TEXT_MAX_CHARS, full_context_sections
 from bot.edit_form import render_inputs
 from bot.mrkdwn import (
-    ENTITIES,
     QUOTE_PREFIX,
     ZERO_WIDTH_SPACE,
     inline_code,
     quote,
     quote_pieces,
     text_object,
+    unescape,
 )
 from bot.risk_blocks import risk_blocks
 
 VIEW_MAX_BLOCKS = 100
-INPUT_MAX_CHARS = 3000
 DESCRIPTION_MAX_CHARS = 1000
 CALL_BUDGET_CHARS = 6000
 """Characters of argument values shown above the reason or answer box of a modal."""
@@ -181,7 +181,7 @@ def _text_input(
             "type": "plain_text_input",
             "action_id": action_id,
             "multiline": True,
-            "max_length": INPUT_MAX_CHARS,
+            "max_length": MESSAGE_MAX_CHARS,
         },
     }
 
@@ -190,9 +190,7 @@ def _raw_chars(text: str) -> int:
     """Roughly how many characters of agent text an escaped, fenced section holds."""
     text = _FENCES.sub("", text).replace(ZERO_WIDTH_SPACE, "")
     text = text.replace(f"\n{QUOTE_PREFIX}", "\n").removeprefix(QUOTE_PREFIX)
-    for char, entity in reversed(ENTITIES.items()):  # "&amp;" last: "&amp;lt;" is "&lt;"
-        text = text.replace(entity, char)
-    return len(text)
+    return len(unescape(text))
 
 
 def _section(text: str) -> dict[str, Any]:

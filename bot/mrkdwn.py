@@ -47,6 +47,8 @@ import regex
 
 ENTITIES: dict[str, str] = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 """The only three characters Slack asks apps to escape in mrkdwn."""
+_CHARACTERS: dict[str, str] = {entity: char for char, entity in ENTITIES.items()}
+_ENTITY = regex.compile("|".join(map(regex.escape, _CHARACTERS)))
 
 ELLIPSIS = "…"
 ZERO_WIDTH_SPACE = "\u200b"
@@ -120,6 +122,22 @@ def escape(text: str) -> str:
     """
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return visible(escaped)
+
+
+def unescape(text: str) -> str:
+    """What a person typed, from the ``text`` Slack delivers: Slack sends ``&``, ``<`` and
+    ``>`` typed in a message as ``&amp;``, ``&lt;`` and ``&gt;`` ("Formatting text for app
+    surfaces": https://docs.slack.dev/messaging/formatting-message-text#escaping), and
+    slack_sdk has no helper to decode them.
+
+    Args:
+        text: A message's ``text`` as Slack sends it.
+
+    Returns:
+        ``text`` with those three entities decoded, in one pass (``&amp;lt;`` is what
+        ``&lt;`` typed looks like, and stays ``&lt;``); nothing else is touched.
+    """
+    return str(_ENTITY.sub(lambda match: _CHARACTERS[match.group(0)], text))
 
 
 def truncate(text: str, limit: int, *, marker: str = ELLIPSIS) -> tuple[str, bool]:

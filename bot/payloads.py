@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.errors import PayloadError
+from bot.mrkdwn import unescape
 
 PayloadT = TypeVar("PayloadT", bound=BaseModel)
 
@@ -212,6 +213,12 @@ class MessagePosted(_Payload):
     subtype: str | None = None
 
     @property
+    def typed_text(self) -> str:
+        """``text`` as the person typed it: Slack's ``&amp;``, ``&lt;`` and ``&gt;``
+        decoded (``bot.mrkdwn.unescape``)."""
+        return unescape(self.text)
+
+    @property
     def from_person(self) -> bool:
         """Whether a person wrote it as a plain new message (no bot, no edit, no join)."""
         return self.bot_id is None and self.subtype is None and self.user is not None
@@ -223,12 +230,27 @@ class MessagePosted(_Payload):
 
 
 class MessageCallback(_Payload):
-    """The Events API envelope of a ``message`` event."""
+    """The Events API envelope of a ``message`` event: ``team_id`` and ``enterprise_id``
+    are the workspace the app is installed in, where the message was posted, and its
+    Enterprise Grid org (https://docs.slack.dev/apis/events-api/#callback-field)."""
 
     type: Literal["event_callback"]
     event_id: str
     team_id: str | None = None
+    enterprise_id: str | None = None
     event: MessagePosted
+
+    @property
+    def author_team_id(self) -> str | None:
+        """The author's own workspace (the event's ``team``, else the envelope's)."""
+        return self.event.team or self.team_id
+
+    @property
+    def author_enterprise_id(self) -> str | None:
+        """The author's Enterprise Grid org: the envelope's when the author is of the
+        envelope's workspace (a workspace is in one org); unknown (``None``) for anyone
+        else, whom their other workspace refuses anyway."""
+        return self.enterprise_id if self.author_team_id == self.team_id else None
 
 
 class AppHomeOpened(_Payload):

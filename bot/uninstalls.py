@@ -8,6 +8,15 @@ installation (``bot.installations``), so no process calls Slack for it again, an
 its open approval requests (``ApprovalStore.close_workspace``): their cards cannot be
 updated any more, so each is cancelled with an audit event, and nobody can decide it.
 Only a revoked *bot* token leaves the workspace: the app keeps no user tokens.
+
+An event older than the workspace's installation is ignored (logged): Slack retries an
+event the app did not acknowledge, with its first ``event_time``
+(https://docs.slack.dev/apis/events-api/#retries), so the uninstall of an earlier
+installation can arrive after the admin installed the app again; it must not remove the
+new one. ``event_time`` is whole seconds and ``installed_at`` is not, so only an event of
+an earlier second than the install's is older; one of the same second is taken as
+current (the app leaves: the safe side for its tokens; an uninstall and a reinstall
+through the OAuth pages within one second are not something people do).
 """
 
 from __future__ import annotations
@@ -52,6 +61,8 @@ class LeavingCallback(BaseModel):
     type: Literal["event_callback"]
     team_id: str
     enterprise_id: str | None = None
+    event_time: int | None = None
+    """When the event happened, Unix seconds (the Events API envelope's)."""
     event: LeavingEvent
 
     @property
@@ -59,6 +70,14 @@ class LeavingCallback(BaseModel):
         """Whether the app is gone from the workspace: uninstalled, or its bot token
         revoked (a revoked user token alone changes nothing)."""
         return self.event.type == "app_uninstalled" or bool(self.event.tokens.bot)
+
+
+def predates(event_time: int | None, installed_at: float) -> bool:
+    """Whether an event of ``event_time`` (whole seconds) happened before an installation
+    made at ``installed_at``, so it was about an earlier installation: its second is an
+    earlier one. An event of the install's own second, or without a time, is taken as
+    current (the app leaves: the safe side for its tokens)."""
+    return event_time is not None and event_time < int(installed_at)
 
 
 class UninstallListeners:
@@ -90,6 +109,18 @@ class UninstallListeners:
             return
         team_id = callback.team_id
         try:
+            current = await self.installations.async_find_installation(
+                enterprise_id=callback.enterprise_id, team_id=team_id
+            )
+            if current is not None and predates(callback.event_time, current.installed_at):
+                logger.warning(
+                    "team %s: %s of %s ignored: the app was installed again at %s",
+                    team_id,
+                    callback.event.type,
+                    callback.event_time,
+                    current.installed_at,
+                )
+                return
             await self.installations.async_delete_all(
                 enterprise_id=callback.enterprise_id, team_id=team_id
             )

@@ -16,7 +16,12 @@ from typing import Any
 from slack_sandbox.core import Core
 from slack_sandbox.delivery import payload_body
 from slack_sandbox.errors import SandboxError
-from slack_sandbox.event_payloads import app_home_opened_event, event_callback, message_event
+from slack_sandbox.event_payloads import (
+    app_home_opened_event,
+    event_callback,
+    message_event,
+    slack_escaped,
+)
 from slack_sandbox.interactions import Interactions, find_button
 from slack_sandbox.payloads import home_block_actions_payload
 
@@ -77,7 +82,12 @@ class Conversing:
         ws = self.core.workspace
         parent = ws.find(channel_id, thread_ts) if thread_ts else None
         message = ws.post(
-            channel_id, text=text, blocks=None, thread_ts=thread_ts, user=user_id, bot=False
+            channel_id,
+            text=slack_escaped(text),
+            blocks=None,
+            thread_ts=thread_ts,
+            user=user_id,
+            bot=False,
         )
         event = message_event(
             user_id=user_id,

@@ -16,6 +16,13 @@ VERIFICATION_TOKEN = "sandbox-verification-token"
 """The deprecated ``token`` field every payload still carries."""
 
 
+def slack_escaped(typed: str) -> str:
+    """A message's ``text`` as Slack stores and sends it: ``&``, ``<`` and ``>`` a person
+    typed become ``&amp;``, ``&lt;`` and ``&gt;``
+    (https://docs.slack.dev/messaging/formatting-message-text#escaping)."""
+    return typed.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def event_callback(
     *,
     team_id: str,
@@ -191,15 +198,17 @@ def message_event(
     thread_ts: str | None = None,
     parent_user_id: str | None = None,
 ) -> dict[str, Any]:
-    """Return a ``message`` event: a person wrote ``text`` in a DM with the app
+    """Return a ``message`` event: a person typed ``text`` in a DM with the app
     (``channel_type: "im"``, ``message.im``) or in a channel the app is in (``channel``
     or ``group``, ``message.channels`` / ``message.groups``); a reply in a Slack thread
     carries ``thread_ts`` and ``parent_user_id``
-    (https://docs.slack.dev/reference/events/message)."""
+    (https://docs.slack.dev/reference/events/message). The event's ``text`` is
+    ``slack_escaped(text)``, as Slack sends it; its ``rich_text`` block has the text as
+    typed."""
     event: dict[str, Any] = {
         "client_msg_id": client_msg_id,
         "type": "message",
-        "text": text,
+        "text": slack_escaped(text),
         "user": user_id,
         "ts": ts,
         "blocks": [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from slack_sandbox.core import Core
-from slack_sandbox.errors import SandboxError
+from slack_sandbox.errors import BotUnreachable, SandboxError
 from slack_sandbox.event_payloads import (
     app_mention_payload,
     app_uninstalled_event,
@@ -33,11 +33,14 @@ class Events:
     Args:
         core: The sandbox state.
         interactions: Signs, posts, and records late or failed answers.
+        sent: ``event_id`` -> the body delivered, shared with ``Conversing`` (whose
+            ``retry`` sends one again).
     """
 
-    def __init__(self, *, core: Core, interactions: Interactions) -> None:
+    def __init__(self, *, core: Core, interactions: Interactions, sent: dict[str, bytes]) -> None:
         self.core = core
         self.interactions = interactions
+        self.sent = sent
 
     async def mention(
         self, *, user_id: str, channel_id: str, text: str, thread_ts: str | None = None
@@ -114,24 +117,41 @@ class Events:
         )
         return reply.status, reply.body
 
-    async def uninstalled(self) -> list[tuple[int, str]]:
+    async def uninstalled(self) -> list[tuple[int, str, str]]:
         """Deliver what Slack sends when the workspace removes the app: ``tokens_revoked``
-        (the bot's token), then ``app_uninstalled``; return the bot's answers."""
+        (the bot's token), then ``app_uninstalled``.
+
+        Each is kept for ``Conversing.retry`` (Slack retries a delivery that failed,
+        with the same ``event_id`` and ``event_time``:
+        https://docs.slack.dev/apis/events-api/#retries); one the bot could not be
+        reached for (``request_url`` unset or down) is not an error here, as Slack
+        simply retries it later.
+
+        Returns:
+            ``(HTTP status, body, event_id)`` of each; status 0 and the reason when the
+            bot was not reached.
+        """
         ws = self.core.workspace
         replies = []
         for event in (
             tokens_revoked_event(bot_user_ids=[BOT_USER_ID], event_ts=f"{ws.clock():.6f}"),
             app_uninstalled_event(event_ts=f"{ws.clock():.6f}"),
         ):
+            event_id = ws.new_id("Ev")
             payload = envelope(
                 team_id=ws.team_id,
                 enterprise_id=ws.team.enterprise_id,
                 event=event,
-                event_id=ws.new_id("Ev"),
+                event_id=event_id,
                 event_time=int(ws.clock()),
             )
-            reply = await self.interactions.deliver(
-                json.dumps(payload).encode(), f"{event['type']} of {ws.team_id}", content_type=JSON
-            )
-            replies.append((reply.status, reply.body))
+            body = json.dumps(payload).encode()
+            self.sent[event_id] = body
+            where = f"{event['type']} of {ws.team_id}"
+            try:
+                reply = await self.interactions.deliver(body, where, content_type=JSON)
+            except BotUnreachable as exc:
+                replies.append((0, str(exc), event_id))
+                continue
+            replies.append((reply.status, reply.body, event_id))
         return replies

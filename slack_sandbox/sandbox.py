@@ -120,8 +120,10 @@ class Sandbox(Acting):
             ack_deadline_s=ack_deadline_s,
             socket_mode=self.socket_mode,
         )
-        self._events = Events(core=self._core, interactions=self._interactions)
         self._conversing = Conversing(core=self._core, interactions=self._interactions)
+        self._events = Events(
+            core=self._core, interactions=self._interactions, sent=self._conversing.sent
+        )
         self._app = build_app(
             core=self._core,
             interactions=self._interactions,
@@ -459,13 +461,15 @@ class Sandbox(Acting):
         app = self._first._oauth_app
         return list(app.installs) if app else []
 
-    async def uninstall(self) -> list[tuple[int, str]]:
+    async def uninstall(self) -> list[tuple[int, str, str]]:
         """Remove the app from this workspace: its bot tokens are revoked (Slack then
         answers them ``token_revoked``) and ``tokens_revoked`` and ``app_uninstalled``
-        are delivered; return the bot's answers.
+        are delivered, each kept for :meth:`retry_event`.
 
-        Raises:
-            BotUnreachable: The bot does not answer.
+        Returns:
+            The bot's ``(HTTP status, body)`` and the ``event_id`` of each event; status
+            0 (and why) for one the bot could not be reached for, which Slack would
+            retry later (:meth:`retry_event`).
         """
         self._core.revoke_tokens()
         return await self._events.uninstalled()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +110,8 @@ class Harness:
             ``agent_name``); when given, one worker each and ``workers`` is ignored.
         directory: Builds the web app's user-group resolver (a test moves its clock).
         model: The workers' chat model instead of ``settings.model``'s (a test's own).
+        enterprise_id: The Enterprise Grid org of the sandbox's workspace, if any.
+        sandbox_clock: The sandbox's Unix time (the real one when None).
     """
 
     def __init__(
@@ -126,6 +129,8 @@ class Harness:
         worker_settings: list[dict[str, Any]] | None = None,
         directory: Callable[[Slack], Directory] | None = None,
         model: BaseChatModel | None = None,
+        enterprise_id: str | None = None,
+        sandbox_clock: Callable[[], float] | None = None,
     ) -> None:
         self.settings = settings
         self.web_settings = web_settings
@@ -136,6 +141,8 @@ class Harness:
             signing_secret=web_settings.slack_signing_secret,
             bot_token=web_settings.slack_bot_token,
             users=users,
+            enterprise_id=enterprise_id,
+            clock=sandbox_clock or time.time,
             app_token=web_settings.slack_app_token,  # set: the app is in Socket Mode
         )
         self.web_bus = RedisBus(web_redis_url or web_settings.redis_url or "", channel=channel)

@@ -39,10 +39,17 @@ async def test_a_forged_button_is_refused_with_the_tool_name_escaped(
     store: ApprovalStore, decision: str
 ) -> None:
     await store.create_run(
-        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+        Run(
+            run_id="run-1",
+            thread_id="thread-run-1",
+            task="t",
+            channel_id="C1",
+            user_id="U1",
+            team_id=TEAM_ID,
+        )
     )
     request = make_request("r1").model_copy(
-        update={"tool_name": HOSTILE_TOOL, "allowed_decisions": ["reject"]}
+        update={"tool_name": HOSTILE_TOOL, "allowed_decisions": ["reject"], "team_id": TEAM_ID}
     )
     await store.add_requests([request])
     await store.set_message("r1", channel_id="C1", message_ts="1.000001")

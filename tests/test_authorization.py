@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_bridge import review_wording
 from agent_bridge.binding import call_hash, version_hash
 from agent_bridge.decisions import plan_resume
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, ReviewRules
@@ -68,6 +69,14 @@ def test_another_workspace_or_org_may_not(
     )
 
 
+@pytest.mark.parametrize("action", ["approve", "edit", "reject", "respond", "view"])
+def test_a_request_with_no_workspace_refuses_everyone(action: str) -> None:
+    """A request stored before requests kept their workspace, whose run had none either
+    (the migration gave it nothing): nobody can show it is theirs, so nobody may act."""
+    text = why(Actor("UDBA", "T1"), action, request(team_id=None), clicked=Clicked("C1", "1.1"))
+    assert text == review_wording.NO_WORKSPACE_TEXT
+
+
 def test_an_unknown_installation_refuses_everyone() -> None:
     text = why(Actor("UDBA", None), "approve", request(), installation=Installation(None))
     assert "could not tell which workspace" in (text or "")
@@ -81,7 +90,7 @@ def test_a_click_must_be_on_the_requests_own_card(clicked: Clicked) -> None:
     assert "does not belong to this request's current card" in (text or "")
 
 
-@pytest.mark.parametrize("action", ["approve", "edit", "respond"])
+@pytest.mark.parametrize("action", ["approve", "edit", "respond", "ignore"])
 def test_four_eyes_the_requester_may_not_decide_their_own_call(action: str) -> None:
     listed = request(rules=ReviewRules(approvers=("UREQ",)))  # even when named
     assert "You started this run" in (why(Actor("UREQ", "T1"), action, listed) or "")

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from agent_bridge.audit import AuditKind, read_events
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.decisions import MESSAGE_MAX_CHARS
+from agent_bridge.models import ApprovalRequest, ApprovalState, RunState
 from agent_bridge.settings import WorkerConfig
 from tests.harness import DBA, REQUESTER, REVIEWER, RUN_IDS, Harness, decision_buttons
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OUTSIDER = "U0OUTSIDER"
 GUEST = "U0GUEST"
+GRID = "E0GRID"
 QUESTION = json.dumps({"tool_calls": [{"name": "ask_user", "args": {"question": "Which region?"}}]})
 
 
@@ -76,6 +78,73 @@ async def test_a_dm_starts_a_run_whose_thread_reply_answers_its_question(
     events = [e for e in await read_events(harness.store.db) if e.request_id == request.request_id]
     assert [e.kind for e in events].count(AuditKind.DECIDED) == 1
     assert harness.sandbox.ephemerals(user_id=REQUESTER) == []
+
+
+@pytest.mark.parametrize("harness_options", [{"enterprise_id": GRID}])
+async def test_a_reply_by_a_member_of_an_enterprise_grid_workspace_answers(
+    harness: Harness,
+) -> None:
+    """On Enterprise Grid the installation has an org (``auth.test``'s
+    ``enterprise_id``); a member's reply is the org's like a click on the card is."""
+    run = await harness.store.get_run(await dm_run(harness))
+    [request] = await harness.requests(run, count=1)
+    run = await harness.store.get_run(run.run_id)
+    assert run.thread_ts and run.channel_id
+    await harness.sandbox.reply(
+        user_id=REQUESTER, channel_id=run.channel_id, thread_ts=run.thread_ts, text="eu-north-1"
+    )
+
+    async def heard() -> ApprovalRequest | str | None:
+        """The request once decided, or what its answerer was told instead."""
+        told = " ".join(n.get("text", "") for n in harness.sandbox.ephemerals(user_id=REQUESTER))
+        now = await harness.store.get_request(request.request_id)
+        return told or (now if now and now.state != ApprovalState.PENDING else None)
+
+    decided = await harness.wait_for(heard)
+    assert isinstance(decided, ApprovalRequest), decided
+    assert decided.decision is not None and decided.decision.type == "respond"
+    assert decided.decision.message == "eu-north-1" and decided.decided_by == REQUESTER
+    assert (await harness.finished(run)).state == RunState.DONE
+
+
+async def test_an_answer_reaches_the_agent_as_typed(harness: Harness) -> None:
+    """Slack sends ``<``, ``>`` and ``&`` of a message as ``&lt;`` ``&gt;`` ``&amp;``; the
+    decision, the card and the tool's result have what the person typed."""
+    typed = "a < b && c > d, not &lt; (typed as such)"
+    run = await harness.store.get_run(await dm_run(harness))
+    [request] = await harness.requests(run, count=1)
+    run = await harness.store.get_run(run.run_id)
+    assert run.thread_ts and run.channel_id
+    await harness.sandbox.reply(
+        user_id=REQUESTER, channel_id=run.channel_id, thread_ts=run.thread_ts, text=typed
+    )
+    decided = await harness.decided(request)
+    assert decided.decision is not None and decided.decision.message == typed
+    assert (await harness.finished(run)).state == RunState.DONE
+    [tool] = await harness.tool_messages(run)
+    assert tool.content == typed
+
+
+async def test_an_answer_longer_than_the_respond_modal_takes_is_refused(
+    harness: Harness,
+) -> None:
+    """The Respond modal takes at most ``MESSAGE_MAX_CHARS``; an answer in the Slack
+    thread is held to the same rule, counted as typed, and told privately why not."""
+    run = await harness.store.get_run(await dm_run(harness))
+    [request] = await harness.requests(run, count=1)
+    run = await harness.store.get_run(run.run_id)
+    assert run.thread_ts and run.channel_id
+    where = {"channel_id": run.channel_id, "thread_ts": run.thread_ts}
+    too_long = "<" * (MESSAGE_MAX_CHARS + 1)  # 4 characters each in the event's text
+    await harness.sandbox.reply(user_id=REQUESTER, text=too_long, **where)
+    await told(harness, REQUESTER, f"at most {MESSAGE_MAX_CHARS:,} characters")
+    still = await harness.store.get_request(request.request_id)
+    assert still is not None and still.state == ApprovalState.PENDING
+
+    longest = "<" * MESSAGE_MAX_CHARS
+    await harness.sandbox.reply(user_id=REQUESTER, text=longest, **where)
+    decided = await harness.decided(request)
+    assert decided.decision is not None and decided.decision.message == longest
 
 
 async def test_only_those_allowed_to_answer_are_heard(harness: Harness) -> None:

@@ -4,7 +4,7 @@ decisions into a resume value (order, completeness, stale interrupts)."""
 from __future__ import annotations
 
 from agent_bridge.arguments import GENERAL_KEY
-from agent_bridge.decisions import check_decision, plan_resume
+from agent_bridge.decisions import MESSAGE_MAX_CHARS, check_decision, plan_resume
 from agent_bridge.models import (
     ApprovalRequest,
     ApprovalState,
@@ -109,3 +109,16 @@ def test_check_decision_explains_each_refusal() -> None:
         request("a", allowed=("respond",)), Decision(type="respond", message=" ")
     ) == {GENERAL_KEY: "Write an answer."}
     assert check_decision(request("a"), Decision(type="approve")) == {}
+
+
+def test_an_answer_or_reason_past_the_modals_limit_is_refused() -> None:
+    asks = request("a", allowed=("respond",))
+    at_limit, past = "x" * MESSAGE_MAX_CHARS, "x" * (MESSAGE_MAX_CHARS + 1)
+    assert check_decision(asks, Decision(type="respond", message=at_limit)) == {}
+    assert check_decision(asks, Decision(type="respond", message=past)) == {
+        GENERAL_KEY: "An answer can be at most 3,000 characters; this one has 3,001. "
+        "Nothing was recorded."
+    }
+    assert check_decision(request("a"), Decision(type="reject", message=at_limit)) == {}
+    refused = check_decision(request("a"), Decision(type="reject", message=past))
+    assert refused[GENERAL_KEY].startswith("A reason can be at most 3,000 characters")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from agent_bridge import wording
 from agent_bridge.arguments import check_args, tool_args_schema
 from agent_bridge.decisions import check_decision
 from agent_bridge.models import ApprovalRequest, Decision
@@ -513,3 +514,13 @@ def test_check_args_speaks_plainly() -> None:
         "label": "Must be a string.",
     }
     assert check_args(schema, []) == {"": "The arguments must be a JSON object."}  # type: ignore[arg-type]
+
+
+def test_a_pattern_that_backtracks_without_end_is_answered_at_once() -> None:
+    # An agent's schema may carry a pattern that takes Python's re seconds per character
+    # added (^(a+)+$ on "aaaa…!"); the check answers in time, as a field error.
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
+    # (with re this call would not return before the test's timeout)
+    refused = check_args(schema, {"code": "a" * 5000 + "!"})
+    assert refused["code"] in ("Must match the pattern ^(a+)+$.", wording.PATTERN_TOO_SLOW_PLAIN)
+    assert check_args(schema, {"code": "aaaa"}) == {}

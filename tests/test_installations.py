@@ -19,6 +19,7 @@ from bot.errors import SlackRefusedError
 from bot.installations import InstallationStore
 from bot.oauth_install import StoreAuthorize, authorize_url_of
 from bot.oauth_states import OAuthStateStore
+from bot.uninstalls import predates
 from bot.workspaces import NOT_INSTALLED, TeamClients
 
 NOW = 1_000.0
@@ -199,3 +200,14 @@ async def test_closing_a_workspace_cancels_its_open_requests_and_fails_its_runs_
         ("q-r1", "gone from T1"),
         ("q-r2", "gone from T1"),
     }
+
+
+@pytest.mark.parametrize(
+    ("event_time", "older"), [(99, True), (100, False), (101, False), (None, False)]
+)
+def test_only_an_event_of_an_earlier_second_than_the_install_predates_it(
+    event_time: int | None, older: bool
+) -> None:
+    """``event_time`` is whole seconds: one of the install's own second may be after it,
+    and is taken as current (the uninstall applies)."""
+    assert predates(event_time, 100.5) is older

@@ -31,6 +31,7 @@ from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.oauth_install import INSTALL_PATH
 from slack_sandbox import Sandbox
 from tests import services
+from tests.clocks import ShiftedClock
 from tests.harness import CHANNEL, REQUESTER, REVIEWER, TEST_SIGNING_SECRET, Harness
 
 CLIENT_ID = "1111.2222"
@@ -40,6 +41,8 @@ BETA_CHANNEL = "C0BETAGEN"
 BETA_REQUESTER = "U0BOB"
 BETA_REVIEWER = "U0BREV"
 ALPHA = "T0SANDBOX"
+UNINSTALL_AGO_S = 2.0
+"""How long before the reinstall Slack sent the uninstall's events (a retry comes later)."""
 
 
 @pytest.fixture
@@ -52,6 +55,17 @@ def web_settings(pg_url: str) -> WebConfig:
         database_url=pg_url,
         redis_url=services.redis_url(),
     )
+
+
+@pytest.fixture
+def sandbox_clock() -> ShiftedClock:
+    """The sandbox's time, which a test may put back (events of an earlier time)."""
+    return ShiftedClock()
+
+
+@pytest.fixture
+def harness_options(sandbox_clock: ShiftedClock) -> dict[str, Any]:
+    return {"sandbox_clock": sandbox_clock}
 
 
 @pytest.fixture
@@ -198,7 +212,7 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
 
     # Alpha uninstalls: its token is revoked, its open requests closed and audited.
     replies = await alpha.uninstall()
-    assert [status for status, _ in replies] == [200, 200]
+    assert [status for status, _, _ in replies] == [200, 200]
 
     async def closed() -> list[ApprovalRequest] | None:
         found = await harness.store.requests_for_run(run_a.run_id)
@@ -224,6 +238,43 @@ async def test_two_workspaces_install_run_and_never_mix_and_one_uninstalls(
     closed_card = await harness.store.get_request(write_a.request_id)
     assert closed_card is not None and closed_card.state == ApprovalState.CANCELLED
     assert not [c for c in alpha.calls if c.get("error") == "invalid_auth"]
+
+
+async def test_an_uninstall_delivered_after_a_reinstall_leaves_the_new_installation(
+    harness: Harness, beta: Sandbox, sandbox_clock: ShiftedClock
+) -> None:
+    """Slack retries an uninstall's events the app missed; by then the admin has
+    installed the app again: the events are older than the installation and change
+    nothing (finding 1 of issue 12's review)."""
+    alpha = harness.sandbox
+    installations = InstallationStore(harness.store.db)
+    assert (await install(harness, alpha, REQUESTER))[0] == 200
+    # The app is removed while the web process cannot be reached: nothing is heard.
+    url = alpha.request_url
+    alpha.request_url = None
+    sandbox_clock.shift = -UNINSTALL_AGO_S  # event times are whole seconds: one earlier
+    missed = await alpha.uninstall()
+    sandbox_clock.shift = 0.0
+    alpha.request_url = url
+    assert [status for status, _, _ in missed] == [0, 0]
+    # The admin installs it again, and a run posts its cards with the new token.
+    assert (await install(harness, alpha, REQUESTER))[0] == 200
+    run = await start_run(alpha, harness, user_id=REQUESTER, channel=CHANNEL)
+    write, sql = await harness.requests(run, count=2)
+
+    # Slack's retries of the missed events arrive now: the app acks them and keeps all.
+    for _, _, event_id in missed:
+        assert (await alpha.retry_event(event_id))[0] == 200
+    assert harness.server is not None
+    assert await harness.server.acked.drain(10.0) == []  # their listeners have ended
+    assert await installations.teams() == [ALPHA]
+    for request in (write, sql):
+        still = await harness.store.get_request(request.request_id)
+        assert still is not None and still.state == ApprovalState.PENDING
+    assert (await approve(alpha, write, REVIEWER))[0] == 200
+    assert (await approve(alpha, sql, REVIEWER))[0] == 200
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
 
 
 async def test_a_redirect_from_another_browser_or_replayed_installs_nothing(

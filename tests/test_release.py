@@ -23,10 +23,12 @@ from agent_bridge import migrations
 from agent_bridge.backend import open_backend
 from agent_bridge.db import Database
 from agent_bridge.errors import BridgeError
-from agent_bridge.migrations import CREATE_VERSION_TABLE, LATEST_VERSION
+from agent_bridge.migrations import BACKFILL_REQUEST_TEAMS, CREATE_VERSION_TABLE, LATEST_VERSION
 from agent_bridge.release_lock import RELEASE_LOCK_KEY, ReleaseBusyError, release_lock
+from agent_bridge.store import ApprovalStore
 from tests import services
 from tests.harness import Harness
+from tests.test_store import make_request, make_run
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_TIMEOUT_S = 60.0
@@ -202,3 +204,29 @@ async def test_an_index_an_interrupted_setup_left_invalid_is_built_again(pg_url:
     assert await count(pg_url, "SELECT count(*) FROM checkpoint_migrations") == len(
         AsyncPostgresSaver.MIGRATIONS
     )
+
+
+async def test_requests_from_before_their_workspace_was_kept_take_their_runs(
+    any_db: Database,
+) -> None:
+    """Requests stored before ``approval_requests.team_id`` existed are given their run's
+    workspace by the migration after it; one whose run has none keeps none (and is
+    refused: ``bot.authorization``)."""
+    before = migrations.MIGRATIONS.index((BACKFILL_REQUEST_TEAMS,))
+    assert await migrations.setup(any_db, migrations.MIGRATIONS[:before]) == before
+    store = ApprovalStore(any_db)
+    legacy_runs = {"run-1": "T1", "run-2": None}
+    for run_id, team_id in legacy_runs.items():
+        run = make_run(run_id).model_copy(update={"team_id": team_id})
+        await store.create_run(run)
+        request = make_request(f"r-{run_id}", interrupt_id=f"i-{run_id}")
+        await store.add_requests(
+            [request.model_copy(update={"run_id": run_id, "thread_id": run.thread_id})]
+        )
+    await any_db.execute("UPDATE approval_requests SET team_id = NULL")  # as they were
+    assert await migrations.setup(any_db) == LATEST_VERSION
+    teams = {
+        r["request_id"]: r["team_id"]
+        for r in await any_db.fetch_all("SELECT request_id, team_id FROM approval_requests")
+    }
+    assert teams == {"r-run-1": "T1", "r-run-2": None}

@@ -161,7 +161,7 @@ async def test_an_uninstall_revokes_the_token_and_tells_the_bot(
         client_id=CLIENT_ID, client_secret=CLIENT_SECRET, code=code_of(location)[1]["code"][0]
     )
     replies = await sandbox.uninstall()
-    assert [s for s, _ in replies] == [200, 200]
+    assert [s for s, _, _ in replies] == [200, 200]
     events = [r["payload"] for r in bot.received]
     assert [(e["type"], e["team_id"], e["event"]["type"]) for e in events] == [
         ("event_callback", "T0SANDBOX", "tokens_revoked"),

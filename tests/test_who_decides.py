@@ -119,6 +119,29 @@ async def test_a_click_by_someone_not_allowed_records_nothing_and_says_why(
     assert sorted(await refusals(harness, first)) == sorted((u, decision) for u, _ in cases)
 
 
+async def test_a_request_with_no_workspace_is_decided_by_nobody(harness: Harness) -> None:
+    """A legacy request whose run had no workspace for the backfill to copy
+    (``migrations.BACKFILL_REQUEST_TEAMS``): every click is refused and says why."""
+    await people(harness)
+    run = await harness.start_run(TWO_WRITES)
+    first, _ = await harness.requests(run, count=2)
+    await harness.store.db.execute(
+        "UPDATE approval_requests SET team_id = NULL WHERE request_id = :id",
+        {"id": first.request_id},
+    )
+    for decision in ("approve", "reject"):
+        assert (await harness.click(first, decision, user_id=DBA))[0] == 200
+    note = await told(harness, DBA, "stored before requests kept their Slack workspace")
+    assert "Nothing was recorded" in note["text"]
+    await harness.wait_for(lambda: _refused_twice(harness, first))
+    stored = await current(harness, first)
+    assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+
+
+async def _refused_twice(harness: Harness, request: ApprovalRequest) -> bool:
+    return len(await refusals(harness, request)) == 2
+
+
 @pytest.mark.parametrize("decision", ["approve", "edit", "reject", "respond"])
 async def test_a_click_naming_another_request_than_its_card_is_refused(
     harness: Harness, decision: DecisionType
