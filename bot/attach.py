@@ -34,7 +34,7 @@ async def attach(
     thread_id: str,
     channel_id: str,
     user_id: str,
-    team_id: str | None = None,
+    team_id: str,
     task: str | None = None,
     agent: str = DEFAULT_AGENT,
 ) -> Run:
@@ -47,7 +47,8 @@ async def attach(
         channel_id: The Slack channel of the run's messages (its Slack thread).
         user_id: The requester: the Slack user the run is for (four eyes keeps them
             from approving its calls).
-        team_id: The Slack workspace of ``channel_id`` (required with OAuth).
+        team_id: The Slack workspace of ``channel_id``: every card is authorized against
+            it (a request of no workspace is refused, invariant 10).
         task: What the run's first message says; default: the thread it follows.
         agent: The agent (``AGENT_NAME``) whose workers drive it.
 

@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     attach.add_argument("thread_id", help="the thread's ID on the Agent Server (AGENT_URL)")
     attach.add_argument("--channel", required=True, help="Slack channel ID of its messages")
     attach.add_argument("--requester", required=True, help="Slack user ID the run is for")
-    attach.add_argument("--team", default=None, help="Slack workspace ID (required with OAuth)")
+    attach.add_argument("--team", required=True, help="Slack workspace ID (T...) of the channel")
     attach.add_argument("--task", default=None, help="what the run's first message says")
     attach.add_argument(
         "--agent",

@@ -132,7 +132,8 @@ class TestThreadsStartedElsewhere:
             "SIGNAL_CHANNEL": harness.channel,
         }
         command = [sys.executable, "-m", "bot.cli", "attach", thread_id, "--channel", CHANNEL]
-        command += ["--requester", REQUESTER, "--task", "Clean up the orders"]
+        command += ["--requester", REQUESTER, "--team", harness.sandbox.team_id]
+        command += ["--task", "Clean up the orders"]
         code, out, err = await cli(command, env)
         assert code == 0, err
         run = await harness.store.run_of_thread(thread_id)
@@ -173,7 +174,7 @@ class TestThreadsStartedElsewhere:
                 task="Clean up the orders",
                 channel_id=CHANNEL,
                 user_id=REQUESTER,
-                team_id=None,
+                team_id=harness.sandbox.team_id,
                 agent="no-worker",
             ).model_copy(update={"thread_id": thread_id})
         )
