@@ -5,7 +5,8 @@ Engineers bring their own tools (``AGENT``), model (``MODEL``), system prompt
 into a compiled LangGraph graph with ``create_agent`` + ``HumanInTheLoopMiddleware`` and
 a checkpointer, as the LangChain HITL documentation does. Or they bring the compiled
 graph itself (their model, prompt and middleware); it then gets the worker's
-checkpointer and gates with its own middleware (``agent_bridge.graph_agent``).
+checkpointer and gates with its own middleware (``agent_bridge.graph_agent``). Or the
+agent is deployed on LangGraph Agent Server (``AGENT_URL``, ``deployed_agent``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from agent_bridge.graph_agent import CompiledGraph, attach_checkpointer, check_r
 from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
+from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
 
@@ -164,7 +166,8 @@ def assemble_agent(
     A list of tools is built into an agent (``build_agent``) with ``MODEL``'s model (or
     ``model``) and the system prompt of ``SYSTEM_PROMPT`` or of the policy. A compiled
     graph keeps its own model, prompt and middleware, and gets the checkpointer
-    (``graph_agent.attach_checkpointer``).
+    (``graph_agent.attach_checkpointer``). With ``AGENT_URL``, the agent deployed there
+    (``deployed_agent``); ``checkpointer`` is not used.
 
     Raises:
         ConfigurationError: If the agent cannot be loaded or built; if both
@@ -175,6 +178,8 @@ def assemble_agent(
             demo policy was used); if ``MODEL`` is set while ``AGENT`` names a compiled
             graph itself (not a factory, which may read it), since it would be ignored.
     """
+    if settings.agent_url:
+        return deployed_agent(settings=settings, policy=policy, model=model)
     source = load_agent(settings)
     if isinstance(source, Pregel):
         default_model = WorkerConfig.model_fields["model"].default
@@ -233,12 +238,49 @@ def assemble_agent(
     )
 
 
+def deployed_agent(
+    *, settings: WorkerConfig, policy: Policy, model: BaseChatModel | None = None
+) -> WorkerAgent:
+    """The assistant ``ASSISTANT_ID`` on the Agent Server at ``AGENT_URL``
+    (``agent_bridge.remote_agent``): the server runs it and keeps its checkpoints.
+
+    ``AGENT`` gives what the worker must know of it without running it: a list of tools,
+    their argument schemas (edit forms and their checks); the same compiled graph the
+    server serves, its schemas and gating, against which the policy is checked as for a
+    local graph (``graph_policy.policy_for_graph``).
+
+    Raises:
+        ConfigurationError: If ``SYSTEM_PROMPT``, the policy's ``system_prompt`` or a chat
+            model is given (the deployed graph has its own), or ``AGENT`` cannot be loaded
+            or does not fit the policy.
+    """
+    if settings.system_prompt is not None or policy.system_prompt is not None or model:
+        raise ConfigurationError(
+            "AGENT_URL is set: the deployed graph has its own model and system prompt; "
+            "unset SYSTEM_PROMPT and the policy's system_prompt."
+        )
+    graph = RemoteAgent(
+        client=open_client(settings.agent_url or "", api_key=settings.langgraph_api_key),
+        assistant_id=settings.assistant_id,
+        agent_name=settings.agent_name,
+    )
+    source = load_agent(settings)
+    if isinstance(source, Pregel):
+        shape = discover(source)
+        return WorkerAgent(
+            graph=graph, policy=policy_for_graph(policy, shape), args_schemas=shape.args_schemas
+        )
+    return WorkerAgent(
+        graph=graph, policy=policy, args_schemas={t.name: tool_args_schema(t) for t in source}
+    )
+
+
 def build_agent(
     *,
     tools: Sequence[BaseTool],
     model: BaseChatModel,
     policy: Policy,
-    checkpointer: BaseCheckpointSaver[Any],
+    checkpointer: BaseCheckpointSaver[Any] | None,
     system_prompt: str | None = None,
 ) -> Any:
     """Return the compiled agent graph.
@@ -247,7 +289,8 @@ def build_agent(
         tools: The agent's tools.
         model: Its chat model.
         policy: Which tools are gated and how (``HumanInTheLoopMiddleware`` options).
-        checkpointer: Where each ``thread_id``'s state is saved between interrupts.
+        checkpointer: Where each ``thread_id``'s state is saved between interrupts;
+            ``None`` for a graph LangGraph Agent Server serves (it keeps the checkpoints).
         system_prompt: Optional system prompt.
 
     Returns:

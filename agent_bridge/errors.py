@@ -38,3 +38,20 @@ class StoreRejectedError(BridgeError):
 
     Retrying the same statement will fail again; the operation is reported as failed.
     """
+
+
+class AgentServerUnavailableError(BridgeError):
+    """LangGraph Agent Server (``AGENT_URL``) could not be reached, failed (a 5xx), or
+    refused a run because another run of the ``thread_id`` is in flight (409, the
+    ``reject`` multitask strategy).
+
+    Nothing was sent to the graph, or what was sent runs on the server by itself; the
+    worker gives the run back and a later sweep drives it again from the server's
+    checkpoint (after joining any run in flight). Check the server if it lasts.
+    """
+
+
+class AttachRefusedError(BridgeError):
+    """``agent-bridge attach`` refused the ``thread_id``: it is a run's already (one run
+    per LangGraph thread: that run posts its cards), or the Agent Server has no such
+    thread (check the ID and ``AGENT_URL``). Nothing was recorded."""

@@ -1,13 +1,16 @@
 """What the run driver calls on an agent graph: a small Protocol, not ``Any``.
 
 A compiled LangGraph graph (``create_agent(...)`` with a checkpointer) satisfies it, and
-so would LangGraph's ``RemoteGraph`` for a deployed one. The driver needs only the
-``thread_id``'s saved state and a streamed step.
+so does ``agent_bridge.remote_agent.RemoteAgent`` for one deployed on LangGraph Agent
+Server. The driver needs only the ``thread_id``'s saved state and a streamed step.
+``PausedThreads`` is what the worker's sweep asks a deployed agent: which of its threads
+wait on interrupts (a run that no worker streamed may have paused them).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -28,3 +31,24 @@ class AgentGraph(Protocol):
 def thread_config(thread_id: str) -> dict[str, Any]:
     """The LangGraph config naming ``thread_id``."""
     return {"configurable": {"thread_id": thread_id}}
+
+
+@dataclass(frozen=True)
+class PausedThread:
+    """A ``thread_id`` waiting on interrupts, and their IDs."""
+
+    thread_id: str
+    interrupt_ids: frozenset[str]
+
+
+class PausedThreads(Protocol):
+    """Where the agent's threads live when it is deployed (LangGraph Agent Server)."""
+
+    async def paused_threads(self, *, limit: int) -> list[PausedThread]:
+        """The agent's threads waiting on interrupts, most recently changed first, at
+        most ``limit``.
+
+        Raises:
+            AgentServerUnavailableError: The server is unreachable or failed.
+        """
+        ...

@@ -60,9 +60,10 @@ SECRET_FIELDS = (
     "slack_signing_secret",
     "slack_app_token",
     "slack_client_secret",
+    "langgraph_api_key",
 )
 """Settings fields whose whole value is a secret (any process's settings class)."""
-URL_FIELDS = ("database_url", "redis_url")
+URL_FIELDS = ("database_url", "redis_url", "agent_url")
 """Settings fields that are URLs whose password is a secret."""
 
 

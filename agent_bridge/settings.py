@@ -7,6 +7,8 @@ it down; nothing else reads the environment. A process reads only its own variab
   credentials have no default and the demo's public ones are refused, so a process started
   without them does not quietly trust requests signed with a secret printed in this file.
 - ``ReleaseSettings``: the ``release`` step (``DATABASE_URL`` only).
+- ``AttachSettings``: ``agent-bridge attach`` (``DATABASE_URL``, ``REDIS_URL``,
+  ``SIGNAL_CHANNEL``).
 - ``DemoSettings``: the demo, which embeds everything else (SQLite, the in-process bus, the
   local sandbox and its public credentials) and builds its own ``WebConfig`` and
   ``WorkerConfig`` from it.
@@ -40,6 +42,9 @@ PUBLIC_VALUES = frozenset({DEMO_SIGNING_SECRET, DEMO_BOT_TOKEN, DEMO_APP_TOKEN})
 DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
 SLACK_WEB_API_URL = "https://slack.com/api/"
+DEFAULT_ASSISTANT_ID = "agent"
+"""``ASSISTANT_ID``'s default: the demo agent's graph name in the repository's
+``langgraph.json``."""
 
 WHAT_TO_SET = {
     "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",
@@ -194,6 +199,18 @@ class WorkerConfig(ProcessConfig):
     stop_grace_s: float = Field(default=20.0, gt=0)
     """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
     a run still driven then is given back to the queue (``agent_bridge.worker``)."""
+    agent_url: str | None = Field(default=None, repr=False)
+    """Base URL of a LangGraph Agent Server (``langgraph dev``, self-hosted or LangGraph
+    Platform) serving the agent; set, runs are created and resumed there through
+    ``langgraph-sdk`` (``agent_bridge.remote_agent``), the server keeps the checkpoints,
+    and ``AGENT`` only gives the tools' argument schemas (edit forms). Unset: the worker
+    builds the agent itself."""
+    assistant_id: str = DEFAULT_ASSISTANT_ID
+    """The assistant (or graph name in the server's ``langgraph.json``) runs are created
+    with (``AGENT_URL`` only)."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """The Agent Server's API key (LangGraph Platform's ``x-api-key``); a secret: never
+    shown in logs or error messages."""
     checkpoint_retention_days: float = Field(default=30.0, ge=0)
     """How long the checkpoints of a finished (done or failed) run are kept, days; then
     they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
@@ -266,8 +283,29 @@ class ReleaseSettings(BaseSettings):
     """``postgresql://...`` or ``sqlite:///path``."""
 
 
+class AttachSettings(BaseSettings):
+    """``agent-bridge attach``'s settings: the Agent Server the thread is on (asked
+    whether it exists), the deployment's database (where the run is recorded) and,
+    optionally, its Redis (a worker is signalled at once; without it, the next sweep
+    takes the run)."""
+
+    model_config = READ_ENVIRONMENT
+
+    agent_url: str = Field(repr=False)
+    """The LangGraph Agent Server of the thread (the workers' ``AGENT_URL``)."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """Its API key, if it needs one (a secret)."""
+    database_url: str = Field(repr=False)
+    """``postgresql://...`` or ``sqlite:///path``."""
+    redis_url: str | None = Field(default=None, repr=False)
+    """The deployment's Redis, to wake a worker at once."""
+    signal_channel: str | None = None
+    """The deployment's pub/sub channel, as its workers' ``SIGNAL_CHANNEL``."""
+
+
 class DemoSettings(BaseSettings):
-    """The demo's settings: only what a developer may change, the agent.
+    """The demo's settings: only what a developer may change, the agent (local, or
+    deployed on a LangGraph Agent Server: ``AGENT_URL``).
 
     Everything else is embedded and read from nowhere: a fresh SQLite database and
     workspace in the demo's data folder, the in-process bus, the local sandbox and its
@@ -287,6 +325,13 @@ class DemoSettings(BaseSettings):
     """The system prompt of a tools agent (see ``WorkerConfig.system_prompt``)."""
     policy: Path | None = None
     """YAML approval policy; unset: the demo policy."""
+    agent_url: str | None = Field(default=None, repr=False)
+    """A LangGraph Agent Server serving the agent (e.g. ``langgraph dev`` of this
+    repository's ``langgraph.json``); unset: the demo builds the agent itself."""
+    assistant_id: str = DEFAULT_ASSISTANT_ID
+    """The assistant or graph name on ``AGENT_URL``."""
+    langgraph_api_key: str | None = Field(default=None, repr=False)
+    """``AGENT_URL``'s API key, if it needs one (a secret)."""
 
     def web_config(self, *, api_url: str, data_dir: Path, socket_mode: bool = False) -> WebConfig:
         """The demo's web part, on the sandbox at ``api_url`` and the data in ``data_dir``
@@ -311,6 +356,9 @@ class DemoSettings(BaseSettings):
             policy=self.policy,
             workspace_dir=data_dir / "workspace",
             poll_interval_s=1.0,
+            agent_url=self.agent_url,
+            assistant_id=self.assistant_id,
+            langgraph_api_key=self.langgraph_api_key,
         )
 
 

@@ -77,6 +77,7 @@ from agent_bridge.store_sql import (
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
     SELECT_RUN,
+    SELECT_RUN_OF_THREAD,
     SELECT_RUN_REQUESTS,
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
@@ -211,6 +212,12 @@ class ApprovalStore:
         if row is None:
             raise KeyError(run_id)
         return run_from_row(row)
+
+    async def run_of_thread(self, thread_id: str) -> Run | None:
+        """Return the run of LangGraph's ``thread_id`` (one run per thread: the
+        ``runs.thread_id`` unique index), if any."""
+        row = await self.db.fetch_one(SELECT_RUN_OF_THREAD, {"thread_id": thread_id})
+        return run_from_row(row) if row is not None else None
 
     async def latest_run(self) -> Run | None:
         """Return the most recently requested run, if any (the demo watches it)."""

@@ -10,6 +10,7 @@ INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, 
     VALUES (:run_id, :thread_id, :task, :channel_id, :user_id, :team_id, :thread_ts, :state,
     :now, :now, :agent, :requester_name)"""
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
+SELECT_RUN_OF_THREAD = "SELECT * FROM runs WHERE thread_id = :thread_id"
 CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
     updated_at = :now
     WHERE run_id = :run_id AND agent = :agent AND (state = :from_state

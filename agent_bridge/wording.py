@@ -85,6 +85,12 @@ def already_decided_plain(verb: str, when: str) -> str:
     )
 
 
+def attached_task(thread_id: str) -> str:
+    """The task of a run attached by ``agent-bridge attach`` without one: its first
+    message in Slack says which LangGraph thread it follows."""
+    return f"Review the agent's thread {thread_id} (started by another app)"
+
+
 # Notes written onto a request and shown on its card.
 def expiry_note(verb: str) -> str:
     """An expired request; ``verb`` is what the policy's default decision did."""

@@ -18,8 +18,9 @@ import secrets
 
 from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import AgentServerUnavailableError, StoreUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
+from agent_bridge.graph import PausedThreads
 from agent_bridge.lease import LeaseLost, Leases
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
 from agent_bridge.notifier import NotifyError
@@ -46,6 +47,10 @@ MAX_CONCURRENT_RUNS = 10
 """Runs one worker drives at once by default (the pool's size: each drive holds a
 connection at times); further signalled runs wait unclaimed, so another worker with room
 takes them (arq's ``max_jobs``, procrastinate's ``concurrency``)."""
+PAUSED_THREADS_SCAN = 10
+"""Most recently changed paused threads a sweep asks a deployed agent for
+(``PausedThreads``): a thread that just paused is among them, whatever the number of
+runs waiting for people."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -75,6 +80,9 @@ class Worker:
         max_concurrent_runs: Runs driven at once; a run waiting for room is not claimed
             (another worker may take it), and a slow tool holds its room until it ends.
         stop_grace_s: How long in-flight drives may finish after ``stop``, seconds.
+        paused_threads: The deployed agent's threads (``AGENT_URL``): each sweep also
+            drives this agent's runs whose thread waits on an interrupt with no request
+            yet (a run the engineer's own app started on an attached thread paused it).
     """
 
     def __init__(
@@ -93,6 +101,7 @@ class Worker:
         pacer: Pacer | None = None,
         max_concurrent_runs: int = MAX_CONCURRENT_RUNS,
         stop_grace_s: float = STOP_GRACE_S,
+        paused_threads: PausedThreads | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -108,6 +117,7 @@ class Worker:
         self.leases = Leases(store, owner=self.owner, lease_s=lease_s)
         self._room = asyncio.Semaphore(max_concurrent_runs)
         self.stop_grace_s = stop_grace_s
+        self.paused_threads = paused_threads
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
@@ -193,7 +203,38 @@ class Worker:
             self._spawn(run_id, RunState.QUEUED)
         for run_id in await self.store.runs_needing_work(self.agent_name):
             self._spawn(run_id, RunState.WAITING)
+        for run in await self._newly_paused():
+            self._spawn(run.run_id, run.state)
         self.sweeps += 1
+
+    async def _newly_paused(self) -> list[Run]:
+        """This agent's waiting or done runs whose deployed thread waits on an interrupt
+        none of their requests is for (a run nobody here streamed paused it). Only the
+        ``PAUSED_THREADS_SCAN`` most recently changed threads are read; an unreachable
+        server is logged and left to the next sweep."""
+        if self.paused_threads is None:
+            return []
+        try:
+            threads = await self.paused_threads.paused_threads(limit=PAUSED_THREADS_SCAN)
+        except AgentServerUnavailableError as exc:
+            logger.warning("paused threads not read, will retry on the next sweep: %s", exc)
+            return []
+        found = []
+        for thread in threads:
+            run = await self.store.run_of_thread(thread.thread_id)
+            if run is None or run.agent != self.agent_name:
+                continue
+            if run.state not in (RunState.WAITING, RunState.DONE):
+                continue
+            known = {r.interrupt_id for r in await self.store.requests_for_run(run.run_id)}
+            if thread.interrupt_ids - known:
+                logger.info(
+                    "run=%s thread_id=%s paused on the server with no card yet",
+                    run.run_id,
+                    run.thread_id,
+                )
+                found.append(run)
+        return found
 
     async def keep_time(self, stop: asyncio.Event | None = None) -> bool:
         """One pass of time keeping: remind, escalate and expire due requests (a batch of
@@ -321,8 +362,9 @@ class Worker:
         """Claim the run (if it is ``agent``'s) once there is room (``max_concurrent_runs``)
         and drive it until it waits for people or ends.
 
-        If Slack fails, the run goes back to the queue and the next sweep drives it
-        again from its checkpoint (the driver only ever continues from there). If the
+        If Slack or the Agent Server (``AGENT_URL``) fails, the run goes back to the
+        queue and the next sweep drives it again from its checkpoint (the driver only
+        ever continues from there). If the
         database fails, the lease is left to expire and a later sweep retries. If the
         lease cannot be renewed, the driving stops before the lease can end
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
@@ -354,6 +396,16 @@ class Worker:
             logger.error("run=%s thread_id=%s %s", run.run_id, run.thread_id, exc)
         except NotifyError as exc:
             await self._slack_failed(run, exc)
+        except AgentServerUnavailableError as exc:
+            # Nothing was sent, or what was sent goes on on the server by itself: the next
+            # drive joins it before reading the state (agent_bridge.remote_agent).
+            logger.warning(
+                "run=%s thread_id=%s agent server unavailable, will retry on the next sweep: %s",
+                run.run_id,
+                run.thread_id,
+                exc,
+            )
+            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
         except StoreUnavailableError as exc:
             logger.warning(
                 "run=%s thread_id=%s paused until its lease expires, will retry: %s",

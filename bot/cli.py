@@ -2,7 +2,8 @@
 
 Commands: ``web``, ``worker``, ``release`` (migrations), ``demo`` (everything in one
 process on embedded defaults; ``--unattended`` reviews by script and exits), ``audit
-export`` (the audit trail as CSV or JSON Lines), ``manifest`` (the Slack app manifest for
+export`` (the audit trail as CSV or JSON Lines), ``attach`` (a thread started elsewhere on
+the Agent Server becomes a run the worker drives), ``manifest`` (the Slack app manifest for
 ``--url https://HOST`` or ``--socket-mode``; reads nothing). Each reads
 only its own settings (``agent_bridge.settings``); a missing or wrong variable is named on
 stderr, with exit status 2.
@@ -19,7 +20,9 @@ from typing import TypeVar
 
 from agent_bridge.errors import BridgeError
 from agent_bridge.logs import add_secrets, configure_logging, scrub, settings_secrets
+from agent_bridge.models import DEFAULT_AGENT
 from agent_bridge.settings import (
+    AttachSettings,
     DemoSettings,
     LogSettings,
     ReleaseSettings,
@@ -27,6 +30,7 @@ from agent_bridge.settings import (
     WorkerSettings,
     read_settings,
 )
+from bot.attach import attach
 from bot.audit_export import add_arguments as add_audit_arguments
 from bot.audit_export import export
 from bot.demo import DEMO_PAGE_PORT, run_demo
@@ -45,6 +49,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
     add_audit_arguments(
         audit_sub.add_parser("export", help="write the audit trail as CSV or JSON Lines")
+    )
+    attach = sub.add_parser(
+        "attach", help="post the cards of a thread started elsewhere on the Agent Server"
+    )
+    attach.add_argument("thread_id", help="the thread's ID on the Agent Server (AGENT_URL)")
+    attach.add_argument("--channel", required=True, help="Slack channel ID of its messages")
+    attach.add_argument("--requester", required=True, help="Slack user ID the run is for")
+    attach.add_argument("--team", required=True, help="Slack workspace ID (T...) of the channel")
+    attach.add_argument("--task", default=None, help="what the run's first message says")
+    attach.add_argument(
+        "--agent",
+        default=DEFAULT_AGENT,
+        help=f"the AGENT_NAME whose workers drive it ({DEFAULT_AGENT})",
     )
     manifest = sub.add_parser("manifest", help="print the Slack app manifest (YAML)")
     where = manifest.add_mutually_exclusive_group(required=True)
@@ -104,6 +121,19 @@ def main(argv: list[str] | None = None) -> int:
             settings = _secrets_noted(read_settings(ReleaseSettings))
             version = asyncio.run(run_release(settings))
             print(f"migrations applied; approval store at schema version {version}")
+        elif args.command == "attach":
+            run = asyncio.run(
+                attach(
+                    _secrets_noted(read_settings(AttachSettings)),
+                    thread_id=args.thread_id,
+                    channel_id=args.channel,
+                    user_id=args.requester,
+                    team_id=args.team,
+                    task=args.task,
+                    agent=args.agent,
+                )
+            )
+            print(f"thread_id {run.thread_id} attached as run {run.run_id} ({run.agent})")
         elif args.command == "audit":
             count = asyncio.run(export(_secrets_noted(read_settings(ReleaseSettings)), args))
             print(f"{count} audit events exported", file=sys.stderr)

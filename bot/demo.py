@@ -7,7 +7,10 @@ of the demo policy (``agent_bridge/policies/demo.yml``): a reviewer, two DBAs in
 sandbox page, pick who you are and click. ``--unattended``: a scripted reviewer approves
 ``write_file``; on the ``execute_sql`` card in ``#approvals`` the outsider and the
 requester are refused, then the two DBAs approve (one of them twice, counted once); the
-process exits 0 once the final answer is posted and its checks hold.
+process exits 0 once the final answer is posted and its checks hold. With ``AGENT_URL``
+(``AGENT_URL=http://127.0.0.1:2024 ./scripts/demo``) the agent is the one deployed there
+(``ASSISTANT_ID``, default ``agent``: ``langgraph dev`` of this repository's
+``langgraph.json`` serves the demo agent); the worker keeps no checkpoint of it.
 """
 
 from __future__ import annotations
@@ -157,7 +160,11 @@ async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbo
     if settings.agent != DEMO_TOOLS:
         print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
         return 1 if answer.startswith("(run failed") else 0
-    proofs = check_outcome(settings.workspace_dir) + await check_decisions(store)
+    proofs = await check_decisions(store)
+    if settings.agent_url:
+        print("\n(A deployed agent: its tools ran on the Agent Server, in its WORKSPACE_DIR.)")
+    else:
+        proofs = check_outcome(settings.workspace_dir) + proofs
     print("\nChecked:\n" + "\n".join(f"  {'ok ' if ok else 'BAD'} {what}" for what, ok in proofs))
     return 0 if answer.startswith("Done.") and all(ok for _, ok in proofs) else 1
 
@@ -326,6 +333,10 @@ async def _run(
             command="/agent", text=DEMO_TASK, user_id=DEMO_REQUESTER, channel_id=DEMO_CHANNEL
         )
         print(f"Local Slack sandbox: {page_url}")
+        if worker_settings.agent_url:
+            print(
+                f"Agent: assistant {worker_settings.assistant_id!r} on the Agent Server (AGENT_URL)"
+            )
         if server.socket_mode is not None:
             print("Slack's deliveries: Socket Mode (apps.connections.open, a websocket)")
         print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")

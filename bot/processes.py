@@ -29,6 +29,7 @@ from agent_bridge.policy_file import load_policy
 from agent_bridge.pruning import CheckpointPruner
 from agent_bridge.redis_bus import RedisBus, signal_channel
 from agent_bridge.redis_pacing import RedisPacer
+from agent_bridge.remote_agent import RemoteAgent
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -201,7 +202,9 @@ def build_worker(
 ) -> Worker:
     """Return a worker running the configured agent (``AGENT``, ``MODEL``, ``POLICY``,
     ``SYSTEM_PROMPT``); ``model``, when given, is used instead of ``MODEL``'s (a test's
-    own chat model) for a list of tools.
+    own chat model) for a list of tools. With ``AGENT_URL`` the agent is the assistant
+    ``ASSISTANT_ID`` on that LangGraph Agent Server (``agent_bridge.remote_agent``); its
+    threads are also looked at by the sweep (``Worker(paused_threads=...)``).
 
     Raises:
         ConfigurationError: If the agent, model or policy cannot be loaded, or do not go
@@ -251,6 +254,7 @@ def build_worker(
         max_concurrent_runs=settings.max_concurrent_runs,
         start_rules=agent.policy.start_rules(),
         stop_grace_s=settings.stop_grace_s,
+        paused_threads=agent.graph if isinstance(agent.graph, RemoteAgent) else None,
     )
 
 

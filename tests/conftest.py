@@ -17,6 +17,7 @@ from agent_bridge.redis_bus import RedisBus
 from agent_bridge.settings import WebConfig, WorkerConfig
 from agent_bridge.store import ApprovalStore
 from tests import services
+from tests.agent_server import AgentServer, served_config, start_agent_server, stop_agent_server
 from tests.harness import OPEN_POLICY, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
 
 # Property tests draw the same examples on every run (hypothesis' ``derandomize``): a
@@ -156,3 +157,17 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[ApprovalStore]:
     await backend.release()
     yield ApprovalStore(backend.db)
     await backend.close()
+
+
+@pytest.fixture(scope="session")
+def agent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """A real LangGraph Agent Server (``langgraph dev`` of the repository's
+    ``langgraph.json`` and the tests' graphs, ``tests/agent_server.py``) on a free port,
+    started by the first test that needs it and answering before it runs; stopped after
+    the session."""
+    folder = tmp_path_factory.mktemp("agent-server")
+    server = start_agent_server(folder, served_config(folder))
+    try:
+        yield server
+    finally:
+        stop_agent_server(server)

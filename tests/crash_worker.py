@@ -9,6 +9,8 @@ process kills itself, without any cleanup, at POINT:
 - ``in_tool``: inside ``write_file``, after it wrote the file, before it returned;
 - ``in_sql``: inside ``execute_sql``, after its statement committed, before it returned;
 - ``before_mark_applied``: the resume finished, the requests not yet marked applied;
+- ``in_server_run``: with ``AGENT_URL``, the resume's run is created on the Agent Server
+  and has streamed its first chunk (it goes on there without the worker);
 - ``after_tools``: a turn's ``append_line`` result is saved as a pending write of its
   step, the step's checkpoint not yet written (the ledger agent's flow);
 - ``hang_in_tool``: not a kill but a slow tool: ``append_line`` writes its line, then
@@ -44,6 +46,7 @@ from agent_bridge.graph import AgentGraph
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
+from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import WorkerSettings, read_settings
@@ -54,12 +57,12 @@ from bot.processes import open_bus, stop_on_signals
 from bot.slack_client import make_client, open_session
 from bot.slack_gateway import single_workspace
 from bot.slack_notifier import SlackNotifier
-from tests.graph_wrappers import ResumeInterceptor
+from tests.graph_wrappers import ResumeInterceptor, ResumeStreamTap
 
 POINTS = ("before_post", "before_resume", "in_tool", "before_mark_applied")
 """The points of the demo task's flow; ``in_sql`` has a test of its own."""
 TOOL_POINTS = {"in_tool": "write_file", "in_sql": "execute_sql"}
-OTHER_POINTS = ("in_sql", "after_tools", "hang_in_tool", "slow_in_tool")
+OTHER_POINTS = ("in_sql", "after_tools", "hang_in_tool", "slow_in_tool", "in_server_run")
 """Points with a test of their own."""
 
 
@@ -214,14 +217,24 @@ async def main(
         tools = slow_tools(tools, "append_line", go)
     if crash_at == "after_tools":
         die_after_tool_writes(backend.checkpointer, "append_line")
-    graph: AgentGraph = build_agent(
-        tools=tools,
-        model=load_model(settings.model),
-        policy=policy,
-        checkpointer=backend.checkpointer,
-    )
+    graph: AgentGraph
+    if settings.agent_url:
+        graph = RemoteAgent(
+            client=open_client(settings.agent_url, api_key=settings.langgraph_api_key),
+            assistant_id=settings.assistant_id,
+            agent_name=settings.agent_name,
+        )
+    else:
+        graph = build_agent(
+            tools=tools,
+            model=load_model(settings.model),
+            policy=policy,
+            checkpointer=backend.checkpointer,
+        )
     if crash_at == "before_resume":
         graph = ResumeInterceptor(graph, on_resume=lambda _: die())
+    if crash_at == "in_server_run":
+        graph = ResumeStreamTap(graph, on_first_chunk=die)
     session = open_session()  # one HTTP session for the workspace, as production's worker
     client = make_client(
         token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session

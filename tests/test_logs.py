@@ -141,6 +141,18 @@ def test_settings_secrets_are_the_credentials_and_url_passwords() -> None:
     }
 
 
+def test_the_agent_servers_key_and_url_password_are_secrets() -> None:
+    """``LANGGRAPH_API_KEY`` and a password in ``AGENT_URL`` never reach a log line."""
+    settings = WorkerConfig(
+        slack_bot_token="xoxb-1",
+        database_url="sqlite:///x.db",
+        agent_url="https://agent:apw9@agents.internal",
+        langgraph_api_key="lsv2-key-7",
+    )
+    assert {"lsv2-key-7", "apw9"} <= set(logs.settings_secrets(settings))
+    assert "lsv2-key-7" not in repr(settings) and "apw9" not in repr(settings)
+
+
 def test_text_lines_carry_the_bound_ids() -> None:
     stream = io.StringIO()
     logger = logging.getLogger("tests.text_lines")

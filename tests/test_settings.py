@@ -12,6 +12,7 @@ from agent_bridge.settings import (
     DEMO_APP_TOKEN,
     DEMO_BOT_TOKEN,
     DEMO_SIGNING_SECRET,
+    AttachSettings,
     DemoSettings,
     LogSettings,
     ReleaseSettings,
@@ -56,10 +57,28 @@ OWN_VARIABLES: dict[type[BaseSettings], set[str]] = {
         "MAX_CONCURRENT_RUNS",
         "STOP_GRACE_S",
         "CHECKPOINT_RETENTION_DAYS",
+        "AGENT_URL",
+        "ASSISTANT_ID",
+        "LANGGRAPH_API_KEY",
     },
     ReleaseSettings: {"DATABASE_URL"},
+    AttachSettings: {
+        "AGENT_URL",
+        "LANGGRAPH_API_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "SIGNAL_CHANNEL",
+    },
     LogSettings: {"LOG_FORMAT"},
-    DemoSettings: {"MODEL", "AGENT", "SYSTEM_PROMPT", "POLICY"},
+    DemoSettings: {
+        "MODEL",
+        "AGENT",
+        "SYSTEM_PROMPT",
+        "POLICY",
+        "AGENT_URL",
+        "ASSISTANT_ID",
+        "LANGGRAPH_API_KEY",
+    },
 }
 ALL_VARIABLES = set().union(*OWN_VARIABLES.values())
 
@@ -69,6 +88,7 @@ VALID = {
     "SLACK_SIGNING_SECRET": REAL_SECRET,
     "SLACK_BOT_TOKEN": REAL_TOKEN,
     "DATABASE_URL": "postgresql://app@db.internal:5432/app",
+    "AGENT_URL": "http://agents.internal:2024",
 }
 """What a process's required variables are set to when they are its own."""
 FOREIGN = {
@@ -99,6 +119,9 @@ FOREIGN = {
     "MAX_CONCURRENT_RUNS": "-31337",
     "STOP_GRACE_S": "-999",
     "CHECKPOINT_RETENTION_DAYS": "-999",
+    "AGENT_URL": "http://foreign.invalid:1",
+    "ASSISTANT_ID": "foreign",
+    "LANGGRAPH_API_KEY": "foreign-langgraph-key",
 }
 """Values a process would refuse or show if it read a variable that is not its own."""
 

@@ -118,6 +118,15 @@ async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: App
     assert await store.renew_leases(["run-1", "run-2"], owner="b", lease_s=10) == {"run-1"}
 
 
+async def test_a_run_is_found_by_its_thread_id(store: ApprovalStore) -> None:
+    """``run_of_thread``: the run of a LangGraph ``thread_id`` (what ``agent-bridge attach``
+    and the paused-threads sweep ask), or none."""
+    run = await store.create_run(make_run())
+    found = await store.run_of_thread(run.thread_id)
+    assert found is not None and found.run_id == "run-1"
+    assert await store.run_of_thread("no-such-thread") is None
+
+
 async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
     store: ApprovalStore,
 ) -> None:
