@@ -540,3 +540,17 @@ DEFAULT_TIMEOUT_MESSAGE = (
 )
 """The reason a time-limited request's default decision gives the model, also shown on
 its decided card (``timeout_message``; ``{timeout}`` becomes e.g. "1 h")."""
+
+
+# The demo (bot/demo.py), printed in the terminal.
+DEMO_OWN_AGENT_HINT = (
+    "Your own AGENT: nothing was sent. On the page, as alice, type /agent and a task; with "
+    'MODEL=scripted a JSON task proposes exactly its calls, e.g. /agent {"tool_calls": '
+    '[{"name": "send_email", "args": {"to": "grace@partner.test", "subject": "Hi", '
+    '"body": "Hello"}}]} (or pass --task).'
+)
+DEMO_OWN_AGENT_NEEDS_TASK = (
+    "--unattended with your own AGENT needs --task: the demo's own task calls the demo's "
+    "tools, which your agent does not have (with MODEL=scripted, a JSON task such as "
+    '{"tool_calls": [{"name": "<your tool>", "args": {...}}]} proposes exactly those calls).'
+)

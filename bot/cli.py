@@ -85,6 +85,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="the web part takes the sandbox's deliveries over Socket Mode",
     )
+    demo.add_argument(
+        "--task",
+        default=None,
+        help="the /agent task alice sends first (default: the demo's, with the demo's AGENT; "
+        "none with your own, which needs one with --unattended)",
+    )
     parser.add_argument(
         "--log-level",
         default=None,
@@ -145,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                     unattended=args.unattended,
                     port=args.port,
                     socket_mode=args.socket_mode,
+                    task=args.task,
                 )
             )
     except BridgeError as exc:

@@ -23,6 +23,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from agent_bridge import wording
 from agent_bridge.audit import read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
@@ -258,8 +259,28 @@ async def start_sandbox(port: int, *, socket_mode: bool = False) -> tuple[Sandbo
         ) from exc
 
 
+def first_task(agent: str, task: str | None, *, unattended: bool) -> str | None:
+    """The ``/agent`` task the demo sends first: ``task``, else the demo's for the demo's
+    own tools (``DEMO_TOOLS``), else none (the developer types one on the page).
+
+    Raises:
+        ConfigurationError: An unattended demo of another ``AGENT`` with no ``task``: the
+            scripted model proposes the demo's tools, which that agent does not have.
+    """
+    if task is not None or agent == DEMO_TOOLS:
+        return task or DEMO_TASK
+    if unattended:
+        raise ConfigurationError(wording.DEMO_OWN_AGENT_NEEDS_TASK)
+    return None
+
+
 async def run_demo(
-    settings: DemoSettings, *, unattended: bool, port: int | None, socket_mode: bool = False
+    settings: DemoSettings,
+    *,
+    unattended: bool,
+    port: int | None,
+    socket_mode: bool = False,
+    task: str | None = None,
 ) -> int:
     """Run the demo; return the process exit code.
 
@@ -270,10 +291,13 @@ async def run_demo(
         port: Port of the sandbox page (``None``: 8700, or any free port when unattended).
         socket_mode: The web part takes the sandbox's deliveries over Socket Mode, as
             with ``SLACK_APP_TOKEN`` against a real workspace.
+        task: The ``/agent`` task sent first (``first_task``).
 
     Raises:
-        ConfigurationError: If the page's port is taken or the agent cannot be built.
+        ConfigurationError: If the page's port is taken, the agent cannot be built, or
+            an unattended demo of the developer's own ``AGENT`` has no ``task``.
     """
+    first = first_task(settings.agent, task, unattended=unattended)
     sandbox, page_url = await start_sandbox(
         port if port is not None else (0 if unattended else DEMO_PAGE_PORT),
         socket_mode=socket_mode,
@@ -293,6 +317,7 @@ async def run_demo(
                 sandbox,
                 page_url,
                 unattended=unattended,
+                task=first,
             )
         finally:
             await sandbox.stop()
@@ -305,6 +330,7 @@ async def _run(
     page_url: str,
     *,
     unattended: bool,
+    task: str | None,
 ) -> int:
     backend = await open_backend(worker_settings.database_url)
     bus = InProcessBus()
@@ -329,9 +355,6 @@ async def _run(
             settings=worker_settings, store=store, bus=bus, backend=backend, client=client
         )
         worker_task = asyncio.create_task(worker.run(stop))
-        status, _ = await sandbox.slash_command(
-            command="/agent", text=DEMO_TASK, user_id=DEMO_REQUESTER, channel_id=DEMO_CHANNEL
-        )
         print(f"Local Slack sandbox: {page_url}")
         if worker_settings.agent_url:
             print(
@@ -339,7 +362,13 @@ async def _run(
             )
         if server.socket_mode is not None:
             print("Slack's deliveries: Socket Mode (apps.connections.open, a websocket)")
-        print(f"Submitted: /agent {DEMO_TASK} (HTTP {status})")
+        if task is None:
+            print(wording.DEMO_OWN_AGENT_HINT)
+        else:
+            status, _ = await sandbox.slash_command(
+                command="/agent", text=task, user_id=DEMO_REQUESTER, channel_id=DEMO_CHANNEL
+            )
+            print(f"Submitted: /agent {task} (HTTP {status})")
         code = 0
         if unattended:
             code = await unattended_review(worker_settings, store, sandbox)

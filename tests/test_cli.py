@@ -111,6 +111,28 @@ def test_the_unattended_demo_works_with_no_variable_set(transport: list[str]) ->
     assert "approved by dana (DBA), dmitri (DBA)" in done.stdout
 
 
+OWN_AGENT = {
+    "AGENT": "examples.tools_agent:make_tools",
+    "POLICY": str(REPO / "examples" / "tools_policy.yml"),
+}
+MAIL = (
+    '{"tool_calls": [{"name": "send_email", "args": '
+    '{"to": "grace@partner.test", "subject": "Invoice", "body": "Attached."}}]}'
+)
+
+
+def test_the_unattended_demo_of_your_own_agent_asks_for_its_task() -> None:
+    # The demo's own task calls the demo's tools: sent to another agent it only failed.
+    refused = agent_bridge("demo", "--unattended", env=clean_environment(**OWN_AGENT))
+    assert refused.returncode == 2
+    assert "--unattended with your own AGENT needs --task" in refused.stderr
+    done = agent_bridge("demo", "--unattended", "--task", MAIL, env=clean_environment(**OWN_AGENT))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Submitted: /agent {MAIL}" in done.stdout
+    assert "reviewer approves send_email" in done.stdout
+    assert "Sent to grace@partner.test" in done.stdout
+
+
 @pytest.mark.parametrize(
     "url",
     [
