@@ -358,9 +358,7 @@ def reminder_fallback(tool_name: str) -> str:
 
 def ran_without_review_heading(name: str) -> str:
     """A gated tool's call that its ``when`` rule let through unreviewed."""
-    return (
-        f":information_source: {name} ran without review (the policy's `when` rule let it through)."
-    )
+    return f":information_source: {name} ran without review (its `when` rule let it through)."
 
 
 # Modals (intros are mrkdwn; titles, labels and buttons are plain, at most 24 characters).

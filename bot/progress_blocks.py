@@ -55,9 +55,11 @@ def _status(progress: Progress) -> tuple[str, str]:
     if progress.phase == Phase.WAITING:
         cards = []
         for card in progress.waiting:
-            name = inline_code(card.tool_name, TOOL_NAME_MAX_CHARS)
             link = safe_link(card.link)
-            cards.append(f"<{link}|{name}>" if link else name)
+            # Slack shows a link's label as text: code marks in it would show as backticks
+            label, _ = one_line(card.tool_name, TOOL_NAME_MAX_CHARS)
+            name = inline_code(card.tool_name, TOOL_NAME_MAX_CHARS)
+            cards.append(f"<{link}|{label}>" if link else name)
         shown = _names(cards, CARDS_SHOWN_MAX)
         status = (
             f"{progress_wording.WAITING_STATUS}: {shown}"

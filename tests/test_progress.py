@@ -6,6 +6,7 @@ final state; end to end through the sandbox, and the throttle on its own."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -68,9 +69,9 @@ async def test_a_run_waiting_for_approval_links_its_cards(harness: Harness) -> N
 
     header = await harness.wait_for(waiting)
     text = json.dumps(header["blocks"])
-    assert "`write_file`" in text and "`execute_sql`" in text
-    for request in (write, sql):
-        assert f"p{(request.message_ts or '').replace('.', '')}" in text
+    for request in (write, sql):  # each card linked, its tool named as the link's text
+        ts = (request.message_ts or "").replace(".", "")
+        assert re.search(rf"/p{ts}[^|>]*\|{request.tool_name}>", text), text
     await harness.click(write, "approve")
     await harness.reject(sql, "not today")
     done = await harness.finished(run)
