@@ -28,7 +28,7 @@ from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 from bot import ids
 from tests.agent_server import (
     ASSISTANTS,
@@ -224,3 +224,14 @@ def test_a_deployed_agent_takes_no_model_or_system_prompt(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigurationError, match="unset SYSTEM_PROMPT"):
         assemble_agent(settings=settings, policy=load_policy(None), checkpointer=InMemorySaver())
+
+
+def test_a_deployed_agent_needs_agent_set(tmp_path: Path) -> None:
+    """With ``AGENT_URL`` and no ``AGENT``, the worker would quietly take the demo tools'
+    schemas and gating for the deployed graph's: refused at start, naming what to set."""
+    settings = agent_config(tmp_path).model_copy(update={"agent_url": "http://127.0.0.1:9"})
+    with pytest.raises(ConfigurationError, match="AGENT_URL is set but AGENT is not") as error:
+        assemble_agent(settings=settings, policy=load_policy(None), checkpointer=InMemorySaver())
+    assert "examples/deployed_graph" in str(error.value)
+    demo = settings.model_copy(update={"agent": DEMO_TOOLS})  # the demo's, named
+    assemble_agent(settings=demo, policy=load_policy(None), checkpointer=InMemorySaver())

@@ -26,7 +26,7 @@ from agent_bridge.graph import thread_config
 from agent_bridge.models import DEFAULT_AGENT, ApprovalState, RunState
 from agent_bridge.remote_agent import THREAD_METADATA_KEY, RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 from bot.starts import new_run
 from tests.agent_server import ASSISTANTS, AgentServer, cli, paused_elsewhere, remote
 from tests.harness import CHANNEL, REQUESTER, Harness
@@ -58,6 +58,7 @@ class TestKilledWorker:
         env: dict[str, str | None] = {
             "AGENT_URL": agent_server.url,
             "ASSISTANT_ID": ASSISTANTS["batched"],
+            "AGENT": DEMO_TOOLS,
         }
         worker = await start_worker(harness, log, crash_at, env_changes=env)
         try:
