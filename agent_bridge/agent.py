@@ -34,7 +34,7 @@ from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
 from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import ScriptedChatModel
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -251,13 +251,22 @@ def deployed_agent(
 
     Raises:
         ConfigurationError: If ``SYSTEM_PROMPT``, the policy's ``system_prompt`` or a chat
-            model is given (the deployed graph has its own), or ``AGENT`` cannot be loaded
-            or does not fit the policy.
+            model is given (the deployed graph has its own), ``AGENT`` is not set (the
+            demo tools' schemas would be taken for the deployed graph's; the demo names
+            them), or ``AGENT`` cannot be loaded or does not fit the policy.
     """
     if settings.system_prompt is not None or policy.system_prompt is not None or model:
         raise ConfigurationError(
             "AGENT_URL is set: the deployed graph has its own model and system prompt; "
             "unset SYSTEM_PROMPT and the policy's system_prompt."
+        )
+    if "agent" not in settings.model_fields_set:
+        raise ConfigurationError(
+            "AGENT_URL is set but AGENT is not: the worker would take the demo tools' "
+            "argument schemas and gating for the deployed graph's. Set AGENT to the same "
+            "compiled graph the server serves (module:graph, as examples/deployed_graph/ "
+            "does) or to its list of tools; for the demo agent the server serves from the "
+            f"repository's langgraph.json, AGENT={DEMO_TOOLS}."
         )
     graph = RemoteAgent(
         client=open_client(settings.agent_url or "", api_key=settings.langgraph_api_key),

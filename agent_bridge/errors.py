@@ -51,6 +51,17 @@ class AgentServerUnavailableError(BridgeError):
     """
 
 
+class CheckpointLostError(BridgeError):
+    """The run's ``thread_id`` has no state any more, though the run paused on it (it
+    has approval requests): an in-memory Agent Server (``langgraph dev``) restarted, or
+    the thread or its checkpoints were deleted.
+
+    Its decisions cannot be sent and are not marked applied, and the task is not started
+    again from the beginning (its tools would run twice): the run is failed. Start a new
+    run; keep the server's threads on persistent storage.
+    """
+
+
 class AttachRefusedError(BridgeError):
     """``agent-bridge attach`` refused the ``thread_id``: it is a run's already (one run
     per LangGraph thread: that run posts its cards), or the Agent Server has no such

@@ -24,6 +24,7 @@ other error of the graph (``RemoteException``) fails the run, as a local one doe
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -33,11 +34,18 @@ from langgraph.pregel.remote import RemoteException, RemoteGraph
 from langgraph.types import StateSnapshot
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from langgraph_sdk.errors import APIConnectionError, APIStatusError, ConflictError, NotFoundError
+from langgraph_sdk.errors import (
+    APIConnectionError,
+    APIStatusError,
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+)
 from langgraph_sdk.schema import RunStatus, Thread
 from pydantic import ValidationError
 
-from agent_bridge.errors import AgentServerUnavailableError
+from agent_bridge.errors import AgentServerUnavailableError, ConfigurationError
 from agent_bridge.graph import PausedThread
 
 logger = logging.getLogger(__name__)
@@ -65,6 +73,41 @@ class RemoteAgent:
         self.assistant_id = assistant_id
         self.agent_name = agent_name
         self.graph = RemoteGraph(assistant_id, client=client)
+
+    async def check(self) -> None:
+        """Make sure the server serves ``assistant_id`` (a graph name of its
+        ``langgraph.json`` or an assistant's UUID) to this client: asked once at the
+        worker's start, so a wrong setting is said then, not by every run failing.
+
+        Raises:
+            ConfigurationError: The server refused ``LANGGRAPH_API_KEY`` (401, 403), or
+                has no such assistant or graph at ``AGENT_URL`` (404: a wrong
+                ``ASSISTANT_ID``, or a path after the server's base URL); the message
+                names the setting and keeps the server's reason (its list of graphs).
+            AgentServerUnavailableError: The server is unreachable or failed.
+        """
+        try:
+            if _is_uuid(self.assistant_id):
+                await self.client.assistants.get(self.assistant_id)
+                return
+            if await self.client.assistants.search(graph_id=self.assistant_id, limit=1):
+                return
+            reason = "no assistant of that graph"
+        except NotFoundError as exc:
+            reason = _reason(exc)
+        except (AuthenticationError, PermissionDeniedError) as exc:
+            raise ConfigurationError(
+                f"the Agent Server at AGENT_URL answered {exc.status_code}: LANGGRAPH_API_KEY "
+                "is missing or refused; set it to an API key of the deployment."
+            ) from None
+        except (httpx.TransportError, APIConnectionError, APIStatusError) as exc:
+            raise _translated(exc, "") from exc
+        raise ConfigurationError(
+            f"ASSISTANT_ID={self.assistant_id!r} is not on the Agent Server at AGENT_URL "
+            f"({reason}): set ASSISTANT_ID to a graph name of its langgraph.json or an "
+            "assistant's ID, and AGENT_URL to the server's base URL (nothing after its "
+            "host and port)."
+        )
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         """The ``thread_id``'s ``StateSnapshot`` once no run of it is in flight, its
@@ -197,6 +240,20 @@ def open_client(url: str, *, api_key: str | None) -> LangGraphClient:
     """The ``langgraph-sdk`` client of the Agent Server at ``url`` (``AGENT_URL``), with
     ``LANGGRAPH_API_KEY`` when set."""
     return get_client(url=url, api_key=api_key)
+
+
+def _is_uuid(value: str) -> bool:
+    """Whether ``value`` is a UUID (an assistant's ID, not a graph name)."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _reason(exc: Exception) -> str:
+    """The server's reason in an SDK error: its first line, without the request."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _refused_answer(exc: RemoteException) -> bool:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
+from agent_bridge.errors import CheckpointLostError
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests
 from agent_bridge.message_text import message_text
@@ -85,6 +86,8 @@ class RunDriver:
             StoreUnavailableError: The database failed; the run's lease will expire and
                 a later sweep continues from the checkpoint.
             NotifyError: Slack failed; retryable ones are retried by the next sweep.
+            CheckpointLostError: The run has requests but its ``thread_id`` has no
+                state (the checkpoints are gone): the run must fail, not start over.
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
@@ -93,6 +96,13 @@ class RunDriver:
         config = thread_config(run.thread_id)
         snapshot = await self.graph.aget_state(config)
         requests = await self.store.requests_for_run(run.run_id)
+        if requests and _empty(snapshot):
+            raise CheckpointLostError(
+                f"thread_id {run.thread_id} has no state any more, though the run paused "
+                f"on it ({len(requests)} requests): the agent's checkpoints are gone (an "
+                "in-memory Agent Server restarted, or the thread was deleted); its "
+                "decisions were not sent"
+            )
         calls = ToolCalls.of(requests, snapshot)
         await self._catch_up(run, snapshot, requests, calls)
         plan = await self._plan(run, snapshot, requests)
@@ -407,3 +417,10 @@ class RunDriver:
         await self.messages.final_answer(run, answer, messages, calls)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer
+
+
+def _empty(snapshot: Any) -> bool:
+    """Whether ``snapshot`` is the state of a ``thread_id`` nothing has run on: no
+    values, nothing next, no interrupts (what a checkpointer or Agent Server gives for a
+    thread it does not have)."""
+    return not snapshot.values and not snapshot.next and not snapshot.interrupts

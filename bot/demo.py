@@ -43,7 +43,7 @@ from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import MemoryDeduper
-from bot.processes import build_worker, start_web, stop_on_signals
+from bot.processes import build_worker, check_agent_server, start_web, stop_on_signals
 from bot.slack_client import make_client
 from slack_sandbox import Sandbox
 
@@ -354,6 +354,7 @@ async def _run(
         worker = build_worker(
             settings=worker_settings, store=store, bus=bus, backend=backend, client=client
         )
+        await check_agent_server(worker)
         worker_task = asyncio.create_task(worker.run(stop))
         print(f"Local Slack sandbox: {page_url}")
         if worker_settings.agent_url:

@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge.agent import assemble_agent
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
+from agent_bridge.errors import AgentServerUnavailableError
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.migrations import check_version
 from agent_bridge.pacing import Pacer
@@ -258,6 +259,29 @@ def build_worker(
     )
 
 
+async def check_agent_server(worker: Worker) -> None:
+    """With ``AGENT_URL``, ask the server once whether it serves ``ASSISTANT_ID`` to
+    this worker (``RemoteAgent.check``), before any run is driven. A server that does
+    not answer yet is only warned of: it may start after the worker, and runs wait,
+    queued, until it answers (each sweep retries them).
+
+    Raises:
+        ConfigurationError: ``ASSISTANT_ID``, ``AGENT_URL``'s path or
+            ``LANGGRAPH_API_KEY`` is wrong (the message names which).
+    """
+    graph = worker.driver.graph
+    if not isinstance(graph, RemoteAgent):
+        return
+    try:
+        await graph.check()
+    except AgentServerUnavailableError as exc:
+        logger.warning(
+            "AGENT_URL does not answer at start (%s); runs wait until it does. If this "
+            "lasts, check AGENT_URL (http or https, host, port) and the server",
+            exc,
+        )
+
+
 def oauth_settings(settings: WebConfig, store: ApprovalStore) -> AsyncOAuthSettings:
     """Bolt's OAuth settings of ``settings`` (OAuth mode), with installations and states
     kept in ``store``'s database."""
@@ -360,6 +384,7 @@ async def run_worker(settings: WorkerSettings) -> None:
             checkpointer=backend.checkpointer,
             retention_days=settings.checkpoint_retention_days,
         )
+        await check_agent_server(worker)
         logger.info("worker %s started", worker.owner)
         if settings.metrics_port is not None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)

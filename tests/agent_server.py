@@ -30,7 +30,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.remote_agent import local_messages
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
@@ -168,7 +168,11 @@ def stop_agent_server(server: AgentServer) -> None:
 
 def remote(settings: WorkerConfig, server: AgentServer, mode: str) -> WorkerConfig:
     """Worker settings driving the served demo agent in ``mode``."""
-    changes: dict[str, Any] = {"agent_url": server.url, "assistant_id": ASSISTANTS[mode]}
+    changes: dict[str, Any] = {
+        "agent_url": server.url,
+        "assistant_id": ASSISTANTS[mode],
+        "agent": DEMO_TOOLS,  # what the served demo agent is made of
+    }
     if mode == "per_call":
         changes["policy"] = POLICIES_DIR / "per_call.yml"
     return settings.model_copy(update=changes)

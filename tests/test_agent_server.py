@@ -24,22 +24,24 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_bridge.agent import assemble_agent
-from agent_bridge.errors import ConfigurationError
+from agent_bridge.errors import AgentServerUnavailableError, ConfigurationError
 from agent_bridge.models import ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import load_policy
+from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 from bot import ids
 from tests.agent_server import (
     ASSISTANTS,
     EXAMPLE_CONFIG,
     AgentServer,
     cli,
+    free_port,
     remote,
     start_agent_server,
     stop_agent_server,
 )
-from tests.harness import REVIEWER, Harness, agent_config, decision_buttons
+from tests.harness import REVIEWER, TEST_BOT_TOKEN, Harness, agent_config, decision_buttons
 
 REASON = "Archive the rows before deleting them."
 ARCHIVE = "archive/old_orders.csv"
@@ -224,3 +226,63 @@ def test_a_deployed_agent_takes_no_model_or_system_prompt(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigurationError, match="unset SYSTEM_PROMPT"):
         assemble_agent(settings=settings, policy=load_policy(None), checkpointer=InMemorySaver())
+
+
+def test_a_deployed_agent_needs_agent_set(tmp_path: Path) -> None:
+    """With ``AGENT_URL`` and no ``AGENT``, the worker would quietly take the demo tools'
+    schemas and gating for the deployed graph's: refused at start, naming what to set."""
+    settings = agent_config(tmp_path).model_copy(update={"agent_url": "http://127.0.0.1:9"})
+    with pytest.raises(ConfigurationError, match="AGENT_URL is set but AGENT is not") as error:
+        assemble_agent(settings=settings, policy=load_policy(None), checkpointer=InMemorySaver())
+    assert "examples/deployed_graph" in str(error.value)
+    demo = settings.model_copy(update={"agent": DEMO_TOOLS})  # the demo's, named
+    assemble_agent(settings=demo, policy=load_policy(None), checkpointer=InMemorySaver())
+
+
+class TestServerCheckedAtStart:
+    """What a careless engineer gets wrong about the server is said at start, naming the
+    setting, rather than failing every run later: an ``ASSISTANT_ID`` naming no graph, an
+    ``AGENT_URL`` with a path after the server's; a server that does not answer (yet) is
+    only warned of (runs wait, queued, until it does)."""
+
+    async def check(self, url: str, assistant_id: str) -> None:
+        client = open_client(url, api_key=None)
+        try:
+            agent = RemoteAgent(client=client, assistant_id=assistant_id, agent_name="default")
+            await agent.check()
+        finally:
+            await client.aclose()
+
+    async def test_a_served_graph_passes(self, agent_server: AgentServer) -> None:
+        for assistant_id in ASSISTANTS.values():
+            await self.check(agent_server.url, assistant_id)
+
+    async def test_an_assistant_id_naming_no_graph_is_refused(
+        self, agent_server: AgentServer
+    ) -> None:
+        with pytest.raises(ConfigurationError, match="ASSISTANT_ID='nosuch'") as error:
+            await self.check(agent_server.url, "nosuch")
+        assert "agent_per_call" in str(error.value)  # the server's own list of graphs
+
+    async def test_a_url_with_a_path_is_refused(self, agent_server: AgentServer) -> None:
+        with pytest.raises(ConfigurationError, match="base URL"):
+            await self.check(agent_server.url + "/api", "agent")
+
+    async def test_a_server_not_answering_is_unavailable(self) -> None:
+        with pytest.raises(AgentServerUnavailableError):
+            await self.check(f"http://127.0.0.1:{free_port()}", "agent")
+
+    async def test_the_worker_refuses_to_start_on_a_wrong_assistant(
+        self, agent_server: AgentServer, pg_url: str
+    ) -> None:
+        env = {
+            **os.environ,
+            "SLACK_BOT_TOKEN": TEST_BOT_TOKEN,
+            "DATABASE_URL": pg_url,
+            "AGENT_URL": agent_server.url,
+            "ASSISTANT_ID": "nosuch",
+            "AGENT": DEMO_TOOLS,
+        }
+        code, _, err = await cli([sys.executable, "-m", "bot.cli", "worker"], env)
+        assert code == 2 and "ASSISTANT_ID='nosuch'" in err, err
+        assert "Traceback" not in err

@@ -5,7 +5,8 @@ A worker SIGKILLed mid-resume (its server run goes on) or before marking applied
 the decision once; a server run in flight is joined before the state is read; a thread
 the engineer's own app runs is attached by ID (``agent-bridge attach``), and one paused
 by a run no worker streamed is found by the sweep; an answer the server's graph refuses
-is LangGraph's ``ValidationError``, as locally.
+is LangGraph's ``ValidationError``, as locally; a thread the server lost (an in-memory
+server restarted) fails its run rather than starting it over.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agent_bridge.graph import thread_config
 from agent_bridge.models import DEFAULT_AGENT, ApprovalState, RunState
 from agent_bridge.remote_agent import THREAD_METADATA_KEY, RemoteAgent
 from agent_bridge.scripted_model import DEMO_TASK
-from agent_bridge.settings import WorkerConfig
+from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 from bot.starts import new_run
 from tests.agent_server import ASSISTANTS, AgentServer, cli, paused_elsewhere, remote
 from tests.harness import CHANNEL, REQUESTER, Harness
@@ -57,6 +58,7 @@ class TestKilledWorker:
         env: dict[str, str | None] = {
             "AGENT_URL": agent_server.url,
             "ASSISTANT_ID": ASSISTANTS["batched"],
+            "AGENT": DEMO_TOOLS,
         }
         worker = await start_worker(harness, log, crash_at, env_changes=env)
         try:
@@ -212,3 +214,34 @@ async def test_an_answer_the_servers_graph_refuses_is_a_validation_error(
         assert [i.id for i in (await agent.aget_state(config)).interrupts] == pending
     finally:
         await client.aclose()
+
+
+class TestThreadLostOnTheServer:
+    """An in-memory Agent Server restarted (or a thread deleted there) while a card is
+    pending: the server has no thread any more. The decision must not be marked applied
+    (it never ran) nor the task started again from the beginning: the run fails, saying
+    why, and its cards are closed."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, agent_server: AgentServer) -> WorkerConfig:
+        return remote(settings, agent_server, "batched")
+
+    async def test_a_decision_on_a_lost_thread_fails_the_run(
+        self, harness: Harness, agent_server: AgentServer
+    ) -> None:
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        client = agent_server.client()
+        try:
+            await client.threads.delete(run.thread_id)  # what a restart of `langgraph dev` does
+        finally:
+            await client.aclose()
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        done = await harness.finished(run)
+
+        assert done.state == RunState.FAILED, done.error
+        assert "has no state any more" in (done.error or "")
+        stored = await harness.store.requests_for_run(run.run_id)
+        assert ApprovalState.APPLIED not in {r.state for r in stored}
+        assert await agent_server.server_runs(run.thread_id) == []  # the task not run again
