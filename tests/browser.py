@@ -16,6 +16,8 @@ from pathlib import Path
 
 from playwright.async_api import Page, ViewportSize, async_playwright
 
+from agent_bridge.models import ApprovalRequest
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 SCREENSHOTS_DIR = Path(
     os.environ.get("SCREENSHOTS_DIR", Path(__file__).parent.parent / ".artefacts" / "screenshots")
@@ -74,3 +76,17 @@ async def shoot_message(
     SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
     await message.screenshot(path=str(SCREENSHOTS_DIR / f"{name}.png"))
     return await message.inner_text()
+
+
+async def shoot_card(base_url: str, request: ApprovalRequest, name: str, showing: str) -> str:
+    """Open a new page of the sandbox at ``base_url`` and ``shoot_message`` the card of
+    ``request`` once it shows ``showing``; return the text the browser shows."""
+    async with sandbox_page(base_url) as page:
+        return await shoot_message(
+            page,
+            base_url,
+            request.channel_id or "",
+            request.message_ts or "",
+            name=name,
+            showing=showing,
+        )

@@ -12,13 +12,17 @@ run's final answer.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, interrupt
+
+from agent_bridge.settings import WorkerConfig
 
 INBOX_ACTION = "send_email"
 INBOX_ARGS = {"to": "ops@example.com", "subject": "Weekly report"}
@@ -31,6 +35,20 @@ FORM_SCHEMA = {
     "required": ["environment", "replicas"],
 }
 PLAIN_QUESTION = "Which region should the report cover?"
+POLICY = Path(__file__).parent / "fixtures" / "interrupts_policy.yml"
+"""The graphs' policy: Slack-side rules only (they gate no tool)."""
+
+
+def marked_graph(
+    settings: WorkerConfig, request: pytest.FixtureRequest, module: str = __name__
+) -> WorkerConfig:
+    """``settings`` running the graph the test's ``graph`` mark names, as an engineer
+    configures it (``AGENT=<module>:<name>`` naming a compiled graph), under ``POLICY``;
+    for a test module's ``agent_settings`` fixture."""
+    marker = request.node.get_closest_marker("graph")
+    assert marker is not None, "mark the test @pytest.mark.graph(name)"
+    (name,) = marker.args
+    return settings.model_copy(update={"agent": f"{module}:{name}", "policy": POLICY})
 
 
 def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ is run where the difference matters (``sys.path``: ``agent-bridge`` is not ``pyt
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,9 +167,12 @@ def console_script(*args: str, **variables: str) -> subprocess.CompletedProcess[
 
 
 def test_the_console_script_imports_the_examples_from_the_repository_root() -> None:
+    mail = {"name": "send_email", "args": {"to": "ada@example.com", "subject": "Hi", "body": "."}}
     done = console_script(
         "demo",
         "--unattended",
+        "--task",
+        json.dumps({"tool_calls": [mail]}),
         AGENT="examples.compiled_graph_agent:make_graph",
         POLICY="examples/compiled_graph_policy.yml",
     )

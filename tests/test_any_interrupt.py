@@ -7,7 +7,6 @@ value (a free-text answer), two parallel branches, a sub-graph."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,23 +15,12 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Ru
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.harness import REVIEWER, Harness, decision_buttons
-from tests.interrupt_graphs import INBOX_ARGS, PLAIN_QUESTION
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.interrupt_graphs import INBOX_ARGS, PLAIN_QUESTION, marked_graph
 
 
 @pytest.fixture
 def agent_settings(settings: WorkerConfig, request: pytest.FixtureRequest) -> WorkerConfig:
-    """The worker runs the graph of the test's ``graph`` mark, as an engineer would
-    configure it (``AGENT=module:attr`` naming a compiled graph), under a policy of
-    Slack-side rules only."""
-    (name,) = request.node.get_closest_marker("graph").args
-    return settings.model_copy(
-        update={
-            "agent": f"tests.interrupt_graphs:{name}",
-            "policy": FIXTURES / "interrupts_policy.yml",
-        }
-    )
+    return marked_graph(settings, request)
 
 
 async def run_graph(harness: Harness, name: str) -> Run:

@@ -18,7 +18,7 @@ from agent_bridge.policy_file import DEMO_POLICY_PATH
 from agent_bridge.scripted_model import RESET_REASON, RESET_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
-from tests.browser import sandbox_page, shoot_message
+from tests.browser import sandbox_page, shoot_card, shoot_message
 from tests.harness import DBA, REVIEWER, Harness
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -46,21 +46,9 @@ async def routed(harness: Harness, task: str | dict[str, Any]) -> tuple[Run, App
     return await harness.store.get_run(run.run_id), request
 
 
-async def shoot(harness: Harness, request: ApprovalRequest, name: str, showing: str) -> str:
-    async with sandbox_page(harness.sandbox.base_url) as page:
-        return await shoot_message(
-            page,
-            harness.sandbox.base_url,
-            request.channel_id or "",
-            request.message_ts or "",
-            name=name,
-            showing=showing,
-        )
-
-
 async def test_a_pending_card_in_the_approvals_channel(harness: Harness) -> None:
     _, request = await routed(harness, write_task())
-    shown = await shoot(harness, request, "pending-card-elsewhere", "Approve")
+    shown = await shoot_card(harness.sandbox.base_url, request, "pending-card-elsewhere", "Approve")
     assert "Asked by alice" in shown and "Open the run's thread" in shown
     assert REASON in shown and "reports/q3.txt" in shown
     assert "line 12" in shown
@@ -71,7 +59,9 @@ async def test_an_approved_card_once_its_call_ran(harness: Harness) -> None:
     run, request = await routed(harness, write_task())
     await harness.click(request, "approve")
     await harness.finished(run)
-    shown = await shoot(harness, request, "approved-and-ran", "The call ran and succeeded")
+    shown = await shoot_card(
+        harness.sandbox.base_url, request, "approved-and-ran", "The call ran and succeeded"
+    )
     assert "Approved by @reviewer" in shown and f"Wrote {len(CONTENT)} characters" in shown
 
 
@@ -84,7 +74,9 @@ async def test_an_edited_card_shows_what_changed(harness: Harness) -> None:
     )
     assert status == 200 and not body, body
     await harness.finished(run)
-    shown = await shoot(harness, request, "edited", "The call ran and succeeded")
+    shown = await shoot_card(
+        harness.sandbox.base_url, request, "edited", "The call ran and succeeded"
+    )
     assert "What the edit changed" in shown and "-line 6" in shown and "+line six" in shown
 
 
@@ -92,7 +84,9 @@ async def test_a_failed_call_on_its_card(harness: Harness) -> None:
     run, request = await routed(harness, write_task(path="/etc/passwd"))
     await harness.click(request, "approve")
     await harness.finished(run)
-    shown = await shoot(harness, request, "approved-and-failed", "The call ran and failed")
+    shown = await shoot_card(
+        harness.sandbox.base_url, request, "approved-and-failed", "The call ran and failed"
+    )
     assert str(harness.settings.workspace_dir) not in shown and "Refused" not in shown
 
 
@@ -100,7 +94,7 @@ async def test_a_rejected_card(harness: Harness) -> None:
     run, request = await routed(harness, write_task())
     await harness.reject(request, "Not this quarter's numbers", user_id=REVIEWER)
     await harness.finished(run)
-    shown = await shoot(harness, request, "rejected", "Rejected")
+    shown = await shoot_card(harness.sandbox.base_url, request, "rejected", "Rejected")
     assert "Not this quarter's numbers" in shown and "The call ran" not in shown
 
 
@@ -134,7 +128,9 @@ class TestWhatADbaSees:
         await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA])
         _, request = await routed(harness, RESET_TASK)
         assert request.channel_id == "C0APPROVAL"
-        shown = await shoot(harness, request, "dba-update-without-where", "Approve")
+        shown = await shoot_card(
+            harness.sandbox.base_url, request, "dba-update-without-where", "Approve"
+        )
         assert "SQL risk: Destructive · UPDATE" in shown
         assert "UPDATE orders without WHERE: every row of the table" in shown
         assert "Affected rows: 5 (exact count)" in shown

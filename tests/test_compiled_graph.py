@@ -11,7 +11,6 @@ as its docstring says.
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,11 @@ import pytest
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.settings import WorkerConfig
 from bot import ids
-from examples.tools_agent import outbox_of
 from tests import compiled_agent
 from tests.compiled_agent import EMAIL_DESCRIPTION, STAMP, SYSTEM_PROMPT
 from tests.harness import DBA, Harness, decision_buttons
 
 GRAPH_POLICY = Path(__file__).parent / "fixtures" / "graph_policy.yml"
-EXAMPLES = Path(__file__).parent.parent / "examples"
-EXTERNAL = {"to": "grace@partner.test", "subject": "Invoice", "body": "Attached."}
-INTERNAL = {"to": "ada@example.com", "subject": "Lunch", "body": "Noon?"}
 REASON = "Invoice 2 was already paid."
 GRAPHS = {"batched": "graph", "per_call": "per_call_graph", "sub_agent": "sub_agent_graph"}
 """The graphs run: the agent in each interrupt mode, and as a sub-agent (a subgraph node)."""
@@ -82,37 +77,3 @@ async def test_the_graph_runs_with_its_own_prompt_middleware_and_gating(
     assert any(REASON in c for c in contents["send_email"])
     decided = await harness.store.requests_for_run(run.run_id)
     assert len(decided) == 2 and {r.state for r in decided} == {ApprovalState.APPLIED}
-
-
-class TestTheExample:
-    """``examples/compiled_graph_agent.py`` works as its docstring says (way 2)."""
-
-    @pytest.fixture
-    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
-        return settings.model_copy(
-            update={
-                "agent": "examples.compiled_graph_agent:make_graph",
-                "policy": EXAMPLES / "compiled_graph_policy.yml",
-            }
-        )
-
-    async def test_it_asks_only_for_mail_leaving_the_company(
-        self, harness: Harness, caplog: pytest.LogCaptureFixture
-    ) -> None:
-        caplog.set_level(logging.INFO, logger="examples.compiled_graph_agent")
-        calls = [{"name": "send_email", "args": args} for args in (EXTERNAL, INTERNAL)]
-        run = await harness.start_run({"tool_calls": calls})
-        (request,) = await harness.requests(run, count=1)
-        assert request.args == EXTERNAL  # the graph's `when` let the internal mail through
-        assert request.description == "📧 Mail to grace@partner.test: Invoice"
-        assert request.allowed_decisions == ["approve", "edit", "reject"]
-        assert request.review_timeout_s == 3600  # the policy's Slack-side rule
-
-        assert (await harness.click(request, "approve"))[0] == 200
-        done = await harness.finished(run)
-
-        assert done.state == RunState.DONE
-        sent = sorted(p.read_text() for p in outbox_of(harness.settings.workspace_dir).iterdir())
-        assert len(sent) == 2
-        assert any(m.startswith("To: grace@partner.test\nSubject: Invoice") for m in sent), sent
-        assert caplog.messages.count("running tool send_email") == 2  # its own middleware

@@ -17,19 +17,13 @@ from bot import ids
 from slack_sandbox import live_mentions, message_live_links
 from tests.harness import REVIEWER, Harness, decision_buttons
 from tests.hostile_interrupt_graphs import BROKEN_QUESTION, BROKEN_SCHEMAS
-from tests.test_any_interrupt import FIXTURES, card_of
+from tests.interrupt_graphs import marked_graph
+from tests.test_any_interrupt import card_of
 
 
 @pytest.fixture
 def agent_settings(settings: WorkerConfig, request: pytest.FixtureRequest) -> WorkerConfig:
-    """The worker runs the hostile graph of the test's ``graph`` mark."""
-    (name,) = request.node.get_closest_marker("graph").args
-    return settings.model_copy(
-        update={
-            "agent": f"tests.hostile_interrupt_graphs:{name}",
-            "policy": FIXTURES / "interrupts_policy.yml",
-        }
-    )
+    return marked_graph(settings, request, "tests.hostile_interrupt_graphs")
 
 
 async def finished_answer(harness: Harness, run: Run) -> object:

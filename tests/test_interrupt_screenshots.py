@@ -4,47 +4,24 @@ a plain question. Saved under ``SCREENSHOTS_DIR`` (tests/browser.py) to be looke
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agent_bridge.interrupt_wording import FORM_BUTTON
-from agent_bridge.models import ApprovalRequest
 from agent_bridge.settings import WorkerConfig
-from tests.browser import sandbox_page, shoot_message
+from tests.browser import shoot_card
 from tests.harness import Harness
-from tests.interrupt_graphs import INBOX_ARGS, PLAIN_QUESTION
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.interrupt_graphs import INBOX_ARGS, PLAIN_QUESTION, marked_graph
 
 
 @pytest.fixture
 def agent_settings(settings: WorkerConfig, request: pytest.FixtureRequest) -> WorkerConfig:
-    (name,) = request.node.get_closest_marker("graph").args
-    return settings.model_copy(
-        update={
-            "agent": f"tests.interrupt_graphs:{name}",
-            "policy": FIXTURES / "interrupts_policy.yml",
-        }
-    )
+    return marked_graph(settings, request)
 
 
 async def shot(harness: Harness, name: str, showing: str) -> str:
     run = await harness.start_run(f"run the {name} graph")
     (request,) = await harness.requests(run, count=1)
-    return await shoot(harness, request, f"interrupt-{name}", showing)
-
-
-async def shoot(harness: Harness, request: ApprovalRequest, name: str, showing: str) -> str:
-    async with sandbox_page(harness.sandbox.base_url) as page:
-        return await shoot_message(
-            page,
-            harness.sandbox.base_url,
-            request.channel_id or "",
-            request.message_ts or "",
-            name=name,
-            showing=showing,
-        )
+    return await shoot_card(harness.sandbox.base_url, request, f"interrupt-{name}", showing)
 
 
 @pytest.mark.graph("inbox")
