@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 from pydantic import ValidationError
 
 from agent_bridge import log_context, metrics, review_wording, wording
@@ -94,7 +94,7 @@ class RunDriver:
         log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
-        snapshot = await self.graph.aget_state(config)
+        snapshot = await self.graph.aget_state(config, subgraphs=True)
         requests = await self.store.requests_for_run(run.run_id)
         if requests and _empty(snapshot):
             raise CheckpointLostError(
@@ -223,7 +223,7 @@ class RunDriver:
     ) -> tuple[RunState, str | None]:
         """After a stream: post any result the stream did not carry, mark the answers
         applied, then wait on the next interrupts or finish."""
-        snapshot = await self.graph.aget_state(config)
+        snapshot = await self.graph.aget_state(config, subgraphs=True)
         await self.messages.results(run, snapshot.values.get("messages", []), calls)
         unconsumed = set(plan.resume) & {i.id for i in snapshot.interrupts}
         if unconsumed:
@@ -340,12 +340,17 @@ class RunDriver:
         )
 
     def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:
-        """The approval requests of the checkpoint's pending interrupts, as they are now."""
-        return approval_requests(
-            snapshot.interrupts,
-            messages=snapshot.values.get("messages", []),
-            placement=self._placement(run),
-        )
+        """The approval requests of the checkpoint's pending interrupts, as they are now;
+        each read with the messages of the graph that raised it (a sub-agent's own, for
+        its tool call IDs and the model's reason)."""
+        placement = self._placement(run)
+        return [
+            request
+            for interrupt in snapshot.interrupts
+            for request in approval_requests(
+                [interrupt], messages=messages_of(snapshot, interrupt.id), placement=placement
+            )
+        ]
 
     async def _with_rows(
         self, run: Run, requests: Sequence[ApprovalRequest]
@@ -424,3 +429,19 @@ def _empty(snapshot: Any) -> bool:
     values, nothing next, no interrupts (what a checkpointer or Agent Server gives for a
     thread it does not have)."""
     return not snapshot.values and not snapshot.next and not snapshot.interrupts
+
+
+def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
+    """The messages of the graph whose node raised ``interrupt_id``: the deepest subgraph
+    state among ``snapshot``'s tasks (``aget_state(..., subgraphs=True)`` gives each paused
+    subgraph task its ``StateSnapshot``) that holds it, else the snapshot's own.
+
+    A sub-agent (a ``create_agent`` graph as a node) keeps the turn being reviewed in
+    its own state until it ends; the parent's messages do not have it yet.
+    """
+    for task in getattr(snapshot, "tasks", ()):
+        inner = getattr(task, "state", None)
+        if isinstance(inner, StateSnapshot) and any(i.id == interrupt_id for i in task.interrupts):
+            return messages_of(inner, interrupt_id)
+    values = snapshot.values if isinstance(snapshot.values, dict) else {}
+    return list(values.get("messages", []))

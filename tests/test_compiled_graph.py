@@ -24,6 +24,7 @@ from tests.harness import DBA, Harness, decision_buttons
 
 GRAPH_POLICY = Path(__file__).parent / "fixtures" / "graph_policy.yml"
 REASON = "Invoice 2 was already paid."
+WHY = "Ada asked for both invoices."
 GRAPHS = {"batched": "graph", "per_call": "per_call_graph", "sub_agent": "sub_agent_graph"}
 """The graphs run: the agent in each interrupt mode, and as a sub-agent (a subgraph node)."""
 
@@ -46,7 +47,8 @@ async def test_the_graph_runs_with_its_own_prompt_middleware_and_gating(
             {"name": "lookup_customer", "args": {"name": "Ada"}},
             {"name": "send_email", "args": {"to": "ada@example.com", "subject": approved}},
             {"name": "send_email", "args": {"to": "ada@example.com", "subject": rejected}},
-        ]
+        ],
+        "say": WHY,
     }
     run = await harness.start_run(task)
     cards = {r.args["subject"]: r for r in await harness.requests(run, count=2)}
@@ -56,6 +58,9 @@ async def test_the_graph_runs_with_its_own_prompt_middleware_and_gating(
         assert request.allowed_decisions == ["approve", "reject"]  # the graph's, not the policy's
         assert request.description == EMAIL_DESCRIPTION
         assert request.rules.approvers == (DBA,)  # the policy's Slack-side rule
+        # the model's reason and the call's ID, read from the state of the graph that
+        # raised the interrupt (a sub-agent's own, before its turn reaches the parent)
+        assert request.reason == WHY and request.tool_call_id is not None
         message = harness.sandbox.message(request.channel_id or "", request.message_ts or "")
         assert decision_buttons(message) == [
             ids.decision_action_id(d) for d in ("approve", "reject")
