@@ -36,7 +36,9 @@ REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
 ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
 """The repository's ``langgraph.json`` graphs, one per interrupt mode."""
-TEST_GRAPHS = {"inbox": "tests.interrupt_graphs:inbox"}
+TEST_GRAPHS = {
+    name: f"tests.interrupt_graphs:{name}" for name in ("inbox", "form", "plain", "parallel")
+}
 """Graphs the tests serve beside the repository's (compiled without a checkpointer)."""
 EXAMPLE_CONFIG = REPO / "examples" / "deployed_graph" / "langgraph.json"
 """The deployed-graph example an engineer copies."""

@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_bridge.agent import assemble_agent
 from agent_bridge.errors import AgentServerUnavailableError, ConfigurationError
-from agent_bridge.models import ApprovalState, DecisionType, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import load_policy
 from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import DEMO_TASK
@@ -42,6 +42,7 @@ from tests.agent_server import (
     stop_agent_server,
 )
 from tests.harness import REVIEWER, TEST_BOT_TOKEN, Harness, agent_config, decision_buttons
+from tests.interrupt_graphs import marked_graph
 
 REASON = "Archive the rows before deleting them."
 ARCHIVE = "archive/old_orders.csv"
@@ -216,6 +217,65 @@ class TestAgentInboxInterrupt:
         done = await harness.finished(run)
         assert done.state == RunState.DONE and done.final_answer, done.error
         assert json.loads(done.final_answer) == {"inbox": response}
+
+
+class TestOtherInterrupts:
+    """A deployed graph whose nodes call ``interrupt()`` with a JSON schema, a plain
+    question, or in two parallel branches: each gets its card and is resumed on the
+    server by its interrupt ID with the answer's own shape."""
+
+    @pytest.fixture
+    def agent_settings(
+        self, settings: WorkerConfig, agent_server: AgentServer, request: pytest.FixtureRequest
+    ) -> WorkerConfig:
+        local = marked_graph(settings, request)  # the same graph: its shape
+        name = local.agent.partition(":")[2]
+        return local.model_copy(update={"agent_url": agent_server.url, "assistant_id": name})
+
+    @pytest.mark.graph("form")
+    async def test_a_form_is_answered_with_its_object(self, harness: Harness) -> None:
+        run = await harness.start_run("run the form graph")
+        (request,) = await harness.requests(run, count=1)
+        values = {
+            ids.arg_block_id("environment"): json.dumps("staging"),
+            ids.arg_block_id("replicas"): "3",
+        }
+        assert await submitted(harness, request, "edit", values) is None
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE and done.final_answer, done.error
+        assert json.loads(done.final_answer) == {"form": {"environment": "staging", "replicas": 3}}
+
+    @pytest.mark.graph("plain")
+    async def test_a_question_is_answered_with_text(self, harness: Harness) -> None:
+        run = await harness.start_run("run the plain graph")
+        (request,) = await harness.requests(run, count=1)
+        assert await submitted(harness, request, "respond", {ids.ANSWER_BLOCK: "eu-west-1"}) is None
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE and done.final_answer, done.error
+        assert json.loads(done.final_answer) == {"plain": "eu-west-1"}
+
+    @pytest.mark.graph("parallel")
+    async def test_two_branches_are_resumed_each_by_its_id(self, harness: Harness) -> None:
+        run = await harness.start_run("run the parallel graph")
+        left, right = sorted(await harness.requests(run, count=2), key=lambda r: r.description)
+        assert left.interrupt_id != right.interrupt_id
+        assert await submitted(harness, right, "respond", {ids.ANSWER_BLOCK: "R"}) is None
+        assert await submitted(harness, left, "respond", {ids.ANSWER_BLOCK: "L"}) is None
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE and done.final_answer, done.error
+        assert json.loads(done.final_answer) == {"left": "L", "right": "R"}
+
+
+async def submitted(
+    harness: Harness, request: ApprovalRequest, decision: DecisionType, values: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Open ``decision``'s modal on the card, submit ``values``; return the ack's body."""
+    view = await harness.open_modal(request, decision)
+    status, body = await harness.sandbox.submit_view(
+        view_id=view["id"], user_id=REVIEWER, values=values
+    )
+    assert status == 200
+    return body
 
 
 def test_a_deployed_agent_takes_no_model_or_system_prompt(tmp_path: Path) -> None:
