@@ -111,6 +111,19 @@ def test_the_unattended_demo_works_with_no_variable_set(transport: list[str]) ->
     assert "approved by dana (DBA), dmitri (DBA)" in done.stdout
 
 
+@pytest.mark.parametrize("policy", ["per_call.yml", "conditional.yml"])
+def test_the_unattended_demo_under_another_shipped_policy_approves_each_card(policy: str) -> None:
+    # These policies name no DBAs: the demo policy's scene on execute_sql (the outsider
+    # refused first) waited for a refusal that never came, and timed out after the run ended.
+    env = clean_environment(POLICY=str(REPO / "agent_bridge" / "policies" / policy))
+    done = agent_bridge("demo", "--unattended", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reviewer approves execute_sql" in done.stdout
+    assert "olga (outsider)" not in done.stdout
+    assert "Final answer:\nDone." in done.stdout
+    assert "the DBAs' approvals are skipped" in done.stdout
+
+
 OWN_AGENT = {
     "AGENT": "examples.tools_agent:make_tools",
     "POLICY": str(REPO / "examples" / "tools_policy.yml"),
