@@ -8,11 +8,11 @@ sandbox page, pick who you are and click. ``--unattended``: a scripted reviewer 
 ``write_file``; on the ``execute_sql`` card in ``#approvals`` the outsider and the
 requester are refused, then the two DBAs approve (one of them twice, counted once); the
 process exits 0 once the final answer is posted and its checks hold (with another
-``AGENT`` or ``POLICY`` the reviewer approves every card, and only the answer is
-checked). With ``AGENT_URL`` (``AGENT_URL=http://127.0.0.1:2024 ./scripts/demo``) the
-agent is the one deployed there (``ASSISTANT_ID``, default ``agent``: ``langgraph dev``
-of this repository's ``langgraph.json`` serves the demo agent); the worker keeps no
-checkpoint of it.
+``AGENT`` or ``POLICY`` the reviewer, then each DBA while a card still waits, approves
+every card, and only the answer is checked). With ``AGENT_URL``
+(``AGENT_URL=http://127.0.0.1:2024 ./scripts/demo``) the agent is the one deployed
+there (``ASSISTANT_ID``, default ``agent``: ``langgraph dev`` of this repository's
+``langgraph.json`` serves the demo agent); the worker keeps no checkpoint of it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from agent_bridge.audit import read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.models import ApprovalRequest, DecisionType, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import DEMO_POLICY_PATH
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import (
@@ -112,6 +112,30 @@ def plays_the_demo(settings: WorkerConfig) -> bool:
     return settings.agent == DEMO_TOOLS and demo_policy
 
 
+async def approve_until_decided(
+    sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest
+) -> list[str]:
+    """Another policy's card: the reviewer approves, then each DBA while it still waits
+    (its approvers or its quorum may need them); return what each click led to."""
+    said = []
+    for user_id in (REVIEWER, DBA, SECOND_DBA):
+        seen = len(sandbox.ephemerals(user_id=user_id))
+        await click(sandbox, request, "approve", user_id)
+        while True:
+            current = await store.get_request(request.request_id)
+            if current is None or current.state != ApprovalState.PENDING:
+                said.append(f"{PEOPLE[user_id]} approves {request.tool_name}")
+                return said
+            if user_id in current.approved_by:
+                said.append(f"{PEOPLE[user_id]} approves {request.tool_name} (more needed)")
+                break
+            if len(answers := sandbox.ephemerals(user_id=user_id)) > seen:
+                said.append(f"{PEOPLE[user_id]} clicks Approve, is told: {answers[-1]['text']}")
+                break
+            await asyncio.sleep(REVIEW_POLL_S)
+    return said
+
+
 async def review(
     sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest, *, dbas: bool
 ) -> list[str]:
@@ -119,9 +143,11 @@ async def review(
 
     Args:
         dbas: Play the demo policy's ``execute_sql`` scene (refusals, then two DBAs);
-            else the reviewer approves every card.
+            else ``approve_until_decided``.
     """
-    if request.tool_name != "execute_sql" or not dbas:
+    if not dbas:
+        return await approve_until_decided(sandbox, store, request)
+    if request.tool_name != "execute_sql":
         await click(sandbox, request, "approve", REVIEWER)
         return [f"{PEOPLE[REVIEWER]} approves {request.tool_name}"]
     said = []

@@ -124,6 +124,22 @@ def test_the_unattended_demo_under_another_shipped_policy_approves_each_card(pol
     assert "the DBAs' approvals are skipped" in done.stdout
 
 
+def test_the_unattended_demo_under_your_own_policy_asks_the_dbas_while_a_card_waits(
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(
+        "tools:\n  execute_sql:\n    allowed_decisions: [approve, reject]\n"
+        "    approvers: [S0DBA]\n    required_approvals: 2\n"
+    )
+    done = agent_bridge("demo", "--unattended", env=clean_environment(POLICY=str(policy)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reviewer clicks Approve, is told: :no_entry: You are not an approver" in done.stdout
+    assert "dana (DBA) approves execute_sql (more needed)" in done.stdout
+    assert "dmitri (DBA) approves execute_sql\n" in done.stdout
+    assert "Final answer:\nDone." in done.stdout
+
+
 OWN_AGENT = {
     "AGENT": "examples.tools_agent:make_tools",
     "POLICY": str(REPO / "examples" / "tools_policy.yml"),
