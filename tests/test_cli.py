@@ -98,6 +98,7 @@ def test_release_refuses_to_start_without_a_database_url() -> None:
     done = agent_bridge("release", env=clean_environment())
     assert done.returncode == 2
     assert done.stderr.startswith("agent-bridge release: DATABASE_URL is not set (postgresql://")
+    assert "[secret]" not in done.stderr  # the hint holds no password to mask
 
 
 @pytest.mark.parametrize("transport", [[], ["--socket-mode"]], ids=["http", "socket-mode"])
