@@ -53,7 +53,8 @@ WHAT_TO_SET = {
     " workspaces",
     # no user:password@ here: every message is scrubbed of URL passwords, and the hint
     # read "postgresql://user:[secret]@host:5432/db"
-    "database_url": "postgresql://USER@HOST:5432/DB, with USER:PASSWORD if it needs one, or sqlite:///PATH",
+    "database_url": "postgresql://USER@HOST:5432/DB, with USER:PASSWORD if it needs one,"
+    " or sqlite:///PATH",
 }
 """What a required variable should hold, for the message when it is missing."""
 
