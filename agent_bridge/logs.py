@@ -158,11 +158,21 @@ def handler(log_format: LogFormat, stream: IO[str] | None = None) -> logging.Han
     return out
 
 
+REQUEST_LOGGERS = ("httpx",)
+"""Libraries that log every HTTP request at INFO: ``httpx``, langgraph-sdk's client, wrote
+a line per sweep for a worker of a deployed agent (``AGENT_URL``). Their requests are
+detail, shown at ``DEBUG`` only; their warnings and errors always."""
+
+
 def configure_logging(*, level: str, log_format: LogFormat) -> None:
     """Send every log record of the process through one ``handler(log_format)`` at
-    ``level`` (``DEBUG``, ``INFO``...), replacing the root logger's handlers."""
+    ``level`` (``DEBUG``, ``INFO``...), replacing the root logger's handlers; below
+    ``DEBUG``'s detail, ``REQUEST_LOGGERS`` write warnings and errors only."""
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler(log_format))
     root.setLevel(level.upper())
+    detail = root.getEffectiveLevel() <= logging.DEBUG
+    for name in REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if detail else logging.WARNING)

@@ -49,8 +49,12 @@ DEFAULT_ASSISTANT_ID = "agent"
 WHAT_TO_SET = {
     "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",
     "slack_bot_token": "the app's bot token, xoxb-..., from api.slack.com: OAuth & Permissions,"
-    " or instead SLACK_CLIENT_ID and SLACK_CLIENT_SECRET to install it in many workspaces",
-    "database_url": "postgresql://user:pass@host:5432/db",
+    " or instead SLACK_CLIENT_ID (and, for web, SLACK_CLIENT_SECRET) to install it in many"
+    " workspaces",
+    # no user:password@ here: every message is scrubbed of URL passwords, and the hint
+    # read "postgresql://user:[secret]@host:5432/db"
+    "database_url": "postgresql://USER@HOST:5432/DB, with USER:PASSWORD if it needs one,"
+    " or sqlite:///PATH",
 }
 """What a required variable should hold, for the message when it is missing."""
 

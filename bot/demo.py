@@ -7,9 +7,11 @@ of the demo policy (``agent_bridge/policies/demo.yml``): a reviewer, two DBAs in
 sandbox page, pick who you are and click. ``--unattended``: a scripted reviewer approves
 ``write_file``; on the ``execute_sql`` card in ``#approvals`` the outsider and the
 requester are refused, then the two DBAs approve (one of them twice, counted once); the
-process exits 0 once the final answer is posted and its checks hold. With ``AGENT_URL``
-(``AGENT_URL=http://127.0.0.1:2024 ./scripts/demo``) the agent is the one deployed there
-(``ASSISTANT_ID``, default ``agent``: ``langgraph dev`` of this repository's
+process exits 0 once the final answer is posted and its checks hold (with another
+``AGENT`` or ``POLICY`` the reviewer, then each DBA while a card still waits, approves
+every card, and only the answer is checked). With ``AGENT_URL``
+(``AGENT_URL=http://127.0.0.1:2024 ./scripts/demo``) the agent is the one deployed
+there (``ASSISTANT_ID``, default ``agent``: ``langgraph dev`` of this repository's
 ``langgraph.json`` serves the demo agent); the worker keeps no checkpoint of it.
 """
 
@@ -28,7 +30,8 @@ from agent_bridge.audit import read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.models import ApprovalRequest, DecisionType, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
+from agent_bridge.policy_file import DEMO_POLICY_PATH
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import (
     DEMO_APP_TOKEN,
@@ -99,8 +102,51 @@ async def approvals_of(store: ApprovalStore, request_id: str, count: int) -> lis
         await asyncio.sleep(REVIEW_POLL_S)
 
 
-async def review(sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest) -> list[str]:
-    """The scripted people's clicks on one request; return what they saw, in order."""
+def plays_the_demo(settings: WorkerConfig) -> bool:
+    """Whether the demo's own agent runs under the demo's own policy: only then are there
+    DBAs to script on ``execute_sql`` and the demo's outcome to check (another
+    ``POLICY``, such as ``per_call.yml``, names no approvers, so the outsider's click
+    would count)."""
+    policy = settings.policy
+    demo_policy = policy is None or policy.resolve() == DEMO_POLICY_PATH.resolve()
+    return settings.agent == DEMO_TOOLS and demo_policy
+
+
+async def approve_until_decided(
+    sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest
+) -> list[str]:
+    """Another policy's card: the reviewer approves, then each DBA while it still waits
+    (its approvers or its quorum may need them); return what each click led to."""
+    said = []
+    for user_id in (REVIEWER, DBA, SECOND_DBA):
+        seen = len(sandbox.ephemerals(user_id=user_id))
+        await click(sandbox, request, "approve", user_id)
+        while True:
+            current = await store.get_request(request.request_id)
+            if current is None or current.state != ApprovalState.PENDING:
+                said.append(f"{PEOPLE[user_id]} approves {request.tool_name}")
+                return said
+            if user_id in current.approved_by:
+                said.append(f"{PEOPLE[user_id]} approves {request.tool_name} (more needed)")
+                break
+            if len(answers := sandbox.ephemerals(user_id=user_id)) > seen:
+                said.append(f"{PEOPLE[user_id]} clicks Approve, is told: {answers[-1]['text']}")
+                break
+            await asyncio.sleep(REVIEW_POLL_S)
+    return said
+
+
+async def review(
+    sandbox: Sandbox, store: ApprovalStore, request: ApprovalRequest, *, dbas: bool
+) -> list[str]:
+    """The scripted people's clicks on one request; return what they saw, in order.
+
+    Args:
+        dbas: Play the demo policy's ``execute_sql`` scene (refusals, then two DBAs);
+            else ``approve_until_decided``.
+    """
+    if not dbas:
+        return await approve_until_decided(sandbox, store, request)
     if request.tool_name != "execute_sql":
         await click(sandbox, request, "approve", REVIEWER)
         return [f"{PEOPLE[REVIEWER]} approves {request.tool_name}"]
@@ -125,8 +171,9 @@ async def review(sandbox: Sandbox, store: ApprovalStore, request: ApprovalReques
     return said
 
 
-async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
-    """Answer every posted request of the demo's run until it ends; return its answer."""
+async def review_until_done(store: ApprovalStore, sandbox: Sandbox, *, dbas: bool) -> str:
+    """Answer every posted request of the demo's run until it ends (``review``); return
+    its answer."""
     seen: set[str] = set()
     run = None
     while run is None:
@@ -137,7 +184,7 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
         for request in await store.pending_requests():
             if request.run_id == run_id and request.request_id not in seen:
                 seen.add(request.request_id)
-                for line in await review(sandbox, store, request):
+                for line in await review(sandbox, store, request, dbas=dbas):
                     print(f"  {line}")
         run = await store.get_run(run_id)
         if run.state in (RunState.DONE, RunState.FAILED):
@@ -147,8 +194,11 @@ async def review_until_done(store: ApprovalStore, sandbox: Sandbox) -> str:
 
 async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbox: Sandbox) -> int:
     """Review by script, print the Slack thread and the answer, check the outcome; exit code."""
+    demo = plays_the_demo(settings)
     try:
-        answer = await asyncio.wait_for(review_until_done(store, sandbox), UNATTENDED_TIMEOUT_S)
+        answer = await asyncio.wait_for(
+            review_until_done(store, sandbox, dbas=demo), UNATTENDED_TIMEOUT_S
+        )
     except TimeoutError:
         print(f"\nThe run did not finish within {UNATTENDED_TIMEOUT_S:.0f} s.")
         print_slack_thread(sandbox)
@@ -158,8 +208,11 @@ async def unattended_review(settings: WorkerConfig, store: ApprovalStore, sandbo
     print("\n#approvals as posted in the sandbox:")
     print_slack_thread(sandbox, APPROVALS_CHANNEL)
     print(f"\nFinal answer:\n{answer}")
-    if settings.agent != DEMO_TOOLS:
-        print("\n(Your own AGENT: the demo's checks of the archive file and orders are skipped.)")
+    if not demo:
+        print(
+            "\n(Your own AGENT or POLICY: the demo's checks of the archive file, the orders "
+            "and the DBAs' approvals are skipped.)"
+        )
         return 1 if answer.startswith("(run failed") else 0
     proofs = await check_decisions(store)
     if settings.agent_url:

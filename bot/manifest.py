@@ -48,6 +48,7 @@ BOT_EVENTS: dict[str, str] = {
     "app_mention": "a mention of the bot starts a run",
     "app_uninstalled": "forget the workspace's tokens and close its open cards",
     "message.channels": "a reply in a run's thread answers an ask_user call",
+    "message.groups": "the same in private channels the bot was invited to",
     "message.im": "a direct message starts a run; a reply in its thread answers ask_user",
     "subteam_members_changed": "a user group's members changed: re-read its approvers at once",
     "tokens_revoked": "forget revoked tokens",

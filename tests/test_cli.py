@@ -98,6 +98,7 @@ def test_release_refuses_to_start_without_a_database_url() -> None:
     done = agent_bridge("release", env=clean_environment())
     assert done.returncode == 2
     assert done.stderr.startswith("agent-bridge release: DATABASE_URL is not set (postgresql://")
+    assert "[secret]" not in done.stderr  # the hint holds no password to mask
 
 
 @pytest.mark.parametrize("transport", [[], ["--socket-mode"]], ids=["http", "socket-mode"])
@@ -109,6 +110,35 @@ def test_the_unattended_demo_works_with_no_variable_set(transport: list[str]) ->
     assert "BAD" not in done.stdout and done.stdout.count("  ok  ") == 3
     assert "olga (outsider) clicks Approve, is told: :no_entry:" in done.stdout
     assert "approved by dana (DBA), dmitri (DBA)" in done.stdout
+
+
+@pytest.mark.parametrize("policy", ["per_call.yml", "conditional.yml"])
+def test_the_unattended_demo_under_another_shipped_policy_approves_each_card(policy: str) -> None:
+    # These policies name no DBAs: the demo policy's scene on execute_sql (the outsider
+    # refused first) waited for a refusal that never came, and timed out after the run ended.
+    env = clean_environment(POLICY=str(REPO / "agent_bridge" / "policies" / policy))
+    done = agent_bridge("demo", "--unattended", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reviewer approves execute_sql" in done.stdout
+    assert "olga (outsider)" not in done.stdout
+    assert "Final answer:\nDone." in done.stdout
+    assert "the DBAs' approvals are skipped" in done.stdout
+
+
+def test_the_unattended_demo_under_your_own_policy_asks_the_dbas_while_a_card_waits(
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(
+        "tools:\n  execute_sql:\n    allowed_decisions: [approve, reject]\n"
+        "    approvers: [S0DBA]\n    required_approvals: 2\n"
+    )
+    done = agent_bridge("demo", "--unattended", env=clean_environment(POLICY=str(policy)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reviewer clicks Approve, is told: :no_entry: You are not an approver" in done.stdout
+    assert "dana (DBA) approves execute_sql (more needed)" in done.stdout
+    assert "dmitri (DBA) approves execute_sql\n" in done.stdout
+    assert "Final answer:\nDone." in done.stdout
 
 
 OWN_AGENT = {

@@ -167,6 +167,26 @@ def test_text_lines_carry_the_bound_ids() -> None:
     assert second.endswith(" INFO tests.text_lines: after")
 
 
+@pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
+def test_http_requests_are_logged_at_debug_only(level: str, shown: bool) -> None:
+    # langgraph-sdk's httpx logs each request at INFO: a worker of a deployed agent wrote
+    # "HTTP Request: POST .../threads/search" once per sweep.
+    root, httpx = logging.getLogger(), logging.getLogger("httpx")
+    saved = root.handlers[:], root.level, httpx.level
+    stream = io.StringIO()
+    try:
+        logs.configure_logging(level=level, log_format="text")
+        root.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+        httpx.info('HTTP Request: POST http://127.0.0.1:2024/threads/search "HTTP/1.1 200 OK"')
+        httpx.warning("a warning")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        httpx.setLevel(saved[2])
+    assert ("threads/search" in stream.getvalue()) == shown
+    assert "a warning" in stream.getvalue()
+
+
 def test_an_unknown_context_key_is_refused() -> None:
     with pytest.raises(ValueError, match="not a log context key"), log_context.bound(run="r"):
         pass

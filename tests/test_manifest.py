@@ -78,9 +78,10 @@ EVENT_SCOPES: dict[str, frozenset[str]] = {
 PLANNED_METHODS = frozenset({"oauth.v2.access"})
 """Methods called that the source does not name: Bolt's OAuth flow exchanges the install's
 code with ``oauth.v2.access`` (``bot.oauth_install``), not a call of ours."""
-PLANNED_EVENTS = frozenset({"message.im", "message.channels"})
+PLANNED_EVENTS = frozenset({"message.im", "message.channels", "message.groups"})
 """Events subscribed to that no listener names: ``bot.conversations`` listens to every
-``message`` and tells DMs from thread replies itself (issue 12's item 6)."""
+``message`` and tells DMs from thread replies itself (issue 12's item 6), in public and
+private channels alike (a run started in a private channel has its thread there)."""
 
 MESSAGE_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
 """A ``message`` listener's ``channel_type`` -> its event subscription."""
@@ -212,8 +213,9 @@ def test_the_events_subscribed_are_exactly_those_listened_to_or_planned() -> Non
     events, _ = listeners()
     subscribed = set(repository_manifest()["settings"]["event_subscriptions"]["bot_events"])
     assert subscribed == (events - {"message"}) | PLANNED_EVENTS
-    if "message" in events:  # a listener for any message needs at least one message.* event
-        assert any(e.startswith("message.") for e in subscribed)
+    if "message" in events:  # a listener for any message hears every conversation a run's
+        # thread can be in: a DM, a public channel, a private one (/agent works in each)
+        assert set(MESSAGE_TYPES.values()) <= subscribed
 
 
 def test_the_slash_commands_are_the_code_s() -> None:
