@@ -12,6 +12,7 @@ mail client; keep the signature, which is what the reviewer's edit form is built
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,8 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
     def send_email(to: str, subject: str, body: str) -> str:
         """Send an email."""
         outbox.mkdir(parents=True, exist_ok=True)
-        sent = len(list(outbox.iterdir()))
-        (outbox / f"{sent:04d}.eml").write_text(f"To: {to}\nSubject: {subject}\n\n{body}\n")
+        # one file per message, named uniquely: a turn's calls run at once, in threads
+        (outbox / f"{uuid.uuid4().hex}.eml").write_text(f"To: {to}\nSubject: {subject}\n\n{body}\n")
         return f"Sent to {to}"
 
     return [StructuredTool.from_function(send_email)]
