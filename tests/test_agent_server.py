@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_bridge.agent import assemble_agent
 from agent_bridge.errors import AgentServerUnavailableError, ConfigurationError
-from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, RunState
+from agent_bridge.models import ApprovalState, DecisionType, RunState
 from agent_bridge.policy_file import load_policy
 from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import DEMO_TASK
@@ -43,6 +43,7 @@ from tests.agent_server import (
 )
 from tests.harness import REVIEWER, TEST_BOT_TOKEN, Harness, agent_config, decision_buttons
 from tests.interrupt_graphs import marked_graph
+from tests.test_any_interrupt import submit as submit_modal
 
 REASON = "Archive the rows before deleting them."
 ARCHIVE = "archive/old_orders.csv"
@@ -240,7 +241,7 @@ class TestOtherInterrupts:
             ids.arg_block_id("environment"): json.dumps("staging"),
             ids.arg_block_id("replicas"): "3",
         }
-        assert await submitted(harness, request, "edit", values) is None
+        assert await submit_modal(harness, request, "edit", values) is None
         done = await harness.finished(run)
         assert done.state == RunState.DONE and done.final_answer, done.error
         assert json.loads(done.final_answer) == {"form": {"environment": "staging", "replicas": 3}}
@@ -249,7 +250,9 @@ class TestOtherInterrupts:
     async def test_a_question_is_answered_with_text(self, harness: Harness) -> None:
         run = await harness.start_run("run the plain graph")
         (request,) = await harness.requests(run, count=1)
-        assert await submitted(harness, request, "respond", {ids.ANSWER_BLOCK: "eu-west-1"}) is None
+        assert (
+            await submit_modal(harness, request, "respond", {ids.ANSWER_BLOCK: "eu-west-1"}) is None
+        )
         done = await harness.finished(run)
         assert done.state == RunState.DONE and done.final_answer, done.error
         assert json.loads(done.final_answer) == {"plain": "eu-west-1"}
@@ -259,23 +262,11 @@ class TestOtherInterrupts:
         run = await harness.start_run("run the parallel graph")
         left, right = sorted(await harness.requests(run, count=2), key=lambda r: r.description)
         assert left.interrupt_id != right.interrupt_id
-        assert await submitted(harness, right, "respond", {ids.ANSWER_BLOCK: "R"}) is None
-        assert await submitted(harness, left, "respond", {ids.ANSWER_BLOCK: "L"}) is None
+        assert await submit_modal(harness, right, "respond", {ids.ANSWER_BLOCK: "R"}) is None
+        assert await submit_modal(harness, left, "respond", {ids.ANSWER_BLOCK: "L"}) is None
         done = await harness.finished(run)
         assert done.state == RunState.DONE and done.final_answer, done.error
         assert json.loads(done.final_answer) == {"left": "L", "right": "R"}
-
-
-async def submitted(
-    harness: Harness, request: ApprovalRequest, decision: DecisionType, values: dict[str, Any]
-) -> dict[str, Any] | None:
-    """Open ``decision``'s modal on the card, submit ``values``; return the ack's body."""
-    view = await harness.open_modal(request, decision)
-    status, body = await harness.sandbox.submit_view(
-        view_id=view["id"], user_id=REVIEWER, values=values
-    )
-    assert status == 200
-    return body
 
 
 def test_a_deployed_agent_takes_no_model_or_system_prompt(tmp_path: Path) -> None:
