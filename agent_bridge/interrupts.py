@@ -19,6 +19,7 @@ interrupt is left without a card.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from agent_bridge.models import (
 from agent_bridge.policy import Policy
 from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
+
+logger = logging.getLogger(__name__)
 
 HITL_MODES: frozenset[InterruptMode] = frozenset({"batched", "per_call"})
 """The modes of ``HumanInTheLoopMiddleware``'s interrupts."""
@@ -168,7 +171,7 @@ class Placement:
             redact=self.policy.redaction(name),
             reason=reason,
             risk=risk,
-            **self._time_limit(name),
+            **self._time_limit(name, allowed),
         )
 
     def risk_of(self, tool_name: str, args: Mapping[str, Any]) -> SqlRisk | None:
@@ -189,9 +192,21 @@ class Placement:
         risk = request.risk.model_copy(update={"rows": rows})
         return request.model_copy(update={"risk": risk, "rules": tool_policy.rules(risk)})
 
-    def _time_limit(self, tool_name: str) -> dict[str, Any]:
+    def _time_limit(self, tool_name: str, allowed: Sequence[DecisionType]) -> dict[str, Any]:
+        """The request's time limit: none when its policy has none, or when the policy's
+        ``on_timeout`` is not among the decisions this interrupt offers (an
+        ``interrupts:`` entry's ``respond`` for a form; logged), since that expiry could
+        never be sent to the graph."""
         tool_policy = self.policy.gated(tool_name)
         if tool_policy is None or not tool_policy.review_timeout_s:
+            return {}
+        if tool_policy.on_timeout not in allowed:
+            logger.warning(
+                "%s: no time limit: on_timeout %r is not among its decisions %s",
+                tool_name,
+                tool_policy.on_timeout,
+                list(allowed),
+            )
             return {}
         return {
             "review_timeout_s": tool_policy.review_timeout_s,

@@ -253,6 +253,10 @@ _REVIEW_KEYS = (
     "approvals_above_rows",
 )
 """``ToolPolicy`` keys about reviewing a call: meaningless with ``gated: false``."""
+_GATING_KEYS = ("allowed_decisions", "description", "description_callable", "when", "gated")
+"""``ToolPolicy`` keys the middleware reads (which calls it stops, with what buttons and
+words): meaningless under ``interrupts:``, whose graph raised the interrupt itself with its
+own decisions and description."""
 
 
 def duration_text(seconds: float) -> str:
@@ -527,6 +531,24 @@ class Policy(BaseModel):
                 f"{', '.join(both)} is under both tools and interrupts: a name is a tool's "
                 "(gated by the middleware) or an interrupt's, not both"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _interrupts_have_slack_side_rules_only(self) -> Policy:
+        for name, entry in self.interrupts.items():
+            given = [k for k in _GATING_KEYS if k in entry.model_fields_set]
+            if given:
+                raise ValueError(
+                    f"interrupts.{name}: {', '.join(given)} means nothing there: the graph "
+                    "raised the interrupt with its own decisions and description; remove it"
+                )
+            if entry.review_timeout_s and entry.on_timeout == "reject":
+                raise ValueError(
+                    f"interrupts.{name}: on_timeout 'reject' is no interrupt's decision (a "
+                    "question is answered, a form filled in, an Agent Inbox action accepted, "
+                    "edited, answered or ignored); set on_timeout: respond (answers a "
+                    "question with timeout_message) or approve (accepts an action)"
+                )
         return self
 
     def start_rules(self) -> StartRules:

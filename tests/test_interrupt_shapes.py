@@ -210,3 +210,41 @@ def test_the_policy_routes_and_guards_them_by_action_or_interrupt_name() -> None
 def test_a_name_is_a_tools_or_an_interrupts_not_both() -> None:
     with pytest.raises(ValidationError, match="send_email is under both tools and interrupts"):
         Policy.model_validate({"tools": {"send_email": True}, "interrupts": {"send_email": {}}})
+
+
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        ({"allowed_decisions": ["approve"]}, "allowed_decisions"),
+        ({"when": "agent_bridge.predicates:always"}, "when"),
+        ({"description": "Deploy"}, "description"),
+        ({"callable": "x:y"}, "description_callable"),
+        ({"gated": False}, "gated"),
+    ],
+)
+def test_an_interrupts_entry_with_a_key_that_means_nothing_there_is_refused(
+    entry: dict[str, Any], key: str
+) -> None:
+    with pytest.raises(ValidationError, match=rf"interrupts\.deploy: {key} means nothing"):
+        Policy.model_validate({"interrupts": {"deploy": entry}})
+
+
+def test_an_interrupts_time_limit_that_would_reject_is_refused() -> None:
+    # No interrupt under interrupts: offers reject (a question: respond; a form: edit;
+    # an Agent Inbox action: accept/edit/respond/ignore), so its expiry could never apply.
+    with pytest.raises(ValidationError, match=r"interrupts\.interrupt: on_timeout 'reject'"):
+        Policy.model_validate({"interrupts": {INTERRUPT_NAME: {"review_timeout_s": 60}}})
+
+
+def test_an_interrupts_time_limit_applies_only_a_decision_the_interrupt_offers() -> None:
+    policy = Policy.model_validate(
+        {"interrupts": {INTERRUPT_NAME: {"review_timeout_s": 60, "on_timeout": "respond"}}}
+    )
+    (plain,) = requests_of(Interrupt(value="?", id="i1"), policy=policy)
+    assert plain.timeout_decision is not None
+    assert plain.timeout_decision.type == "respond"
+    approve = Policy.model_validate(
+        {"interrupts": {INTERRUPT_NAME: {"review_timeout_s": 60, "on_timeout": "approve"}}}
+    )
+    (question,) = requests_of(Interrupt(value="?", id="i1"), policy=approve)
+    assert (question.review_timeout_s, question.timeout_decision) == (None, None)
