@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
@@ -62,8 +62,18 @@ class LeavingCallback(BaseModel):
     team_id: str
     enterprise_id: str | None = None
     event_time: int | None = None
-    """When the event happened, Unix seconds (the Events API envelope's)."""
+    """When the event happened, Unix seconds (the Events API envelope's); ``None`` when
+    missing or not whole seconds."""
     event: LeavingEvent
+
+    @field_validator("event_time", mode="before")
+    @classmethod
+    def _unreadable_time_is_none(cls, value: object) -> object:
+        """An ``event_time`` that is not whole seconds is no time, so the event is taken
+        as current (``predates``): dropping it as malformed would keep a gone app's tokens."""
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            return None
+        return value if isinstance(value, int) or value.isdigit() else None
 
     @property
     def leaves(self) -> bool:

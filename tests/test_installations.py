@@ -19,7 +19,7 @@ from bot.errors import SlackRefusedError
 from bot.installations import InstallationStore
 from bot.oauth_install import StoreAuthorize, authorize_url_of
 from bot.oauth_states import OAuthStateStore
-from bot.uninstalls import predates
+from bot.uninstalls import UninstallListeners, predates
 from bot.workspaces import NOT_INSTALLED, TeamClients
 
 NOW = 1_000.0
@@ -211,3 +211,29 @@ def test_only_an_event_of_an_earlier_second_than_the_install_predates_it(
     """``event_time`` is whole seconds: one of the install's own second may be after it,
     and is taken as current (the uninstall applies)."""
     assert predates(event_time, 100.5) is older
+
+
+@pytest.mark.parametrize("event_time", ["soon", 1.5, [], None])
+async def test_an_uninstall_with_a_time_that_is_not_whole_seconds_still_leaves(
+    store: ApprovalStore, event_time: object
+) -> None:
+    """A missing or unreadable ``event_time`` is no time: the event is taken as current
+    and the app leaves (``bot.uninstalls``), rather than the whole event being dropped
+    as malformed with the tokens kept."""
+    installations = InstallationStore(store.db, clock=store.clock)
+    await installations.async_save(installation("T1", "xoxb-1"))
+    listeners = UninstallListeners(store=store, installations=installations)
+    acked: list[object] = []
+
+    async def ack(*args: object, **kwargs: object) -> None:
+        acked.append(args)
+
+    body = {
+        "type": "event_callback",
+        "team_id": "T1",
+        "event_time": event_time,
+        "event": {"type": "app_uninstalled"},
+    }
+    await listeners.on_leaving(ack, body)
+    assert acked
+    assert await installations.async_find_bot(enterprise_id=None, team_id="T1") is None
