@@ -100,7 +100,7 @@ class ConversationListeners:
     async def _start(self, message: MessagePosted, user_id: str, context: Any) -> None:
         task = message.typed_text.strip()
         if not task:
-            await self._tell(message, user_id, wording.MENTION_USAGE_TEXT)
+            await self._tell(context, message, user_id, wording.MENTION_USAGE_TEXT)
             return
         refused = await self.starts.start(
             task,
@@ -110,7 +110,7 @@ class ConversationListeners:
             installation=installation_of(context),
         )
         if refused:
-            await self._tell(message, user_id, refused)
+            await self._tell(context, message, user_id, refused)
 
     async def _answer(self, callback: MessageCallback, user_id: str, context: Any) -> None:
         message = callback.event
@@ -121,12 +121,12 @@ class ConversationListeners:
             if not questions:
                 return  # chat in a thread: nothing is asked
             if len(questions) > 1:
-                await self._tell(message, user_id, home_wording.SEVERAL_QUESTIONS_TEXT)
+                await self._tell(context, message, user_id, home_wording.SEVERAL_QUESTIONS_TEXT)
                 return
             await self._respond(callback, user_id, questions[0], context)
         except StoreUnavailableError as exc:
             logger.error("reply %s by %s not recorded: %s", message.ts, user_id, exc)
-            await self._tell(message, user_id, wording.STORE_DOWN_TEXT)
+            await self._tell(context, message, user_id, wording.STORE_DOWN_TEXT)
 
     async def _respond(
         self, callback: MessageCallback, user_id: str, request: ApprovalRequest, context: Any
@@ -136,12 +136,12 @@ class ConversationListeners:
         installation = installation_of(context)
         why = await self.guard.refusal(actor, "respond", request, installation=installation)
         if why:
-            await self._tell(message, user_id, why)
+            await self._tell(context, message, user_id, why)
             return
         decision = Decision(type="respond", message=message.typed_text)
         refused = check_decision(request, decision)
         if refused:
-            await self._tell(message, user_id, escape(" ".join(refused.values())))
+            await self._tell(context, message, user_id, escape(" ".join(refused.values())))
             return
         outcome = await self.recorder.record(
             request.request_id,
@@ -167,13 +167,15 @@ class ConversationListeners:
                 and decided.decision.message == message.typed_text
             )
             if not same:  # a retry of this very reply is not news to anyone
-                await self._tell(message, user_id, already_decided_text(decided))
+                await self._tell(context, message, user_id, already_decided_text(decided))
 
-    async def _tell(self, message: MessagePosted, user_id: str, text: str) -> None:
-        """Answer privately where the message was (its Slack thread); a failure is logged."""
+    async def _tell(self, context: Any, message: MessagePosted, user_id: str, text: str) -> None:
+        """Answer privately where the message was (its Slack thread), with the token of
+        the workspace that delivered it (not the author's own: a Slack Connect guest's
+        home workspace need not have the app); a failure is logged."""
         try:
             await self.slack.post_ephemeral(
-                team_id=message.team,
+                team_id=installation_of(context).team_id,
                 channel_id=message.channel,
                 user_id=user_id,
                 text=text,

@@ -104,11 +104,13 @@ async def install(harness: Harness, workspace: Sandbox, admin: str) -> tuple[int
             return page.status, await page.text()
 
 
-async def start_run(workspace: Sandbox, harness: Harness, *, user_id: str, channel: str) -> Run:
-    """``/agent DEMO_TASK`` by ``user_id`` in ``workspace``; return the queued run."""
+async def start_run(
+    workspace: Sandbox, harness: Harness, *, user_id: str, channel: str, task: str = DEMO_TASK
+) -> Run:
+    """``/agent <task>`` by ``user_id`` in ``workspace``; return the queued run."""
     before = {r.run_id for r in await runs(harness)}
     status, _ = await workspace.slash_command(
-        command="/agent", text=DEMO_TASK, user_id=user_id, channel_id=channel
+        command="/agent", text=task, user_id=user_id, channel_id=channel
     )
     assert status == 200
 
