@@ -150,20 +150,26 @@ class SlashCommand(_Payload):
     response_url: str | None = None
 
 
-class AppMention(_Payload):
-    """An ``app_mention`` event: someone wrote ``@agent ...`` in a channel. A bot's
-    message carries ``bot_id`` (and may lack ``user``)."""
+class _ChannelMessage(_Payload):
+    """The fields an ``app_mention`` and a ``message`` event share: who wrote what,
+    where, and ``thread_ts`` when it is a reply in a Slack thread; a bot's message carries
+    ``bot_id`` (and may lack ``user``), an edit or a join a ``subtype``
+    (https://docs.slack.dev/reference/events/message)."""
 
-    type: Literal["app_mention"]
     user: str | None = None
     text: str = ""
     channel: str
     ts: str
     thread_ts: str | None = None
-    """Set when the mention is a reply in a thread."""
     team: str | None = None
     bot_id: str | None = None
     subtype: str | None = None
+
+
+class AppMention(_ChannelMessage):
+    """An ``app_mention`` event: someone wrote ``@agent ...`` in a channel."""
+
+    type: Literal["app_mention"]
 
     @property
     def from_bot(self) -> bool:
@@ -195,22 +201,13 @@ class MentionCallback(_Payload):
     event: AppMention
 
 
-class MessagePosted(_Payload):
+class MessagePosted(_ChannelMessage):
     """A ``message`` event: a person wrote in a DM with the app (``channel_type: "im"``)
-    or in a channel it is in; ``thread_ts`` when it is a reply in a Slack thread. Edits,
-    deletions, joins and bots' messages carry a ``subtype`` or ``bot_id``
-    (https://docs.slack.dev/reference/events/message)."""
+    or in a channel it is in. Edits, deletions, joins and bots' messages carry a
+    ``subtype`` or ``bot_id``."""
 
     type: Literal["message"]
-    user: str | None = None
-    text: str = ""
-    channel: str
     channel_type: str | None = None
-    ts: str
-    thread_ts: str | None = None
-    team: str | None = None
-    bot_id: str | None = None
-    subtype: str | None = None
 
     @property
     def typed_text(self) -> str:
