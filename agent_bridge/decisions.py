@@ -20,7 +20,13 @@ from typing import Any
 from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY, check_args
 from agent_bridge.interrupt_shapes import answer
-from agent_bridge.models import WHOLE_INTERRUPT_MODES, ApprovalRequest, ApprovalState, Decision
+from agent_bridge.models import (
+    HITL_MODES,
+    WHOLE_INTERRUPT_MODES,
+    ApprovalRequest,
+    ApprovalState,
+    Decision,
+)
 
 MESSAGE_MAX_CHARS = 3000
 """The longest answer or reject reason, characters: what the Respond and Reject modals'
@@ -168,7 +174,7 @@ def _with_schema(
 ) -> ApprovalRequest:
     """``request`` with its tool's current argument schema, if the code knows one (a
     tool call's only: another interrupt's schema came with it)."""
-    if request.mode not in ("batched", "per_call"):
+    if request.mode not in HITL_MODES:
         return request
     current = (schemas or {}).get(request.tool_name)
     if current is None or current == request.args_schema:

@@ -33,6 +33,7 @@ from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.message_text import call_message, message_text
 from agent_bridge.models import (
     DECISION_TYPES,
+    HITL_MODES,
     ApprovalRequest,
     DecisionType,
     InterruptMode,
@@ -45,8 +46,6 @@ from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
 
 logger = logging.getLogger(__name__)
 
-HITL_MODES: frozenset[InterruptMode] = frozenset({"batched", "per_call"})
-"""The modes of ``HumanInTheLoopMiddleware``'s interrupts."""
 REQUEST_ID_BYTES = 9
 """Request IDs are 12 URL-safe characters: short opaque button values."""
 

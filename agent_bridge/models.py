@@ -46,6 +46,9 @@ turn) and ``per_call`` (a ``ToolApprovalRequest``, one per gated call) are
 (or a list of them); ``json_schema`` an interrupt that carries a JSON schema of its
 answer; ``plain_value`` any other value, answered with text."""
 
+HITL_MODES: frozenset[InterruptMode] = frozenset({"batched", "per_call"})
+"""The modes of ``HumanInTheLoopMiddleware``'s interrupts: a tool call's requests, whose
+argument schema is the tool's (any other mode's came with its interrupt)."""
 WHOLE_INTERRUPT_MODES: frozenset[InterruptMode] = frozenset({"batched", "human_interrupt"})
 """Modes whose interrupt is answered once, all its requests together, in ``index``
 order; the others are answered request by request as soon as each is decided."""

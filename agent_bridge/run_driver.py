@@ -25,7 +25,7 @@ from agent_bridge.errors import CheckpointLostError
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests
 from agent_bridge.message_text import message_text
-from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
+from agent_bridge.models import HITL_MODES, ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy, SqlPolicy
 from agent_bridge.progress import NoProgress, ProgressHook
@@ -302,7 +302,7 @@ class RunDriver:
         """Reopen one request with ``note`` and redraw its card."""
         current = await self.store.get_request(request_id)
         schema = None
-        if current is not None and current.mode in ("batched", "per_call") and schema_changed:
+        if current is not None and current.mode in HITL_MODES and schema_changed:
             schema = self.args_schemas.get(current.tool_name)  # a tool call's, not another's
         request = await self.store.reopen(request_id, note=note, args_schema=schema)
         if request is not None:
