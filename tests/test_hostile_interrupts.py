@@ -91,7 +91,12 @@ async def test_an_answer_to_a_question_the_graph_has_since_changed_is_not_sent(
 
     now = await harness.wait_for(reopened)
     assert now.description != asked
-    assert now.description in json.dumps(card_of(harness, now)["blocks"])
+
+    async def redrawn() -> str | None:  # the card is redrawn after the request is reopened
+        blocks = json.dumps(card_of(harness, now)["blocks"])
+        return blocks if now.description in blocks else None
+
+    await harness.wait_for(redrawn)
     await submit_answer(harness, now, "R2")
     done = await harness.finished(run)
     assert done.state == RunState.DONE and done.final_answer
