@@ -77,6 +77,18 @@ SLACK_API_ERRORS = Counter(
     "error code (or 'unreachable', 'HTTP <status>').",
     ["method", "error"],
 )
+SLACK_API_CALLS = Counter(
+    "agent_bridge_slack_api_calls_total",
+    "Slack Web API calls made, by method (each one HTTP request, whatever its answer; "
+    "slack_sdk's retries of one call count once).",
+    ["method"],
+)
+DATABASE_ROUND_TRIPS = Counter(
+    "agent_bridge_database_round_trips_total",
+    "Round trips the approval store made to PostgreSQL: one per statement, two more per "
+    "transaction (BEGIN and COMMIT); the checkpointer's own (LangGraph's saver) are not "
+    "counted.",
+)
 HTTP_CONNECTIONS = Gauge(
     "agent_bridge_http_connections",
     "Client connections open to the web process.",

@@ -15,6 +15,7 @@ A deadline set with ``agent_bridge.deadline.within`` bounds the work: see that m
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from agent_bridge import metrics
 from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
 from agent_bridge.deadline import time_left
 from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
@@ -39,8 +41,10 @@ MAX_CONNECTION_LIFETIME_S = 1800.0
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
+@functools.lru_cache(maxsize=1024)
 def to_pyformat(sql: str) -> str:
-    """Rewrite ``:name`` placeholders as psycopg's ``%(name)s`` (``::`` casts untouched)."""
+    """Rewrite ``:name`` placeholders as psycopg's ``%(name)s`` (``::`` casts untouched);
+    remembered per statement text (the store's statements are constants)."""
     return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
@@ -125,6 +129,7 @@ class PostgresDatabase(StatementRunner):
                 try:
                     async with self.pool.connection(timeout=left) as conn, conn.transaction():
                         begun = True
+                        metrics.DATABASE_ROUND_TRIPS.inc(2)  # its BEGIN and COMMIT
                         if left is not None:
                             await _bound(conn, time_left() or 0.0)
                         yield _Transaction(conn, bounded=left is not None)
@@ -154,6 +159,7 @@ async def _bound(conn: Any, seconds: float) -> None:
     (``SET LOCAL``: the settings end with the transaction, the pooled connection keeps
     its own)."""
     ms = str(max(1, int(seconds * 1000)))
+    metrics.DATABASE_ROUND_TRIPS.inc()
     await conn.execute(
         "SELECT set_config('lock_timeout', %(ms)s, true), "
         "set_config('statement_timeout', %(ms)s, true)",
@@ -184,6 +190,7 @@ async def check_socket(conn: Any) -> None:
 
 async def _on(conn: Any, sql: str, params: Params | None) -> tuple[list[Row], int]:
     """Run one statement on ``conn``; return (rows, rows changed)."""
+    metrics.DATABASE_ROUND_TRIPS.inc()
     async with conn.cursor() as cur:
         await cur.execute(to_pyformat(sql), without_nul(params))
         rows = list(await cur.fetchall()) if cur.description else []

@@ -475,6 +475,7 @@ class SlackGateway:
     @staticmethod
     async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
         """Await one slack_sdk call, translating its failure (``translate``)."""
+        metrics.SLACK_API_CALLS.labels(method=method).inc()
         try:
             return await call
         except (SlackApiError, ClientError, TimeoutError) as exc:

@@ -16,6 +16,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent_bridge import metrics
+from agent_bridge.backend import Backend
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, Decision, RunState
 from agent_bridge.scripted_model import DEMO_TASK
@@ -46,6 +47,7 @@ async def test_metrics_after_a_run_with_an_approval_and_a_rejection(harness: Har
     assert harness.server is not None
     url = harness.server.url + METRICS_PATH
     before = await scrape(url)
+    calls_before = len(harness.sandbox.calls)
     harness.sandbox.fail_next("users.info", status=404)  # the requester's name, at the start
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
@@ -73,10 +75,39 @@ async def test_metrics_after_a_run_with_an_approval_and_a_rejection(harness: Har
         delta("agent_bridge_slack_api_errors_total", method="users.info", error="internal_error")
         == 1
     )
+
+    async def every_call_counted() -> bool:  # as Slack saw them (a redraw may be in flight)
+        now = await scrape(url)
+        for method in ("chat.postMessage", "chat.update"):
+            seen = sum(1 for c in harness.sandbox.calls[calls_before:] if c["method"] == method)
+            counted = value(now, "agent_bridge_slack_api_calls_total", method=method) - value(
+                before, "agent_bridge_slack_api_calls_total", method=method
+            )
+            if not seen or counted != seen:
+                return False
+        return True
+
+    await harness.wait_for(every_call_counted)
     assert value(after, "agent_bridge_approvals_pending") == 0
     assert value(after, "agent_bridge_runs", state="done") == 1
     assert value(after, "agent_bridge_runs", state="waiting") == 0
     assert delta("agent_bridge_resume_failures_total", reason="graph") == 0
+
+
+async def test_database_round_trips_count_statements_and_each_transactions_begin_and_commit(
+    pg_backend: Backend,
+) -> None:
+    def round_trips() -> float:
+        return REGISTRY.get_sample_value("agent_bridge_database_round_trips_total") or 0.0
+
+    db = pg_backend.db
+    before = round_trips()
+    await db.fetch_one("SELECT 1 AS one")
+    assert round_trips() - before == 1
+    async with db.transaction() as tx:
+        await tx.fetch_one("SELECT 1 AS one")
+        await tx.fetch_one("SELECT 2 AS two")
+    assert round_trips() - before == 1 + 2 + 2
 
 
 async def test_a_worker_serves_its_own_metrics() -> None:
