@@ -92,12 +92,21 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             (request,) = await harness.requests(template, count=1)
             bare = await latency.bare_resumes(on, args.clicks)
             clicks = await latency.product_clicks(harness, on.workspace, args.clicks)
+            listener = await latency.bare_listener_times(harness, request, args.clicks)
             report.add(
                 "click → gated tool starts, p50 / p99 (1 paused run)",
                 p50_p99(clicks),
                 f"bare `Command(resume)` → tool: {p50_p99(bare)}",
                 both_ratios(clicks, bare),
                 target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
+            )
+            hop, resume = percentile(listener, 50), percentile(bare, 50)
+            report.add(
+                "click → gated tool starts, p50, vs its floor (1 paused run)",
+                ms(percentile(clicks, 50)),
+                f"bare Bolt app, click → listener {ms(hop)} + bare resume → tool "
+                f"{ms(resume)} = {ms(hop + resume)}",
+                ratio(percentile(clicks, 50), hop + resume),
             )
             step("sweeps, 1 paused run")
             sweeps_one = await paused.sweep_times(on, harness, args.sweeps)
@@ -127,6 +136,9 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             report.add(
                 f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50",
                 ms(percentile(crowd.redraw, 50)),
+                "bare Bolt app, the same concurrent clicks → its listener starts: "
+                f"{ms(percentile(crowd.bare_listener, 50))}",
+                ratio(percentile(crowd.redraw, 50), percentile(crowd.bare_listener, 50)),
                 target="≤ 50 ms",
             )
             peak_one = peak_memory_kb(worker_pid)
@@ -206,6 +218,30 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         f"per bare resume: {ms(bare_cpu)}",
         ratio(cpu, bare_cpu),
         target=f"≤ 1.3{TIMES}",
+    )
+    io, floor, floor_io = scaling.product[1].io, scaling.floor, scaling.floor_io
+    if io is None or floor is None or floor_io is None:
+        return
+    methods = ", ".join(f"{n:.1f} {m}" for m, n in sorted(io.slack_calls.items()))
+    report.add(
+        "I/O per decision (1 worker, read from its /metrics)",
+        f"{io.slack_total:.1f} Slack calls ({methods}); {io.round_trips:.1f} store round trips",
+    )
+    bare_io = (
+        f"bare resume + {floor_io.slack_calls} `chat.postMessage` + "
+        f"{floor_io.round_trips} `SELECT 1`"
+    )
+    report.add(
+        "worker CPU per decision vs the same I/O done bare (1 worker)",
+        ms(cpu),
+        f"{bare_io}: {ms(floor.cpu_per_item_s)}",
+        ratio(cpu, floor.cpu_per_item_s),
+    )
+    report.add(
+        "decisions applied / s vs the same I/O done bare (1 worker)",
+        f"{scaling.product[1].per_s:.1f}",
+        f"{bare_io}, 1 process: {floor.per_s:.1f}",
+        ratio(scaling.product[1].per_s, floor.per_s),
     )
 
 

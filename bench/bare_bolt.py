@@ -3,7 +3,9 @@
 ``python -m bench.bare_bolt`` serves it on ``HOST``:``PORT`` with the product's server
 stack (``bot.app.create_web_app`` on aiohttp) until SIGTERM, verifying requests with
 ``SLACK_SIGNING_SECRET``; its client calls ``SLACK_API_URL`` with ``SLACK_BOT_TOKEN``
-(``bench.web_process.bare_bolt_process`` starts it).
+(``bench.web_process.bare_bolt_process`` starts it). With ``BARE_MARKS`` set, the
+listener appends ``<clicked message ts> <wall clock, s>`` to that file as it starts: when
+a click reached a bare Bolt listener, the floor of the product's click path.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
+from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
@@ -18,6 +23,17 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot.app import create_web_app
 from bot.processes import stop_on_signals
 from bot.slack_client import make_client, open_session
+
+
+def listener_marks(path: Path) -> dict[str, float]:
+    """``clicked message ts -> when the bare listener started (wall clock, s)`` of every
+    click noted in ``path`` so far (the first, if a card was clicked twice)."""
+    found: dict[str, float] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            ts, at = line.split(" ")
+            found.setdefault(ts, float(at))
+    return found
 
 
 async def main() -> None:
@@ -33,8 +49,13 @@ async def main() -> None:
         process_before_response=False,
     )
 
+    marks = os.environ.get("BARE_MARKS")
+
     @app.action(re.compile(".*"))
-    async def ack_only(ack: AsyncAck) -> None:
+    async def ack_only(ack: AsyncAck, body: dict[str, Any]) -> None:
+        if marks:
+            with open(marks, "a") as out:
+                out.write(f"{body['container']['message_ts']} {time.time():.6f}\n")
         await ack()
 
     runner = web.AppRunner(create_web_app(app, signing_secret=secret), access_log=None)

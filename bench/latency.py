@@ -5,13 +5,18 @@
   time from the call to the tool's first line.
 - product: a signed Approve click from the sandbox to the web app, the decision
   recorded, the Redis signal, a worker's sweep, claim and resume, until the same tool
-  starts. One run at a time, so each click is the only work in flight.
+  starts. One run at a time, so each click is the only work in flight;
+- floor: the same signed click to a bare Bolt app (``bench.bare_bolt``), until its
+  listener starts: the hop every click makes before the product does anything, which
+  with a bare resume is the least the product's path can take.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,11 +26,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.models import ApprovalRequest
 from agent_bridge.policy_file import load_policy
 from agent_bridge.settings import WorkerConfig
 from bench.agent import marks, task
+from bench.bare_bolt import listener_marks
 from bench.stage import Stage
 from bench.stats import until
+from bench.web_process import bare_bolt_process
 from tests.harness import Harness
 
 
@@ -68,6 +76,32 @@ async def bare_resumes(stage: Stage, count: int) -> list[float]:
         started = time.time()
         await graph.ainvoke(command, config)
         timings.append(await tool_started(stage.workspace, label) - started)
+    return timings
+
+
+async def bare_listener_times(
+    harness: Harness, request: ApprovalRequest, count: int
+) -> list[float]:
+    """``count`` clicks on ``request``'s card, one at a time, to a bare Bolt app: seconds
+    from each click to its listener starting."""
+    marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
+    timings = []
+    try:
+        async with bare_bolt_process(harness, marks):
+            await harness.click(request, "approve")  # Bolt's first call, untimed
+            for _ in range(count):
+                marks.unlink(missing_ok=True)
+                started = time.time()
+                status, _ = await harness.click(request, "approve")
+                if status != 200:
+                    raise RuntimeError(f"a click to the bare app was answered {status}")
+
+                async def reached() -> float | None:
+                    return listener_marks(marks).get(str(request.message_ts))
+
+                timings.append(await until(reached) - started)
+    finally:
+        shutil.rmtree(marks.parent, ignore_errors=True)
     return timings
 
 

@@ -5,7 +5,8 @@
   baseline is a bare Bolt app with one listener that only acks, served the same way
   (``bot.app.create_web_app`` on aiohttp, a process of its own, ``bench.bare_bolt``),
   clicked on the same cards;
-- redraw: seconds from an Approve click to its card showing no decision buttons.
+- redraw: seconds from an Approve click to its card showing no decision buttons; its
+  floor is when the same concurrent clicks reached the bare app's listener.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import asyncio
 import contextlib
 import json
 import secrets
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
+from bench.bare_bolt import listener_marks
 from bench.profiling import sampled
 from bench.stats import until
 from bench.web_process import bare_bolt_process
@@ -48,6 +52,8 @@ class Clicks:
 
     ack: dict[str, list[float]] = field(default_factory=dict)
     redraw: list[float] = field(default_factory=list)
+    bare_listener: list[float] = field(default_factory=list)
+    """Seconds from each concurrent click to the bare Bolt app's listener starting."""
     modals_opened: int = 0
     """How many Reject clicks opened their modal (of ``len(ack["reject"])``)."""
 
@@ -141,10 +147,16 @@ async def measure(
     clicks = Clicks(ack={"bare": [], "reject": [], "approve": []})
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
-        async with bare_bolt_process(harness):
+        marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
+        async with bare_bolt_process(harness, marks):
             await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
-            for sent, answered in await click_all(harness, requests, users, "approve"):
-                clicks.ack["bare"].append(answered - sent)
+            marks.unlink(missing_ok=True)
+            bare = await click_all(harness, requests, users, "approve")
+        reached = listener_marks(marks)
+        shutil.rmtree(marks.parent, ignore_errors=True)
+        for request, (sent, answered) in zip(requests, bare, strict=True):
+            clicks.ack["bare"].append(answered - sent)
+            clicks.bare_listener.append(reached[str(request.message_ts)] - sent)
         views_before = {u: open_view_ids(harness, u) for u in users}
         for sent, answered in await click_all(harness, requests, users, "reject"):
             clicks.ack["reject"].append(answered - sent)

@@ -5,7 +5,10 @@
   let go (SIGCONT): decisions applied per second until every request is ``applied``,
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
-  by the same number of ``bench.bare_resumer`` processes.
+  by the same number of ``bench.bare_resumer`` processes;
+- floor: one bare resumer doing, after each resume, the Slack calls and database round
+  trips one decision made in the product (read from the worker's ``/metrics``,
+  ``bench.io_counts``), bare: what that I/O costs with nothing of the product around it.
 """
 
 from __future__ import annotations
@@ -16,15 +19,16 @@ import os
 import signal
 import sys
 import time
-from asyncio.subprocess import Process
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bare_resumer import DecisionIo
+from bench.io_counts import IoCounts, io_counts
 from bench.profiling import sampled
 from bench.reviewers import click_all, paused_requests
 from bench.stage import Stage
 from bench.stats import until
-from bench.workers import workers
+from bench.workers import Workers, workers
 from tests.harness import REVIEWER, Harness
 from tests.worker_processes import REPO
 
@@ -42,6 +46,8 @@ class Rate:
     count: int
     elapsed_s: float
     cpu_s: float
+    io: IoCounts | None = None
+    """Per item: the Slack calls and round trips made (the product's, 1 worker)."""
 
     @property
     def per_s(self) -> float:
@@ -67,11 +73,14 @@ async def count_of(harness: Harness, sql: str) -> int:
 
 
 async def product_rate(
-    harness: Harness, workers: list[Process], count: int, profile: Path | None = None
+    harness: Harness, started: Workers, count: int, profile: Path | None = None
 ) -> Rate:
-    """Pause ``count`` runs, record every decision while ``workers`` are stopped, then
-    time the workers applying them (one worker is sampled with py-spy into ``profile``,
-    if given: py-spy failed to attach a second time to a worker it had sampled)."""
+    """Pause ``count`` runs, record every decision while the ``started`` workers are
+    stopped, then time them applying them (one worker is sampled with py-spy into
+    ``profile``, if given: py-spy failed to attach a second time to a worker it had
+    sampled). With one worker, its Slack calls and round trips per decision are read
+    from its ``/metrics`` (from before it was stopped to after every run ended)."""
+    workers = started.processes
     requests = await paused_requests(harness, count)
     applied_before = await count_of(harness, APPLIED)
 
@@ -86,6 +95,7 @@ async def product_rate(
 
     pids = [w.pid for w in workers]
     sampling = profile if len(pids) == 1 else None  # the CPU-per-decision figure's phase
+    io_before = await io_counts(started.metrics_ports[0]) if len(pids) == 1 else None
     async with sampled(pids, sampling, "worker"):  # attached while it runs
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
@@ -95,20 +105,38 @@ async def product_rate(
                 await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
             await until(all_decided, poll_s=0.01)
             cpu_before = sum(process_cpu_s(pid) for pid in pids)
-            started = time.time()
+            went = time.time()
         finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
         await until(all_applied, poll_s=0.005)
-        elapsed = time.time() - started
+        elapsed = time.time() - went
         cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
     await until(all_ended, poll_s=0.05)
-    return Rate(count, elapsed, cpu)
+    io = None
+    if io_before is not None:
+        io = io_before.per_item(await io_counts(started.metrics_ports[0]), count)
+    return Rate(count, elapsed, cpu, io)
 
 
-async def bare_rate(stage: Stage, processes: int, count: int) -> Rate:
-    """``processes`` bare resumers resuming ``count`` paused ``thread_id``s in all."""
+async def bare_rate(
+    stage: Stage, processes: int, count: int, *, io: DecisionIo | None = None
+) -> Rate:
+    """``processes`` bare resumers resuming ``count`` paused ``thread_id``s in all, each
+    resume followed by ``io`` (bare), if given."""
     share = count // processes
+    with_io = (
+        (
+            "--slack-url",
+            io.slack_url,
+            "--slack-calls",
+            str(io.slack_calls),
+            "--round-trips",
+            str(io.round_trips),
+        )
+        if io
+        else ()
+    )
     resumers = [
         await asyncio.create_subprocess_exec(
             sys.executable,
@@ -118,6 +146,7 @@ async def bare_rate(stage: Stage, processes: int, count: int) -> Rate:
             str(stage.workspace),
             f"bare{processes}x{i}-{time.time_ns()}",
             str(share),
+            *with_io,
             cwd=REPO,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -149,6 +178,9 @@ class Scaling:
 
     product: dict[int, Rate]
     bare: dict[int, Rate]
+    floor: Rate | None = None
+    """One bare resumer doing the product's per-decision I/O after each resume."""
+    floor_io: DecisionIo | None = None
 
 
 async def measure(
@@ -160,9 +192,15 @@ async def measure(
     async with workers(harness) as started:
         for processes in (1, 2):
             await started.add()
-            scaling.product[processes] = await product_rate(
-                harness, started.processes, count, profile
-            )
+            scaling.product[processes] = await product_rate(harness, started, count, profile)
     for processes in (1, 2):
         scaling.bare[processes] = await bare_rate(stage, processes, count)
+    io = scaling.product[1].io
+    if io is not None:
+        scaling.floor_io = DecisionIo(
+            slack_url=harness.sandbox.api_url,
+            slack_calls=round(io.slack_total),
+            round_trips=round(io.round_trips),
+        )
+        scaling.floor = await bare_rate(stage, 1, count, io=scaling.floor_io)
     return scaling

@@ -97,14 +97,18 @@ async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Proc
 
 
 @contextlib.asynccontextmanager
-async def bare_bolt_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Process]:
+async def bare_bolt_process(
+    harness: Harness, marks: Path | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
     """The baseline's bare Bolt app (``bench.bare_bolt``), served as the product is; the
-    sandbox sends it every request while the block runs."""
+    sandbox sends it every request while the block runs. With ``marks``, its listener
+    notes there when each click reached it (``bench.bare_bolt``, ``BARE_MARKS``)."""
     web = harness.web_settings
     env = {
         "SLACK_API_URL": harness.sandbox.api_url,
         "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
+        **({"BARE_MARKS": str(marks)} if marks else {}),
     }
     async with _served(harness, "bench.bare_bolt", env) as process:
         yield process

@@ -18,6 +18,7 @@ from pathlib import Path
 from agent_bridge.settings import WorkerConfig
 from bench.agent import AGENT, POLICY
 from bench.stats import until
+from bench.web_process import free_port
 from tests.harness import Harness
 from tests.worker_processes import start_worker, stop
 
@@ -35,6 +36,8 @@ class Workers:
         self.harness = harness
         self.log_dir = log_dir
         self.processes: list[Process] = []
+        self.metrics_ports: list[int] = []
+        """Each worker's ``/metrics`` port (``METRICS_PORT``), in ``processes`` order."""
 
     @property
     def log(self) -> Path:
@@ -44,14 +47,16 @@ class Workers:
     async def add(self) -> Process:
         """Start one more worker process; return once it has finished its first sweep."""
         ready = self.log_dir / f"worker-{len(self.processes)}.ready"
+        port = free_port()
         process = await start_worker(
             self.harness,
             self.log,
             agent={"AGENT": AGENT, "POLICY": str(POLICY)},
             options=("--ready-file", str(ready)),
-            env_changes=dict(DEFAULTS),
+            env_changes={**DEFAULTS, "METRICS_PORT": str(port)},
         )
         self.processes.append(process)
+        self.metrics_ports.append(port)
 
         async def swept() -> bool:
             if process.returncode is not None:

@@ -53,6 +53,7 @@ from agent_bridge.settings import WorkerSettings, read_settings
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import Worker
 from bot.card_owner import CardOwner
+from bot.metrics_http import start_metrics_server
 from bot.processes import open_bus, stop_on_signals
 from bot.slack_client import make_client, open_session
 from bot.slack_gateway import single_workspace
@@ -262,9 +263,14 @@ async def main(
         stop_grace_s=settings.stop_grace_s,
     )
     worker.ready_file = ready_file
+    served = None
+    if settings.metrics_port is not None:  # as production's worker (bot.processes)
+        served = await start_metrics_server(host="127.0.0.1", port=settings.metrics_port)
     try:
         await worker.run(stop_on_signals())
     finally:
+        if served is not None:
+            await served.stop()
         await session.close()
         await bus.close()
         await backend.close()
