@@ -83,7 +83,8 @@ def progress_of(messages: Sequence[Any], *, reviewed: Collection[str]) -> Progre
 
 class ProgressHook(Protocol):
     """Told of each step of a run's graph (``RunDriver._stream``); it shows the run's
-    progress. It never raises: progress is only ever shown, never recorded."""
+    progress. It never raises: progress is only ever shown, never recorded. It returns
+    without waiting on I/O: the graph's next step waits until it has returned."""
 
     async def step(self, run: Run, messages: Sequence[Any]) -> None:
         """The state's ``messages`` after one step of ``run``."""

@@ -2,14 +2,21 @@
 
 ``ProgressReporter`` is the driver's ``ProgressHook`` (each step of the stream) and the
 notifier's way to the first message (waiting for approval when cards are posted; done
-and failed at the end). Updates of one message are throttled to one ``chat.update`` per
-``PROGRESS_INTERVAL_S`` (Slack: about one update per second per message, and
-``chat.update`` is Tier 3): a step that comes sooner is kept as the latest state and
-drawn when the interval is over (a burst of steps is one update, showing its last
-state). The final state is never dropped: ``final`` cancels what is waiting and draws
-done or failed at once, after any update in flight, so nothing older lands after it.
-A progress update that fails is logged (progress is only ever shown); the final one
-raises as the notifier asks.
+and failed at the end).
+
+``step`` never holds the graph back (LangGraph runs the next step only when the driver
+asks for it): it keeps the step's state as the line's latest and returns. One drawer
+task per run's line reads that state (which calls were reviewed: a store read when new
+tool results appear) and draws it, one update at a time. Updates of one message are
+throttled to one ``chat.update`` per ``PROGRESS_INTERVAL_S`` (Slack: about one update
+per second per message, and ``chat.update`` is Tier 3): steps that come sooner, or while
+an update is in flight, are drawn as the latest of them when the interval is over.
+
+``waiting`` and ``final`` take the line over: after the update in flight, they stop its
+drawer (the older steps it had not drawn are dropped) and draw their own state, so
+nothing older lands after them; ``final`` draws at once, ``waiting`` within the
+throttle. A progress update that fails is logged, and so is any other error of a drawer
+(progress is only ever shown); the final one raises as the notifier asks.
 """
 
 from __future__ import annotations
@@ -41,19 +48,37 @@ LINES_KEPT = 1000
 
 @dataclass
 class _Line:
-    """One run's first message: what it should show and when it was last drawn."""
+    """One run's first message: its latest step, what it shows, when it was drawn.
+
+    Attributes:
+        run: The run, as last told.
+        progress: The latest state read; drawn when ``stale``.
+        messages: The latest step's messages; read into ``progress`` when ``unread``.
+        unread: ``messages`` came after ``progress`` was read.
+        stale: ``progress`` is not drawn yet.
+        sent_at: When it was last drawn, the event loop's clock in seconds.
+        drawer: The task reading and drawing it (done once nothing is left to draw).
+        lock: Held while the message is updated, and by ``waiting`` and ``final``
+            while they take the line over.
+        reviewed: Tool call IDs that had an approval request.
+        seen: Tool call IDs of results ``reviewed`` was read after.
+    """
 
     run: Run
     progress: Progress
+    messages: Sequence[Any] = ()
+    unread: bool = False
+    stale: bool = False
     sent_at: float = float("-inf")
-    due: asyncio.Task[None] | None = None
+    drawer: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reviewed: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
 
 
 class ProgressReporter:
-    """Draws runs' first messages as they progress, throttled per message.
+    """Draws runs' first messages as they progress, throttled per message, off the
+    graph's path.
 
     Args:
         store: The approval store (which calls were reviewed; the cards waited on).
@@ -69,19 +94,26 @@ class ProgressReporter:
         self.interval_s = interval_s
         self._lines: OrderedDict[str, _Line] = OrderedDict()
         self._links: dict[tuple[str, str], str] = {}
+        self._drawers: set[asyncio.Task[None]] = set()  # kept until they end (evicted too)
 
     async def step(self, run: Run, messages: Sequence[Any]) -> None:
-        """See ``agent_bridge.progress.ProgressHook.step``: thinking or running tools."""
+        """See ``agent_bridge.progress.ProgressHook.step``: thinking or running tools.
+
+        Returns at once, waiting on neither the store nor Slack: the line's drawer
+        reads and draws the latest step.
+        """
         line = self._line(run)
-        try:
-            await self._learn_reviewed(line, messages)
-        except StoreUnavailableError as exc:
-            logger.warning("run=%s progress not read: %s", run.run_id, exc)
-            return
-        await self._show(line, progress_of(messages, reviewed=line.reviewed))
+        line.messages = messages
+        line.unread = True
+        self._wake(line)
 
     async def waiting(self, run: Run) -> None:
-        """The run waits for approval: show its pending cards, linked."""
+        """The run waits for approval: show its pending cards, linked, and the tools
+        that ran without review in its latest step.
+
+        Drawn after the update in flight and instead of the steps not drawn yet (all
+        older); now if the interval is over, else by the drawer when it is.
+        """
         line = self._line(run)
         try:
             requests = await self.store.requests_for_run(run.run_id)
@@ -93,12 +125,22 @@ class ProgressReporter:
             for r in requests
             if r.state == ApprovalState.PENDING and r.message_ts is not None
         ]
-        unreviewed = line.progress.unreviewed
-        await self._show(line, Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards)))
+        async with line.lock:
+            if self._lines.get(run.run_id) is not line:
+                return  # ended meanwhile: its final drawing stands
+            await self._stop(line)
+            line.reviewed |= {r.tool_call_id for r in requests if r.tool_call_id}
+            unreviewed = progress_of(line.messages, reviewed=line.reviewed).unreviewed
+            line.progress = Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards))
+            line.unread, line.stale = False, True
+            if self._wait_s(line) > 0:
+                self._wake(line)
+            else:
+                await self._send(line)
 
     async def final(self, run: Run, *, strict: bool = False) -> None:
-        """Draw ``run``'s first message done or failed (``run.state``) now, after any
-        update in flight; nothing waiting is drawn after it.
+        """Draw ``run``'s first message done or failed (``run.state``) now, after the
+        update in flight; nothing its drawer had left is drawn after it.
 
         Raises:
             SlackCallError: With ``strict``, a retryable failure (the run is driven
@@ -106,10 +148,10 @@ class ProgressReporter:
         """
         phase = Phase.FAILED if run.state == RunState.FAILED else Phase.DONE
         line = self._lines.pop(run.run_id, None)
-        if line is not None and line.due is not None:
-            line.due.cancel()
         lock = line.lock if line is not None else asyncio.Lock()
         async with lock:
+            if line is not None:
+                await self._stop(line)
             try:
                 await self._update(run, Progress(phase))
             except SlackCallError as exc:
@@ -124,36 +166,73 @@ class ProgressReporter:
             self._lines[run.run_id] = line
             while len(self._lines) > LINES_KEPT:
                 _, old = self._lines.popitem(last=False)
-                if old.due is not None:
-                    old.due.cancel()
+                if old.drawer is not None:
+                    old.drawer.cancel()
         line.run = run
         return line
 
-    async def _show(self, line: _Line, progress: Progress) -> None:
-        """Draw ``progress`` now if the interval is over, else once it is."""
-        line.progress = progress
-        if line.due is not None:
-            return  # drawn when due, with the latest state
-        wait = line.sent_at + self.interval_s - asyncio.get_running_loop().time()
-        if wait > 0:
-            line.due = asyncio.create_task(self._later(line, wait))
-            return
-        await self._send(line)
+    def _wake(self, line: _Line) -> None:
+        """Start ``line``'s drawer unless it is running (it reads the latest step
+        before it draws)."""
+        if line.drawer is None or line.drawer.done():
+            line.drawer = asyncio.create_task(
+                self._draw(line), name=f"progress run={line.run.run_id}"
+            )
+            self._drawers.add(line.drawer)
+            line.drawer.add_done_callback(self._drawers.discard)
 
-    async def _later(self, line: _Line, wait: float) -> None:
-        await asyncio.sleep(wait)
-        line.due = None
-        await self._send(line)
+    async def _stop(self, line: _Line) -> None:
+        """Cancel ``line``'s drawer and wait until it has ended. The caller holds
+        ``line.lock``, so the drawer is not updating the message."""
+        drawer, line.drawer = line.drawer, None
+        if drawer is not None and not drawer.done():
+            drawer.cancel()
+            await asyncio.wait({drawer})
+
+    async def _draw(self, line: _Line) -> None:
+        """The drawer: read and draw ``line``'s latest state until it is drawn or the
+        line ends, at most one update per interval. Never raises: an error is logged
+        (it would otherwise be lost with the task)."""
+        try:
+            while self._lines.get(line.run.run_id) is line and (line.unread or line.stale):
+                if line.unread:
+                    await self._read(line)
+                wait_s = self._wait_s(line)
+                if wait_s > 0:
+                    await asyncio.sleep(wait_s)  # the steps meanwhile are read first
+                    continue
+                async with line.lock:
+                    if self._lines.get(line.run.run_id) is line:  # not ended meanwhile
+                        await self._send(line)
+        except Exception:
+            logger.exception("run=%s progress not drawn", line.run.run_id)
+
+    async def _read(self, line: _Line) -> None:
+        """Read ``line``'s latest step into its ``progress``; a store outage is logged
+        and the step skipped (a later one is read again)."""
+        line.unread = False
+        messages = line.messages
+        try:
+            await self._learn_reviewed(line, messages)
+        except StoreUnavailableError as exc:
+            logger.warning("run=%s progress not read: %s", line.run.run_id, exc)
+            return
+        line.progress = progress_of(messages, reviewed=line.reviewed)
+        line.stale = True
+
+    def _wait_s(self, line: _Line) -> float:
+        """Seconds until ``line`` may be drawn again (zero or less: now)."""
+        return line.sent_at + self.interval_s - asyncio.get_running_loop().time()
 
     async def _send(self, line: _Line) -> None:
-        async with line.lock:
-            if self._lines.get(line.run.run_id) is not line:
-                return  # ended meanwhile: its final drawing stands
-            line.sent_at = asyncio.get_running_loop().time()
-            try:
-                await self._update(line.run, line.progress)
-            except SlackCallError as exc:
-                logger.warning("run=%s progress not shown: %s", line.run.run_id, exc)
+        """Draw ``line``'s progress; the caller holds ``line.lock``. A failure is
+        logged."""
+        line.stale = False
+        line.sent_at = asyncio.get_running_loop().time()
+        try:
+            await self._update(line.run, line.progress)
+        except SlackCallError as exc:
+            logger.warning("run=%s progress not shown: %s", line.run.run_id, exc)
 
     async def _update(self, run: Run, progress: Progress) -> None:
         if run.thread_ts is None:

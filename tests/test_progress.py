@@ -1,23 +1,28 @@
 """The live progress message: a run's first message follows LangGraph's stream
 (thinking, tools run without review, waiting for approval with links to the cards,
 done), throttled to about one ``chat.update`` per second per message, never dropping the
-final state; end to end through the sandbox, and the throttle on its own."""
+final state; end to end through the sandbox, and the reporter on its own: a step never
+waits on Slack or the store (held ones prove it), waiting and done are never overwritten
+by an older step, and a drawer's errors and evicted lines leave no task behind."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from agent_bridge.models import Run, RunState
+from agent_bridge.models import ApprovalRequest, Run, RunState
 from agent_bridge.progress import Phase, progress_of
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
-from bot.progress import PROGRESS_INTERVAL_S, ProgressReporter
+from bot.progress import LINES_KEPT, PROGRESS_INTERVAL_S, ProgressReporter
 from bot.testing import MemoryGateway
 from tests.harness import CHANNEL, Harness
 
@@ -82,42 +87,206 @@ async def test_a_run_waiting_for_approval_links_its_cards(harness: Harness) -> N
 
 @dataclass
 class CountingGateway(MemoryGateway):
-    """Counts ``chat.update`` calls and keeps what each drew."""
+    """Keeps what each ``chat.update`` drew and when it began (the loop's clock)."""
 
     updates: list[str] = field(default_factory=list)
+    began_at: list[float] = field(default_factory=list)
 
     async def update_message(
         self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
     ) -> None:
         self.updates.append(json.dumps(blocks))
+        self.began_at.append(asyncio.get_running_loop().time())
         await super().update_message(
             team_id=team_id, channel_id=channel_id, ts=ts, text=text, blocks=blocks
         )
+
+
+@dataclass
+class HeldGateway(CountingGateway):
+    """Holds each ``chat.update`` until ``release`` is set, as a slow Slack would;
+    ``entered`` is set when the first one begins. Updates are kept as they land."""
+
+    entered: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().update_message(
+            team_id=team_id, channel_id=channel_id, ts=ts, text=text, blocks=blocks
+        )
+
+
+class HeldStore(ApprovalStore):
+    """Holds its first ``requests_for_run`` until ``release`` is set, as a slow
+    database would; ``entered`` is set when it begins."""
+
+    def __init__(self, store: ApprovalStore) -> None:
+        super().__init__(store.db, clock=store.clock)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def requests_for_run(self, run_id: str) -> list[ApprovalRequest]:
+        if not self.entered.is_set():
+            self.entered.set()
+            await self.release.wait()
+        return await super().requests_for_run(run_id)
+
+
+async def a_run(slack: MemoryGateway) -> Run:
+    ts = await slack.post_message(team_id="T1", channel_id="C1", text="run", blocks=[])
+    return Run(
+        run_id="run-1", thread_id="t", task="count", channel_id="C1", user_id="U1",
+        team_id="T1", thread_ts=ts,
+    )  # fmt: skip
+
+
+def counted(turns: int) -> list[Any]:
+    """The state after ``turns`` turns of an ungated ``count`` tool."""
+    messages: list[Any] = [HumanMessage("count")]
+    for i in range(turns):
+        messages += [
+            AIMessage("", tool_calls=[{"name": "count", "args": {}, "id": f"c{i}"}]),
+            ToolMessage(str(i), tool_call_id=f"c{i}", name="count"),
+        ]
+    return messages
+
+
+def calling(messages: list[Any], tool: str) -> list[Any]:
+    """``messages`` and then the model calling ``tool`` (running tools)."""
+    return [*messages, AIMessage("", tool_calls=[{"name": tool, "args": {}, "id": "last"}])]
+
+
+async def settled() -> bool:
+    """Whether every task but the test's own has ended (a drawer left would draw)."""
+    return asyncio.all_tasks() == {asyncio.current_task()}
 
 
 async def test_the_throttle_keeps_the_latest_state_and_the_final_one(
     sqlite_store: ApprovalStore,
 ) -> None:
     slack = CountingGateway()
-    ts = await slack.post_message(team_id="T1", channel_id="C1", text="run", blocks=[])
-    run = Run(
-        run_id="run-1", thread_id="t", task="count", channel_id="C1", user_id="U1",
-        team_id="T1", thread_ts=ts,
-    )  # fmt: skip
-    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=60.0)
-    messages: list[Any] = [HumanMessage("count")]
-    for i in range(50):
-        messages = [
-            *messages,
-            AIMessage("", tool_calls=[{"name": "count", "args": {}, "id": f"c{i}"}]),
-            ToolMessage(str(i), tool_call_id=f"c{i}", name="count"),
-        ]
-        await reporter.step(run, messages)
-    assert len(slack.updates) == 1  # the first at once; the rest wait for the interval
-    assert "Thinking" in slack.updates[0]
+    run = await a_run(slack)
+    interval_s = 0.2
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=interval_s)
+    await reporter.step(run, counted(0))
+    await Harness.wait_for(settled)  # the first is drawn at once
+    assert len(slack.updates) == 1 and "Thinking" in slack.updates[0]
+    for turns in range(1, 50):  # within the interval: one update, when it is over
+        await reporter.step(run, counted(turns))
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == 2
+    assert "(49 times)" in slack.updates[1]  # the latest of the burst
+    assert slack.began_at[1] - slack.began_at[0] >= interval_s * 0.9
     await reporter.final(run.model_copy(update={"state": RunState.DONE}))
-    assert len(slack.updates) == 2 and "Done" in slack.updates[-1]
-    assert "Done" in json.dumps(slack.messages[("C1", ts)]["blocks"])
+    assert len(slack.updates) == 3 and "Done" in slack.updates[-1]
+    assert "Done" in json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+
+
+async def test_a_step_returns_while_its_update_is_held(sqlite_store: ApprovalStore) -> None:
+    slack = HeldGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    step = asyncio.create_task(reporter.step(run, calling(counted(1), "write_file")))
+    await slack.entered.wait()  # the update the step asked for has begun, and is held
+    try:
+        assert step.done(), "the graph's next step waited on Slack"
+    finally:
+        slack.release.set()
+        await step
+    await reporter.final(run.model_copy(update={"state": RunState.DONE}))
+    assert len(slack.updates) == 2
+    assert "Running" in slack.updates[0] and "Done" in slack.updates[1]
+    assert await settled()
+
+
+async def test_final_lands_after_the_update_in_flight(sqlite_store: ApprovalStore) -> None:
+    slack = HeldGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.step(run, counted(0))
+    await slack.entered.wait()  # "Thinking" in flight
+    await reporter.step(run, calling(counted(1), "write_file"))  # waits for the drawer
+    final = asyncio.create_task(reporter.final(run.model_copy(update={"state": RunState.DONE})))
+    slack.release.set()
+    await final
+    assert len(slack.updates) == 2  # the step left waiting is dropped
+    assert "Thinking" in slack.updates[0] and "Done" in slack.updates[-1]
+    assert "Done" in json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+    assert await settled()
+
+
+async def test_waiting_is_not_followed_by_an_older_step(sqlite_store: ApprovalStore) -> None:
+    store = HeldStore(sqlite_store)
+    slack = CountingGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=store, slack=slack, interval_s=0.0)
+    step = asyncio.create_task(reporter.step(run, calling(counted(2), "write_file")))
+    await store.entered.wait()  # the step's read of the reviewed calls, held
+    assert step.done(), "the graph's next step waited on the database"
+    await reporter.waiting(run)  # the cards are posted meanwhile
+    store.release.set()
+    await Harness.wait_for(settled)  # any drawing of the step would be done
+    assert len(slack.updates) == 1
+    assert "Waiting for approval" in slack.updates[-1]
+    assert "Running" not in slack.updates[-1]
+    assert "(2 times)" in slack.updates[-1]  # the latest step's tools, though never read
+    await reporter.final(run.model_copy(update={"state": RunState.DONE}))
+    assert "Done" in slack.updates[-1]
+
+
+@dataclass
+class BrokenGateway(CountingGateway):
+    """Its first ``chat.update`` raises what no Slack failure is (a bug)."""
+
+    broken: int = 1
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        if self.broken:
+            self.broken -= 1
+            raise RuntimeError("a bug in drawing")
+        await super().update_message(
+            team_id=team_id, channel_id=channel_id, ts=ts, text=text, blocks=blocks
+        )
+
+
+async def test_an_error_of_a_drawer_is_logged_and_the_next_step_drawn(
+    sqlite_store: ApprovalStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    slack = BrokenGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    with caplog.at_level(logging.ERROR, logger="bot.progress"):
+        await reporter.step(run, counted(0))
+        await Harness.wait_for(settled)
+    [record] = caplog.records
+    assert "run=run-1 progress not drawn" in record.getMessage() and record.exc_info
+    await reporter.step(run, calling(counted(1), "write_file"))
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == 1 and "Running" in slack.updates[0]
+
+
+async def test_an_evicted_line_stops_drawing(sqlite_store: ApprovalStore) -> None:
+    slack = HeldGateway()
+    runs = [
+        (await a_run(slack)).model_copy(update={"run_id": f"run-{i}"})
+        for i in range(LINES_KEPT + 1)
+    ]
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.step(runs[0], counted(0))
+    await slack.entered.wait()  # the first line's update in flight, held
+    for run in runs[1:]:  # the last line evicts the first
+        await reporter.step(run, counted(0))
+    slack.release.set()
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == LINES_KEPT  # the first line's was cancelled in flight
+    assert "Thinking" not in json.dumps(slack.messages[("C1", runs[0].thread_ts or "")])
+    assert "Thinking" in json.dumps(slack.messages[("C1", runs[1].thread_ts or "")])
 
 
 def test_progress_reads_the_last_step_and_counts_unreviewed_tools() -> None:
