@@ -11,6 +11,7 @@ the resume from the checkpoint, pick the graph's input, stream it, settle.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -94,8 +95,12 @@ class RunDriver:
         log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
-        snapshot = await self.graph.aget_state(config, subgraphs=True)
-        requests = await self.store.requests_for_run(run.run_id)
+        # Two reads of two stores, neither needing the other: on the click's path, so
+        # at once (asyncio.gather marks a second failure as retrieved).
+        snapshot, requests = await asyncio.gather(
+            self.graph.aget_state(config, subgraphs=True),
+            self.store.requests_for_run(run.run_id),
+        )
         if requests and _empty(snapshot):
             raise CheckpointLostError(
                 f"thread_id {run.thread_id} has no state any more, though the run paused "

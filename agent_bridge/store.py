@@ -70,6 +70,7 @@ from agent_bridge.store_sql import (
     SELECT_DUE_EXPIRIES,
     SELECT_DUE_REMINDERS,
     SELECT_INTERRUPT_REQUESTS,
+    SELECT_INTERRUPT_REVISIONS,
     SELECT_LATEST_RUN,
     SELECT_NEXT_LEASE_END,
     SELECT_NOTICE,
@@ -397,6 +398,12 @@ class ApprovalStore:
         """Return the requests of one interrupt in ``action_requests`` order."""
         rows = await self.db.fetch_all(SELECT_INTERRUPT_REQUESTS, {"interrupt_id": interrupt_id})
         return [request_from_row(r) for r in rows]
+
+    async def interrupt_revisions(self, interrupt_id: str) -> dict[str, int]:
+        """Return ``request_id -> revision`` of one interrupt's requests: whether any of
+        them changed, for two columns of each row rather than the whole requests."""
+        rows = await self.db.fetch_all(SELECT_INTERRUPT_REVISIONS, {"interrupt_id": interrupt_id})
+        return {r["request_id"]: int(r["revision"]) for r in rows}
 
     async def pending_requests(self, *, limit: int = 100) -> list[ApprovalRequest]:
         """Return up to ``limit`` posted requests waiting for a reviewer, oldest first."""

@@ -68,6 +68,8 @@ SELECT_RUN_REQUESTS = (
 )
 SELECT_INTERRUPT_REQUESTS = """SELECT * FROM approval_requests
     WHERE interrupt_id = :interrupt_id ORDER BY idx"""
+SELECT_INTERRUPT_REVISIONS = """SELECT request_id, revision FROM approval_requests
+    WHERE interrupt_id = :interrupt_id"""
 SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND message_ts IS NOT NULL ORDER BY created_at, idx LIMIT :limit"""
 SELECT_LATEST_RUN = "SELECT * FROM runs ORDER BY created_at DESC LIMIT 1"

@@ -91,7 +91,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
             bare = await latency.bare_resumes(on, args.clicks)
-            clicks = await latency.product_clicks(harness, on.workspace, args.clicks)
+            timed = await latency.product_clicks(harness, on.workspace, args.clicks)
+            clicks = timed.tool
             listener = await latency.bare_listener_times(harness, request, args.clicks)
             report.add(
                 "click → gated tool starts, p50 / p99 (1 paused run)",
@@ -107,6 +108,20 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"bare Bolt app, click → listener {ms(hop)} + bare resume → tool "
                 f"{ms(resume)} = {ms(hop + resume)}",
                 ratio(percentile(clicks, 50), hop + resume),
+            )
+            to_record = percentile(timed.recorded, 50)
+            report.add(
+                "of which: click → decision recorded (web), p50",
+                ms(to_record),
+                f"bare Bolt app, click → listener: {ms(hop)}",
+                ratio(to_record, hop),
+            )
+            after = [t - r for t, r in zip(timed.tool, timed.recorded, strict=True)]
+            report.add(
+                "of which: decision recorded → gated tool starts (worker), p50",
+                ms(percentile(after, 50)),
+                f"bare `Command(resume)` → tool: {ms(resume)}",
+                ratio(percentile(after, 50), resume),
             )
             step("sweeps, 1 paused run")
             sweeps_one = await paused.sweep_times(on, harness, args.sweeps)
@@ -150,7 +165,9 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             sweeps_many = await paused.sweep_times(on, harness, args.sweeps)
             step(f"bare resumes and clicks, {args.paused:,} paused runs (x{args.clicks_paused})")
             bare_many = await latency.bare_resumes(on, args.clicks_paused)
-            clicks_many = await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+            clicks_many = (
+                await latency.product_clicks(harness, on.workspace, args.clicks_paused)
+            ).tool
             await started.swept_again()  # a whole sweep of the worker over them, at least
             peak_many = peak_memory_kb(worker_pid)
     report.notes.append(violations(harness, "clicks, sweeps and reviewers"))

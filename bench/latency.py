@@ -18,6 +18,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,19 @@ async def bare_listener_times(
     return timings
 
 
-async def product_clicks(harness: Harness, workspace: Path, count: int) -> list[float]:
-    """``count`` Approve clicks, one run at a time: seconds from click to tool start."""
-    timings = []
+@dataclass
+class ClickTimes:
+    """Seconds from each Approve click to its gated tool starting, and the part of it
+    until its decision was recorded (the request's ``decided_at``, the web process's
+    clock: the rest is the signal, the worker's claim and reads, and the resume)."""
+
+    tool: list[float] = field(default_factory=list)
+    recorded: list[float] = field(default_factory=list)
+
+
+async def product_clicks(harness: Harness, workspace: Path, count: int) -> ClickTimes:
+    """``count`` Approve clicks, one run at a time."""
+    times = ClickTimes()
     for _ in range(count):
         label = f"click-{secrets.token_hex(4)}"
         run = await harness.start_run(task(label))
@@ -116,6 +127,10 @@ async def product_clicks(harness: Harness, workspace: Path, count: int) -> list[
         status, _ = await harness.click(request, "approve")
         if status != 200:
             raise RuntimeError(f"the click was answered {status}")
-        timings.append(await tool_started(workspace, label) - started)
+        times.tool.append(await tool_started(workspace, label) - started)
+        decided = await harness.store.get_request(request.request_id)
+        if decided is None or decided.decided_at is None:
+            raise RuntimeError(f"request {request.request_id} ran its tool undecided")
+        times.recorded.append(decided.decided_at - started)
         await harness.finished(run)
-    return timings
+    return times

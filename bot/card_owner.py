@@ -15,6 +15,7 @@ with the outcome once the card is decided (``bot.review_blocks.render_pointer``)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -167,8 +168,9 @@ class CardOwner:
         ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
         up to ``SIBLING_REDRAW_MAX``.
 
-        Ordered: after drawing, the batch is read again, and drawn again if it changed
-        meanwhile (up to ``REDRAW_ROUNDS_MAX`` times), so a redraw from older state that
+        Ordered: after drawing, the batch's revisions are read again (two columns), and
+        the batch read and drawn again if they changed meanwhile (up to
+        ``REDRAW_ROUNDS_MAX`` times), so a redraw from older state that
         lands after a newer one is always followed by a newer one. What still lags (a
         process died between a change and its redraw) the worker's sweep redraws
         (``drawn_revision`` < ``revision``). Slack failures are logged, not raised: what
@@ -190,14 +192,18 @@ class CardOwner:
         first = known if known is not None else await self.store.get_request(request_id)
         if first is None:
             return None
-        run = await self.store.get_run(first.run_id)
+        run, batch = await asyncio.gather(  # two reads, neither needing the other
+            self.store.get_run(first.run_id),
+            self.store.requests_for_interrupt(first.interrupt_id),
+        )
         drawn: ApprovalRequest | None = None
         seen: dict[str, int] | None = None
-        for _ in range(REDRAW_ROUNDS_MAX):
-            batch = await self.store.requests_for_interrupt(first.interrupt_id)
+        for round_ in range(REDRAW_ROUNDS_MAX):
+            if round_:  # drawn once: read again only if the batch changed meanwhile
+                if await self.store.interrupt_revisions(first.interrupt_id) == seen:
+                    break
+                batch = await self.store.requests_for_interrupt(first.interrupt_id)
             revisions = {r.request_id: r.revision for r in batch}
-            if revisions == seen:
-                break
             # a request is in its interrupt's batch (interrupt IDs never change)
             request = next((r for r in batch if r.request_id == request_id), None)
             if request is None:
