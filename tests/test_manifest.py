@@ -87,11 +87,24 @@ MESSAGE_TYPES = {"im": "message.im", "channel": "message.channels", "group": "me
 """A ``message`` listener's ``channel_type`` -> its event subscription."""
 
 
+def _parsed() -> tuple[ast.Module, ...]:
+    return tuple(
+        ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for root in SOURCES
+        for path in sorted(root.rglob("*.py"))
+    )
+
+
+_TREES = _parsed()
+"""Parsed once, when pytest imports this file (collection, before any test runs): on
+CPython 3.11.7, ``ast.parse`` while another thread compiles (a sync tool an earlier
+test's worker left running in an executor, typing's forward references) can fail with
+``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905)."""
+
+
 def source_trees() -> Iterator[ast.Module]:
     """The parsed modules of the product (``bot/``, ``agent_bridge/``)."""
-    for root in SOURCES:
-        for path in sorted(root.rglob("*.py")):
-            yield ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    yield from _TREES
 
 
 def web_api_methods() -> set[str]:
