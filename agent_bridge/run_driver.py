@@ -95,12 +95,16 @@ class RunDriver:
         log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)
-        # Two reads of two stores, neither needing the other: on the click's path, so
-        # at once (asyncio.gather marks a second failure as retrieved).
-        snapshot, requests = await asyncio.gather(
-            self.graph.aget_state(config, subgraphs=True),
-            self.store.requests_for_run(run.run_id),
-        )
+        # Two reads of two stores, neither needing the other: on the click's path, so at
+        # once. If the requests cannot be read, the state's read is cancelled: a deployed
+        # agent's waits for the thread's server runs, which must not outlive this drive.
+        reading = asyncio.ensure_future(self.graph.aget_state(config, subgraphs=True))
+        try:
+            requests = await self.store.requests_for_run(run.run_id)
+        except BaseException:
+            reading.cancel()
+            raise
+        snapshot = await reading
         if requests and _empty(snapshot):
             raise CheckpointLostError(
                 f"thread_id {run.thread_id} has no state any more, though the run paused "

@@ -3,6 +3,7 @@ notifier port's in-memory twin: paths that are hard to provoke through Slack."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.bus import InProcessBus
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalState,
@@ -198,3 +200,34 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert len(redrawn) == 2 and ("failed", run.run_id) in notifier.events
     late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing
+
+
+async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    # The drive reads the checkpoint and the requests at once; a deployed agent's state
+    # read waits for the thread's server runs, which must not outlive a failed drive.
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    run = await new_run(store, "{}")
+    state_read = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    class SlowState:
+        async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+            state_read.set()
+            try:
+                await asyncio.Event().wait()  # a server run that never ends
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+    async def requests_fail(run_id: str) -> list[Any]:
+        await state_read.wait()
+        raise StoreUnavailableError("PostgreSQL is unavailable: test")
+
+    driver.graph = SlowState()  # type: ignore[assignment]
+    store.requests_for_run = requests_fail  # type: ignore[method-assign]
+    with pytest.raises(StoreUnavailableError):
+        await driver.drive(run)
+    await asyncio.wait_for(cancelled.wait(), timeout=5)
