@@ -90,9 +90,17 @@ class ProgressHook(Protocol):
         """The state's ``messages`` after one step of ``run``."""
         ...
 
+    def abandon(self, run: Run) -> None:
+        """The drive of ``run`` was cut (it raised or was cancelled): drop whatever of it
+        is still to be shown. Returns at once."""
+        ...
+
 
 class NoProgress:
     """A ``ProgressHook`` that shows nothing (a driver without Slack, unit tests)."""
 
     async def step(self, run: Run, messages: Sequence[Any]) -> None:
+        """Do nothing."""
+
+    def abandon(self, run: Run) -> None:
         """Do nothing."""

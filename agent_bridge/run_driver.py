@@ -92,6 +92,14 @@ class RunDriver:
             Exception: Whatever the graph raised, but a refused answer (the run has
                 failed).
         """
+        try:
+            return await self._drive(run)
+        except BaseException:
+            self.progress.abandon(run)  # cut: whoever drives it next draws its progress
+            raise
+
+    async def _drive(self, run: Run) -> tuple[RunState, str | None]:
+        """``drive``'s steps."""
         log_context.bind_run(run)  # on every line of this drive
         run = await self._ensure_slack_thread(run)
         config = thread_config(run.thread_id)

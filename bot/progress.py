@@ -130,7 +130,12 @@ class ProgressReporter:
                 return  # ended meanwhile: its final drawing stands
             await self._stop(line)
             line.reviewed |= {r.tool_call_id for r in requests if r.tool_call_id}
-            unreviewed = progress_of(line.messages, reviewed=line.reviewed).unreviewed
+            unreviewed = (
+                progress_of(line.messages, reviewed=line.reviewed).unreviewed
+                if line.unread
+                else line.progress.unreviewed
+            )
+            line.messages = ()  # a waiting run keeps no state in this process
             line.progress = Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards))
             line.unread, line.stale = False, True
             if self._wait_s(line) > 0:
@@ -158,6 +163,15 @@ class ProgressReporter:
                 if strict and exc.retryable:
                     raise
                 logger.warning("run=%s first message not redrawn: %s", run.run_id, exc)
+
+    def abandon(self, run: Run) -> None:
+        """See ``agent_bridge.progress.ProgressHook.abandon``: the drive of ``run`` was
+        cut; its drawer is cancelled and its line forgotten, so nothing this process had
+        left to draw lands after what the run's next drive (maybe another worker's)
+        draws."""
+        line = self._lines.pop(run.run_id, None)
+        if line is not None and line.drawer is not None:
+            line.drawer.cancel()
 
     def _line(self, run: Run) -> _Line:
         line = self._lines.get(run.run_id)
@@ -197,6 +211,8 @@ class ProgressReporter:
             while self._lines.get(line.run.run_id) is line and (line.unread or line.stale):
                 if line.unread:
                     await self._read(line)
+                    if not line.stale:
+                        continue  # not read (the store failed): nothing new to draw
                 wait_s = self._wait_s(line)
                 if wait_s > 0:
                     await asyncio.sleep(wait_s)  # the steps meanwhile are read first
@@ -209,16 +225,26 @@ class ProgressReporter:
 
     async def _read(self, line: _Line) -> None:
         """Read ``line``'s latest step into its ``progress``; a store outage is logged
-        and the step skipped (a later one is read again)."""
-        line.unread = False
+        and the step skipped (a later one is read again). The step's messages are let
+        go once read (a waiting run keeps none); a step that came during the read stays
+        unread, and one whose read was cut (``waiting``, ``final``) stays for them."""
         messages = line.messages
         try:
             await self._learn_reviewed(line, messages)
         except StoreUnavailableError as exc:
             logger.warning("run=%s progress not read: %s", line.run.run_id, exc)
+            self._read_out(line, messages)
             return
         line.progress = progress_of(messages, reviewed=line.reviewed)
         line.stale = True
+        self._read_out(line, messages)
+
+    @staticmethod
+    def _read_out(line: _Line, messages: Sequence[Any]) -> None:
+        """``messages`` were read (or skipped): unless a newer step came meanwhile, the
+        line has nothing unread and keeps no messages."""
+        if line.messages is messages:
+            line.unread, line.messages = False, ()
 
     def _wait_s(self, line: _Line) -> float:
         """Seconds until ``line`` may be drawn again (zero or less: now)."""

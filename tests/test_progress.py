@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, Run, RunState
 from agent_bridge.progress import Phase, progress_of
 from agent_bridge.scripted_model import DEMO_TASK
@@ -303,3 +304,70 @@ def test_progress_reads_the_last_step_and_counts_unreviewed_tools() -> None:
     ]
     after = progress_of(messages, reviewed={"c2"})
     assert after.phase == Phase.THINKING and after.unreviewed == (("read_data", 1),)
+
+
+class DownStore(ApprovalStore):
+    """Its ``requests_for_run`` fails, as during a database outage."""
+
+    def __init__(self, store: ApprovalStore) -> None:
+        super().__init__(store.db, clock=store.clock)
+
+    async def requests_for_run(self, run_id: str) -> list[ApprovalRequest]:
+        raise StoreUnavailableError("PostgreSQL is unavailable: test")
+
+
+async def test_a_step_whose_read_fails_draws_nothing(sqlite_store: ApprovalStore) -> None:
+    slack = CountingGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=DownStore(sqlite_store), slack=slack, interval_s=0.0)
+    await reporter.step(run, calling(counted(0), "count"))  # no tool result: no read
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == 1 and "Running" in slack.updates[0]
+    for turns in range(1, 4):  # each has a new tool result: a read, which fails
+        await reporter.step(run, counted(turns))
+        await Harness.wait_for(settled)
+    assert len(slack.updates) == 1, f"{len(slack.updates) - 1} chat.update of a step never read"
+
+
+async def test_a_cut_drive_leaves_no_drawer_to_overwrite_done(sqlite_store: ApprovalStore) -> None:
+    # Worker A's drive is cut (LeaseLost: its database is slow) while its step's read is
+    # held; worker B drives the run to the end and draws Done; A's read then returns.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    slow = HeldStore(sqlite_store)
+    worker_a = ProgressReporter(store=slow, slack=slack, interval_s=0.0)
+    worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+
+    async def drive_on_a() -> None:  # as RunDriver.drive tells its hook when it is cut
+        try:
+            await worker_a.step(run, calling(counted(1), "write_file"))
+            await asyncio.Event().wait()  # the rest of the drive
+        except BaseException:
+            worker_a.abandon(run)
+            raise
+
+    drive = asyncio.create_task(drive_on_a())
+    await slow.entered.wait()
+    drive.cancel()  # Leases.hold: LeaseLost
+    await asyncio.gather(drive, return_exceptions=True)
+    await worker_b.final(run.model_copy(update={"state": RunState.DONE}))
+    slow.release.set()  # A's slow read returns
+    await Harness.wait_for(settled)
+    shown = json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+    assert "Done" in shown, f"A's drawer drew after B's Done: {slack.updates[-1][:200]}"
+
+
+async def test_a_waiting_run_keeps_no_messages(sqlite_store: ApprovalStore) -> None:
+    # Up to LINES_KEPT runs may wait for approval: none keeps its state's messages (every
+    # tool output) here while it waits.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    big = counted(3)
+    big[-1].content = "x" * 5_000_000  # a tool's large output
+    await reporter.step(run, calling(big, "write_file"))
+    await reporter.waiting(run)
+    await Harness.wait_for(settled)
+    assert not reporter._lines[run.run_id].messages
+    shown = json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+    assert "Waiting" in shown and "3 times" in shown  # what it needed was read first

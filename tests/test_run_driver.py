@@ -26,6 +26,7 @@ from agent_bridge.models import (
     RunState,
 )
 from agent_bridge.policy_file import POLICIES_DIR, load_policy
+from agent_bridge.progress import NoProgress
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
@@ -202,7 +203,7 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing
 
 
-async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state(
+async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state_and_the_progress(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
     # The drive reads the checkpoint and the requests at once; a deployed agent's state
@@ -226,8 +227,17 @@ async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state(
         await state_read.wait()
         raise StoreUnavailableError("PostgreSQL is unavailable: test")
 
+    class Abandoned(NoProgress):
+        def __init__(self) -> None:
+            self.runs: list[str] = []
+
+        def abandon(self, run: Run) -> None:
+            self.runs.append(run.run_id)
+
     driver.graph = SlowState()  # type: ignore[assignment]
+    driver.progress = progress = Abandoned()
     store.requests_for_run = requests_fail  # type: ignore[method-assign]
     with pytest.raises(StoreUnavailableError):
         await driver.drive(run)
     await asyncio.wait_for(cancelled.wait(), timeout=5)
+    assert progress.runs == [run.run_id]  # its progress is left to the next drive
