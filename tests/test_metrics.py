@@ -51,6 +51,8 @@ async def test_metrics_after_a_run_with_an_approval_and_a_rejection(harness: Har
     harness.sandbox.fail_next("users.info", status=404)  # the requester's name, at the start
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
+    # the cards are posted while the worker still holds the run: wait for it to let go
+    assert (await harness.released(run)).state == RunState.WAITING
 
     waiting = await scrape(url)
     assert value(waiting, "agent_bridge_approvals_pending") == 2
