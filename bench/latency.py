@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +29,6 @@ from agent_bridge.models import ApprovalRequest
 from agent_bridge.policy_file import load_policy
 from agent_bridge.settings import WorkerConfig
 from bench.agent import marks, task
-from bench.bare_bolt import listener_marks
 from bench.stage import Stage
 from bench.stats import until
 from bench.web_process import bare_bolt_process
@@ -85,24 +82,20 @@ async def bare_listener_times(
 ) -> list[float]:
     """``count`` clicks on ``request``'s card, one at a time, to a bare Bolt app: seconds
     from each click to its listener starting."""
-    marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
     timings = []
-    try:
-        async with bare_bolt_process(harness, marks):
-            await harness.click(request, "approve")  # Bolt's first call, untimed
-            for _ in range(count):
-                marks.unlink(missing_ok=True)
-                started = time.time()
-                status, _ = await harness.click(request, "approve")
-                if status != 200:
-                    raise RuntimeError(f"a click to the bare app was answered {status}")
+    async with bare_bolt_process(harness) as bare:
+        await harness.click(request, "approve")  # Bolt's first call, untimed
+        for _ in range(count):
+            bare.forget()
+            started = time.time()
+            status, _ = await harness.click(request, "approve")
+            if status != 200:
+                raise RuntimeError(f"a click to the bare app was answered {status}")
 
-                async def reached() -> float | None:
-                    return listener_marks(marks).get(str(request.message_ts))
+            async def reached() -> float | None:
+                return bare.reached().get(str(request.message_ts))
 
-                timings.append(await until(reached) - started)
-    finally:
-        shutil.rmtree(marks.parent, ignore_errors=True)
+            timings.append(await until(reached) - started)
     return timings
 
 

@@ -15,15 +15,12 @@ import asyncio
 import contextlib
 import json
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
-from bench.bare_bolt import listener_marks
 from bench.profiling import sampled
 from bench.stats import until
 from bench.web_process import bare_bolt_process
@@ -147,13 +144,11 @@ async def measure(
     clicks = Clicks(ack={"bare": [], "reject": [], "approve": []})
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
-        marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
-        async with bare_bolt_process(harness, marks):
+        async with bare_bolt_process(harness) as bare_app:
             await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
-            marks.unlink(missing_ok=True)
+            bare_app.forget()
             bare = await click_all(harness, requests, users, "approve")
-        reached = listener_marks(marks)
-        shutil.rmtree(marks.parent, ignore_errors=True)
+            reached = bare_app.reached()  # noted before each ack
         for request, (sent, answered) in zip(requests, bare, strict=True):
             clicks.ack["bare"].append(answered - sent)
             clicks.bare_listener.append(reached[str(request.message_ts)] - sent)

@@ -18,8 +18,10 @@ import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bare_bolt import listener_marks
 from bench.stats import until
 from bot.app import EVENTS_PATH
 from tests.harness import Harness
@@ -96,19 +98,38 @@ async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Proc
         yield process
 
 
+@dataclass
+class BareBolt:
+    """A running bare Bolt app and the file its listener notes each click in."""
+
+    process: asyncio.subprocess.Process
+    marks: Path
+
+    def reached(self) -> dict[str, float]:
+        """``clicked message ts -> when its click reached the listener (wall clock, s)``
+        since the last ``forget``."""
+        return listener_marks(self.marks)
+
+    def forget(self) -> None:
+        """Drop the clicks noted so far."""
+        self.marks.unlink(missing_ok=True)
+
+
 @contextlib.asynccontextmanager
-async def bare_bolt_process(
-    harness: Harness, marks: Path | None = None
-) -> AsyncIterator[asyncio.subprocess.Process]:
+async def bare_bolt_process(harness: Harness) -> AsyncIterator[BareBolt]:
     """The baseline's bare Bolt app (``bench.bare_bolt``), served as the product is; the
-    sandbox sends it every request while the block runs. With ``marks``, its listener
-    notes there when each click reached it (``bench.bare_bolt``, ``BARE_MARKS``)."""
+    sandbox sends it every request while the block runs, and its listener notes when
+    each click reached it (``BARE_MARKS``, in a directory removed on exit)."""
     web = harness.web_settings
+    marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
     env = {
         "SLACK_API_URL": harness.sandbox.api_url,
         "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
-        **({"BARE_MARKS": str(marks)} if marks else {}),
+        "BARE_MARKS": str(marks),
     }
-    async with _served(harness, "bench.bare_bolt", env) as process:
-        yield process
+    try:
+        async with _served(harness, "bench.bare_bolt", env) as process:
+            yield BareBolt(process, marks)
+    finally:
+        shutil.rmtree(marks.parent, ignore_errors=True)
