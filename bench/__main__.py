@@ -236,9 +236,10 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         ratio(cpu, bare_cpu),
         target=f"≤ 1.3{TIMES}",
     )
-    io, floor, floor_io = scaling.product[1].io, scaling.floor, scaling.floor_io
-    if io is None or floor is None or floor_io is None:
+    io, floor_io = scaling.product[1].io, scaling.floor_io
+    if io is None or floor_io is None or not scaling.floor:
         return
+    floor = scaling.floor[1]
     methods = ", ".join(f"{n:.1f} {m}" for m, n in sorted(io.slack_calls.items()))
     report.add(
         "I/O per decision (1 worker, read from its /metrics)",
@@ -259,6 +260,13 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         f"{scaling.product[1].per_s:.1f}",
         f"{bare_io}, 1 process: {floor.per_s:.1f}",
         ratio(scaling.product[1].per_s, floor.per_s),
+    )
+    floor_gain = scaling.floor[2].per_s / floor.per_s - 1
+    report.add(
+        "gain from a 2nd worker vs the same I/O done bare",
+        f"{gain:+.0%}",
+        f"{bare_io}, from a 2nd process: {floor_gain:+.0%}",
+        ratio(gain, floor_gain) if floor_gain > 0 else NONE,
     )
 
 

@@ -6,9 +6,11 @@
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
   by the same number of ``bench.bare_resumer`` processes;
-- floor: one bare resumer doing, after each resume, the Slack calls and database round
-  trips one decision made in the product (read from the worker's ``/metrics``,
-  ``bench.io_counts``), bare: what that I/O costs with nothing of the product around it.
+- floor: one, then two bare resumers doing, after each resume, the Slack calls and
+  database round trips one decision made in the product (read from the worker's
+  ``/metrics``, ``bench.io_counts``), bare: what that I/O costs with nothing of the
+  product around it, and what a 2nd process gains when the sandbox Slack, which bare
+  resumes never call, shares the 2 cores too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.bare_resumer import DecisionIo
@@ -178,8 +180,8 @@ class Scaling:
 
     product: dict[int, Rate]
     bare: dict[int, Rate]
-    floor: Rate | None = None
-    """One bare resumer doing the product's per-decision I/O after each resume."""
+    floor: dict[int, Rate] = field(default_factory=dict)
+    """1 and 2 bare resumers doing the product's per-decision I/O after each resume."""
     floor_io: DecisionIo | None = None
 
 
@@ -202,5 +204,6 @@ async def measure(
             slack_calls=round(io.slack_total),
             round_trips=round(io.round_trips),
         )
-        scaling.floor = await bare_rate(stage, 1, count, io=scaling.floor_io)
+        for processes in (1, 2):
+            scaling.floor[processes] = await bare_rate(stage, processes, count, io=scaling.floor_io)
     return scaling
