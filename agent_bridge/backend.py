@@ -2,8 +2,7 @@
 
 PostgreSQL: one psycopg pool shared by the approval store and ``AsyncPostgresSaver``.
 SQLite (the embedded demo): the store's aiosqlite connection and an
-``AsyncSqliteSaver`` on a second connection to the same file. Both savers hand a drive's
-checkpoint read once more to its resume (``agent_bridge.checkpoint_reuse``). ``release`` runs both
+``AsyncSqliteSaver`` on a second connection to the same file. ``release`` runs both
 migrations: the checkpointer's ``setup()`` and the store's.
 """
 
@@ -18,20 +17,10 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent_bridge import checkpoint_indexes, migrations
-from agent_bridge.checkpoint_reuse import ReusedReads
 from agent_bridge.db import Database, dialect_of, sqlite_path
 from agent_bridge.postgres_db import POOL_TIMEOUT_S, PostgresDatabase, open_pool
 from agent_bridge.release_lock import release_lock
 from agent_bridge.sqlite_db import open_sqlite
-
-
-class PostgresSaver(ReusedReads, AsyncPostgresSaver):
-    """LangGraph's ``AsyncPostgresSaver``, handing a drive's checkpoint read once more
-    to the resume that follows it (``agent_bridge.checkpoint_reuse``)."""
-
-
-class SqliteSaver(ReusedReads, AsyncSqliteSaver):
-    """LangGraph's ``AsyncSqliteSaver``, as ``PostgresSaver``."""
 
 
 @dataclass
@@ -77,8 +66,8 @@ async def open_backend(database_url: str, *, timeout_s: float = POOL_TIMEOUT_S) 
     """
     if dialect_of(database_url) == "postgres":
         pool = await open_pool(database_url, timeout_s=timeout_s)
-        return Backend(db=PostgresDatabase(pool), checkpointer=PostgresSaver(conn=pool))
+        return Backend(db=PostgresDatabase(pool), checkpointer=AsyncPostgresSaver(conn=pool))
     path = sqlite_path(database_url)
     db = await open_sqlite(path)
     conn = await aiosqlite.connect(path)
-    return Backend(db=db, checkpointer=SqliteSaver(conn), _extra_connection=conn)
+    return Backend(db=db, checkpointer=AsyncSqliteSaver(conn), _extra_connection=conn)

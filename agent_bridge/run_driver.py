@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command, StateSnapshot
 from pydantic import ValidationError
 
-from agent_bridge import checkpoint_reuse, log_context, metrics, review_wording, wording
+from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.errors import CheckpointLostError
 from agent_bridge.graph import AgentGraph, thread_config
@@ -93,8 +93,7 @@ class RunDriver:
                 failed).
         """
         try:
-            with checkpoint_reuse.drive_scope():  # under the run's lease
-                return await self._drive(run)
+            return await self._drive(run)
         except BaseException:
             self.progress.abandon(run)  # cut: whoever drives it next draws its progress
             raise
