@@ -61,6 +61,11 @@ def both_ratios(product: list[float], baseline: list[float]) -> str:
     )
 
 
+def gain_ratio(gain: float, base: float) -> str:
+    """``gain`` as a multiple of ``base``'s gain; none when ``base`` gained nothing."""
+    return ratio(gain, base) if base > 0 else NONE
+
+
 def violations(harness: Harness, phase: str) -> str:
     """What the sandbox saw the product do wrong in ``phase`` (late acks, invalid Block
     Kit...): a figure measured while the product broke Slack's rules is not a figure."""
@@ -219,13 +224,13 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
             ratio(product.per_s, bare.per_s),
             target=f"≥ 0.8{TIMES}" if n == 1 else NONE,
         )
-    gain = scaling.product[2].per_s / scaling.product[1].per_s - 1
-    bare_gain = scaling.bare[2].per_s / scaling.bare[1].per_s - 1
+    gain = throughput.second_process_gain(scaling.product)
+    bare_gain = throughput.second_process_gain(scaling.bare)
     report.add(
         "gain from a 2nd worker",
         f"{gain:+.0%}",
         f"bare, from a 2nd process: {bare_gain:+.0%}",
-        ratio(gain, bare_gain) if bare_gain > 0 else NONE,
+        gain_ratio(gain, bare_gain),
         target=f"≥ 0.90{TIMES}",
     )
     cpu, bare_cpu = scaling.product[1].cpu_per_item_s, scaling.bare[1].cpu_per_item_s
@@ -237,7 +242,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         target=f"≤ 1.3{TIMES}",
     )
     io, floor_io = scaling.product[1].io, scaling.floor_io
-    if io is None or floor_io is None or not scaling.floor:
+    if io is None or floor_io is None:
         return
     floor = scaling.floor[1]
     methods = ", ".join(f"{n:.1f} {m}" for m, n in sorted(io.slack_calls.items()))
@@ -261,12 +266,12 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
         f"{bare_io}, 1 process: {floor.per_s:.1f}",
         ratio(scaling.product[1].per_s, floor.per_s),
     )
-    floor_gain = scaling.floor[2].per_s / floor.per_s - 1
+    floor_gain = throughput.second_process_gain(scaling.floor)
     report.add(
         "gain from a 2nd worker vs the same I/O done bare",
         f"{gain:+.0%}",
         f"{bare_io}, from a 2nd process: {floor_gain:+.0%}",
-        ratio(gain, floor_gain) if floor_gain > 0 else NONE,
+        gain_ratio(gain, floor_gain),
     )
 
 

@@ -174,6 +174,11 @@ async def bare_rate(
     return Rate(share * processes, ended - started, sum(r["cpu_s"] for r in reports))
 
 
+def second_process_gain(rates: dict[int, Rate]) -> float:
+    """What a 2nd process added to 1's rate, as a fraction (``0.5``: 50 % more)."""
+    return rates[2].per_s / rates[1].per_s - 1
+
+
 @dataclass
 class Scaling:
     """Product and bare rates with 1 and 2 processes."""
