@@ -33,7 +33,9 @@ def marks(workspace_dir: Path) -> dict[str, float]:
     path = marks_path(workspace_dir)
     found: dict[str, float] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        for line in path.read_text().splitlines(keepends=True):
+            if not line.endswith("\n"):
+                break  # still being written: the next read has it whole
             label, at, _pid = line.split(" ")
             found.setdefault(label, float(at))
     return found
