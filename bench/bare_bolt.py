@@ -10,7 +10,6 @@ a click reached a bare Bolt listener, the floor of the product's click path.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import time
@@ -20,6 +19,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
+from agent_bridge import event_loop
 from bot.app import create_web_app
 from bot.processes import stop_on_signals
 from bot.slack_client import make_client, open_session
@@ -30,7 +30,9 @@ def listener_marks(path: Path) -> dict[str, float]:
     click noted in ``path`` so far (the first, if a card was clicked twice)."""
     found: dict[str, float] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        for line in path.read_text().splitlines(keepends=True):
+            if not line.endswith("\n"):
+                break  # still being written: the next read has it whole
             ts, at = line.split(" ")
             found.setdefault(ts, float(at))
     return found
@@ -69,4 +71,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    event_loop.run(main())

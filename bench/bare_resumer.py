@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge import event_loop
 from agent_bridge.backend import open_backend
 from agent_bridge.postgres_db import PostgresDatabase
 from agent_bridge.settings import WorkerConfig
@@ -120,4 +121,4 @@ if __name__ == "__main__":
     decision_io = (
         DecisionIo(args.slack_url, args.slack_calls, args.round_trips) if args.slack_url else None
     )
-    asyncio.run(main(args.database_url, args.workspace, args.prefix, args.count, decision_io))
+    event_loop.run(main(args.database_url, args.workspace, args.prefix, args.count, decision_io))

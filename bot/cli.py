@@ -12,12 +12,12 @@ stderr, with exit status 2.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from typing import TypeVar
 
+from agent_bridge import event_loop
 from agent_bridge.errors import BridgeError
 from agent_bridge.logs import add_secrets, configure_logging, scrub, settings_secrets
 from agent_bridge.models import DEFAULT_AGENT
@@ -120,15 +120,15 @@ def main(argv: list[str] | None = None) -> int:
         # secrets; the risk line on the card already says a statement was unparseable.
         logging.getLogger("sqlglot").setLevel(logging.ERROR)
         if args.command == "web":
-            asyncio.run(run_web(_secrets_noted(read_settings(WebSettings))))
+            event_loop.run(run_web(_secrets_noted(read_settings(WebSettings))))
         elif args.command == "worker":
-            asyncio.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
+            event_loop.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
         elif args.command == "release":
             settings = _secrets_noted(read_settings(ReleaseSettings))
-            version = asyncio.run(run_release(settings))
+            version = event_loop.run(run_release(settings))
             print(f"migrations applied; approval store at schema version {version}")
         elif args.command == "attach":
-            run = asyncio.run(
+            run = event_loop.run(
                 attach(
                     _secrets_noted(read_settings(AttachSettings)),
                     thread_id=args.thread_id,
@@ -141,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"thread_id {run.thread_id} attached as run {run.run_id} ({run.agent})")
         elif args.command == "audit":
-            count = asyncio.run(export(_secrets_noted(read_settings(ReleaseSettings)), args))
+            count = event_loop.run(export(_secrets_noted(read_settings(ReleaseSettings)), args))
             print(f"{count} audit events exported", file=sys.stderr)
         else:
             demo = read_settings(DemoSettings)
-            return asyncio.run(
+            return event_loop.run(
                 run_demo(
                     demo,
                     unattended=args.unattended,

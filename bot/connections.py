@@ -24,7 +24,7 @@ import logging
 import resource
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -135,11 +135,12 @@ class _Guarded(asyncio.Protocol):
         self.admitted = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; uvloop's (bot.event_loop) are not asyncio.Transport
+        # subclasses, so this is a cast, not a check.
+        self.transport = stream = cast(asyncio.Transport, transport)
         self.admitted = self.limit._admit(self)
         if not self.admitted:
-            transport.abort()  # frees the descriptor now; aiohttp never saw it
+            stream.abort()  # frees the descriptor now; aiohttp never saw it
             return
         self.inner.connection_made(transport)
 

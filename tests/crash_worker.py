@@ -39,6 +39,7 @@ from typing import Annotated, Any, NoReturn
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
+from agent_bridge import event_loop
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
@@ -284,4 +285,4 @@ if __name__ == "__main__":
     parser.add_argument("--bus-channel", help="the Redis pub/sub channel of the test")
     options = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(name)s %(message)s")
-    asyncio.run(main(options.crash_at, options.owner, options.ready_file, options.bus_channel))
+    event_loop.run(main(options.crash_at, options.owner, options.ready_file, options.bus_channel))
