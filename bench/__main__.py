@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from agent_bridge import event_loop
 from bench import latency, paused, rendering, reviewers, throughput
 from bench.agent import task
 from bench.errors import BenchError
@@ -96,6 +97,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
             template = await harness.start_run(task("paused-template"))
             (request,) = await harness.requests(template, count=1)
             bare = await latency.bare_resumes(on, args.clicks)
+            drives = await latency.bare_drives(on, args.clicks)
             timed = await latency.product_clicks(harness, on.workspace, args.clicks)
             clicks = timed.tool
             listener = await latency.bare_listener_times(harness, request, args.clicks)
@@ -113,6 +115,21 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"bare Bolt app, click → listener {ms(hop)} + bare resume → tool "
                 f"{ms(resume)} = {ms(hop + resume)}",
                 ratio(percentile(clicks, 50), hop + resume),
+            )
+            drive = percentile(drives, 50)
+            report.add(
+                "floor: a bare drive → tool, p50 (a claim, the checkpoint read, a resume "
+                'with `durability="sync"`: invariant 3\'s steps, bare)',
+                ms(drive),
+                f"bare `Command(resume)` → tool: {ms(resume)}",
+                ratio(drive, resume),
+            )
+            report.add(
+                "click → gated tool starts, p50, vs the floor with invariant 3 (1 paused run)",
+                ms(percentile(clicks, 50)),
+                f"bare Bolt app, click → listener {ms(hop)} + bare drive → tool "
+                f"{ms(drive)} = {ms(hop + drive)}",
+                ratio(percentile(clicks, 50), hop + drive),
             )
             to_record = percentile(timed.recorded, 50)
             report.add(
@@ -298,6 +315,6 @@ async def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     try:
-        asyncio.run(main(sys.argv[1:]))
+        event_loop.run(main(sys.argv[1:]))
     except BenchError as exc:
         sys.exit(str(exc))

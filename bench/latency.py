@@ -9,10 +9,16 @@
 - floor: the same signed click to a bare Bolt app (``bench.bare_bolt``), until its
   listener starts: the hop every click makes before the product does anything, which
   with a bare resume is the least the product's path can take.
+- drive floor: a bare drive, the steps docs/architecture.md invariant 3 puts on every
+  resume, done with raw SQL and LangGraph alone: claim a lease (one ``UPDATE ...
+  RETURNING``, committed), read the checkpoint's state (``aget_state``) and a row at
+  once, then resume with ``durability="sync"`` (each step saved before the next). With
+  the Bolt hop, the least a path that applies each decision exactly once can take.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -27,6 +33,7 @@ from langgraph.types import Command
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.policy_file import load_policy
+from agent_bridge.postgres_db import PostgresDatabase
 from agent_bridge.settings import WorkerConfig
 from bench.agent import marks, task
 from bench.stage import Stage
@@ -73,6 +80,58 @@ async def bare_resumes(stage: Stage, count: int) -> list[float]:
         config, command = await pause(graph, label)
         started = time.time()
         await graph.ainvoke(command, config)
+        timings.append(await tool_started(stage.workspace, label) - started)
+    return timings
+
+
+LEASES_TABLE = """CREATE TABLE IF NOT EXISTS bench_leases (thread_id text PRIMARY KEY,
+    owner text, lease_until double precision NOT NULL)"""
+CLAIM = """UPDATE bench_leases SET owner = %(owner)s, lease_until = %(until)s
+    WHERE thread_id = %(thread_id)s AND (owner IS NULL OR lease_until < %(now)s)
+    RETURNING *"""
+
+
+async def lease_row(pool: Any, thread_id: str) -> list[Any]:
+    """The bare drive's read of its own row, beside the checkpoint's (the requests' read
+    of a drive)."""
+    async with pool.connection() as conn:
+        found = await conn.execute(
+            "SELECT * FROM bench_leases WHERE thread_id = %(t)s", {"t": thread_id}
+        )
+        return list(await found.fetchall())
+
+
+async def bare_drives(stage: Stage, count: int) -> list[float]:
+    """``count`` bare drives (the drive floor above), one at a time: seconds from the
+    claim to tool start.
+
+    Raises:
+        RuntimeError: If a lease was not claimed (the table is the benchmark's own).
+    """
+    graph = bare_graph(stage.settings, stage.backend.checkpointer)
+    if not isinstance(stage.backend.db, PostgresDatabase):
+        raise RuntimeError("the bare drive runs on PostgreSQL")
+    pool = stage.backend.db.pool
+    async with pool.connection() as conn:
+        await conn.execute(LEASES_TABLE)
+    timings = []
+    for _ in range(count):
+        label = f"drive-{secrets.token_hex(4)}"
+        config, command = await pause(graph, label)
+        thread_id = config["configurable"]["thread_id"]
+        async with pool.connection() as conn:
+            await conn.execute("INSERT INTO bench_leases VALUES (%(t)s, NULL, 0)", {"t": thread_id})
+        started = time.time()
+        async with pool.connection() as conn:
+            lease = {"owner": "bare", "until": started + 60, "now": started, "thread_id": thread_id}
+            claimed = await conn.execute(CLAIM, lease)
+            if await claimed.fetchone() is None:
+                raise RuntimeError(f"bare lease on {thread_id} not claimed")
+        await asyncio.gather(graph.aget_state(config, subgraphs=True), lease_row(pool, thread_id))
+        async for _chunk in graph.astream(
+            command, config, stream_mode="values", version="v2", durability="sync"
+        ):
+            pass
         timings.append(await tool_started(stage.workspace, label) - started)
     return timings
 
