@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from agent_bridge import event_loop
+from agent_bridge import event_loop, heap
 from bot.app import create_web_app
 from bot.processes import stop_on_signals
 from bot.slack_client import make_client, open_session
@@ -63,6 +63,7 @@ async def main() -> None:
     runner = web.AppRunner(create_web_app(app, signing_secret=secret), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, os.environ["HOST"], int(os.environ["PORT"])).start()
+    heap.freeze_startup_objects()  # as the web process (bot.processes): the same stack
     try:
         await stop_on_signals().wait()
     finally:

@@ -31,7 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent_bridge import event_loop
+from agent_bridge import event_loop, heap
 from agent_bridge.backend import open_backend
 from agent_bridge.postgres_db import PostgresDatabase
 from agent_bridge.settings import WorkerConfig
@@ -87,6 +87,7 @@ async def main(
         )
         graph = bare_graph(settings, backend.checkpointer)
         paused = [await pause(graph, f"{prefix}-{i}") for i in range(count)]
+        heap.freeze_startup_objects()  # as the worker (bot.processes)
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         limit = asyncio.Semaphore(CONCURRENCY)

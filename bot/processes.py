@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge import heap
 from agent_bridge.agent import assemble_agent
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.bus import Bus, InProcessBus
@@ -351,7 +352,13 @@ async def run_web(settings: WebSettings) -> None:
             deduper=deduper,
         )
         via = "Socket Mode" if server.socket_mode else f"POST {server.url}/slack/events"
-        logger.info("web listening on %s; Slack's deliveries via %s", server.url, via)
+        frozen = heap.freeze_startup_objects()
+        logger.info(
+            "web listening on %s; Slack's deliveries via %s (%d startup objects frozen)",
+            server.url,
+            via,
+            frozen,
+        )
         await stop_on_signals().wait()
         logger.info("web stopping: no new requests; finishing those already acked")
         await server.stop()
@@ -390,6 +397,7 @@ async def run_worker(settings: WorkerSettings) -> None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
             logger.info("worker metrics on port %d%s", served.port, METRICS_PATH)
         stop = stop_on_signals()
+        logger.info("worker ready: %d startup objects frozen", heap.freeze_startup_objects())
         await asyncio.gather(worker.run(stop), pruner.run(stop))
     finally:
         if served is not None:

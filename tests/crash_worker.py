@@ -39,7 +39,7 @@ from typing import Annotated, Any, NoReturn
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
-from agent_bridge import event_loop
+from agent_bridge import event_loop, heap
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
@@ -267,6 +267,7 @@ async def main(
     served = None
     if settings.metrics_port is not None:  # as production's worker (bot.processes)
         served = await start_metrics_server(host="127.0.0.1", port=settings.metrics_port)
+    heap.freeze_startup_objects()  # as production's worker (bot.processes)
     try:
         await worker.run(stop_on_signals())
     finally:
