@@ -19,7 +19,8 @@ import gc
 def freeze_startup_objects() -> int:
     """Collect what starting left over, then freeze everything still alive.
 
-    Call once, when the process is ready to serve (after its app or worker is built).
+    Call when the process is ready to serve (after its app or worker is built); a
+    later call freezes what was made since as well.
 
     Returns:
         How many objects are now frozen (``gc.get_freeze_count()``).

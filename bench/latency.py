@@ -37,7 +37,7 @@ from agent_bridge.postgres_db import PostgresDatabase
 from agent_bridge.settings import WorkerConfig
 from bench.agent import marks, task
 from bench.stage import Stage
-from bench.stats import until
+from bench.stats import settle_heap, until
 from bench.web_process import bare_bolt_process
 from tests.harness import Harness
 
@@ -74,6 +74,7 @@ async def tool_started(workspace: Path, label: str) -> float:
 async def bare_resumes(stage: Stage, count: int) -> list[float]:
     """``count`` bare resumes, one at a time: seconds from ``Command`` to tool start."""
     graph = bare_graph(stage.settings, stage.backend.checkpointer)
+    settle_heap()
     timings = []
     for _ in range(count):
         label = f"bare-{secrets.token_hex(4)}"
@@ -114,6 +115,7 @@ async def bare_drives(stage: Stage, count: int) -> list[float]:
     pool = stage.backend.db.pool
     async with pool.connection() as conn:
         await conn.execute(LEASES_TABLE)
+    settle_heap()
     timings = []
     for _ in range(count):
         label = f"drive-{secrets.token_hex(4)}"
@@ -141,6 +143,7 @@ async def bare_listener_times(
 ) -> list[float]:
     """``count`` clicks on ``request``'s card, one at a time, to a bare Bolt app: seconds
     from each click to its listener starting."""
+    settle_heap()
     timings = []
     async with bare_bolt_process(harness) as bare:
         await harness.click(request, "approve")  # Bolt's first call, untimed
@@ -170,6 +173,7 @@ class ClickTimes:
 
 async def product_clicks(harness: Harness, workspace: Path, count: int) -> ClickTimes:
     """``count`` Approve clicks, one run at a time."""
+    settle_heap()
     times = ClickTimes()
     for _ in range(count):
         label = f"click-{secrets.token_hex(4)}"

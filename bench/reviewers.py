@@ -22,7 +22,7 @@ from pathlib import Path
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
 from bench.profiling import sampled
-from bench.stats import until
+from bench.stats import settle_heap, until
 from bench.web_process import bare_bolt_process
 from bot import ids
 from slack_sandbox.state import DEFAULT_USERS
@@ -144,6 +144,7 @@ async def measure(
     clicks = Clicks(ack={"bare": [], "reject": [], "approve": []})
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
+        settle_heap()
         async with bare_bolt_process(harness) as bare_app:
             await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
             bare_app.forget()
