@@ -2,7 +2,8 @@
 
 - baseline: the benchmark agent's graph on the product's own ``AsyncPostgresSaver``,
   paused on its gated ``mark`` call, resumed with a bare ``Command(resume=...)``: the
-  time from the call to the tool's first line.
+  time from the call to the tool's first line. Measured in a process of its own, on the
+  product's event loop (``bench.bare_latency``), as the drive floor below is.
 - product: a signed Approve click from the sandbox to the web app, the decision
   recorded, the Redis signal, a worker's sweep, claim and resume, until the same tool
   starts. One run at a time, so each click is the only work in flight;
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.backend import Backend
 from agent_bridge.models import ApprovalRequest
 from agent_bridge.policy_file import load_policy
 from agent_bridge.postgres_db import PostgresDatabase
@@ -40,6 +43,7 @@ from bench.stage import Stage
 from bench.stats import settle_heap, until
 from bench.web_process import bare_bolt_process
 from tests.harness import Harness
+from tests.worker_processes import REPO
 
 
 def bare_graph(settings: WorkerConfig, checkpointer: BaseCheckpointSaver[Any]) -> Any:
@@ -71,9 +75,10 @@ async def tool_started(workspace: Path, label: str) -> float:
     return await until(found)
 
 
-async def bare_resumes(stage: Stage, count: int) -> list[float]:
-    """``count`` bare resumes, one at a time: seconds from ``Command`` to tool start."""
-    graph = bare_graph(stage.settings, stage.backend.checkpointer)
+async def bare_resumes(settings: WorkerConfig, backend: Backend, count: int) -> list[float]:
+    """``count`` bare resumes, one at a time: seconds from ``Command`` to tool start
+    (run by ``bench.bare_latency``, in a process of its own)."""
+    graph = bare_graph(settings, backend.checkpointer)
     settle_heap()
     timings = []
     for _ in range(count):
@@ -81,7 +86,7 @@ async def bare_resumes(stage: Stage, count: int) -> list[float]:
         config, command = await pause(graph, label)
         started = time.time()
         await graph.ainvoke(command, config)
-        timings.append(await tool_started(stage.workspace, label) - started)
+        timings.append(await tool_started(settings.workspace_dir, label) - started)
     return timings
 
 
@@ -102,17 +107,17 @@ async def lease_row(pool: Any, thread_id: str) -> list[Any]:
         return list(await found.fetchall())
 
 
-async def bare_drives(stage: Stage, count: int) -> list[float]:
+async def bare_drives(settings: WorkerConfig, backend: Backend, count: int) -> list[float]:
     """``count`` bare drives (the drive floor above), one at a time: seconds from the
-    claim to tool start.
+    claim to tool start (run by ``bench.bare_latency``, in a process of its own).
 
     Raises:
         RuntimeError: If a lease was not claimed (the table is the benchmark's own).
     """
-    graph = bare_graph(stage.settings, stage.backend.checkpointer)
-    if not isinstance(stage.backend.db, PostgresDatabase):
+    graph = bare_graph(settings, backend.checkpointer)
+    if not isinstance(backend.db, PostgresDatabase):
         raise RuntimeError("the bare drive runs on PostgreSQL")
-    pool = stage.backend.db.pool
+    pool = backend.db.pool
     async with pool.connection() as conn:
         await conn.execute(LEASES_TABLE)
     settle_heap()
@@ -134,8 +139,42 @@ async def bare_drives(stage: Stage, count: int) -> list[float]:
             command, config, stream_mode="values", version="v2", durability="sync"
         ):
             pass
-        timings.append(await tool_started(stage.workspace, label) - started)
+        timings.append(await tool_started(settings.workspace_dir, label) - started)
     return timings
+
+
+@dataclass
+class BareTimes:
+    """Seconds from each bare resume's ``Command``, and from each bare drive's claim, to
+    tool start."""
+
+    resume: list[float]
+    drive: list[float]
+
+
+async def bare_times(stage: Stage, count: int, *, drives: bool = True) -> BareTimes:
+    """``count`` bare resumes and (``drives``) ``count`` bare drives, in a process of their
+    own on the product's event loop (``bench.bare_latency``), as the worker is one.
+
+    Raises:
+        RuntimeError: If that process failed.
+    """
+    measured = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.bare_latency",
+        stage.settings.database_url,
+        str(stage.workspace),
+        str(count),
+        *(() if drives else ("--no-drives",)),
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await measured.communicate()
+    if measured.returncode != 0:
+        raise RuntimeError(f"the bare latency process failed ({measured.returncode})")
+    times = json.loads(out.decode().strip().splitlines()[-1])
+    return BareTimes(resume=times["resume"], drive=times["drive"])
 
 
 async def bare_listener_times(
