@@ -23,6 +23,12 @@ ACK_DEADLINE_S = 3.0
 """Slack shows an error to the user when an app answers later than this."""
 REQUEST_TIMEOUT_S = 30.0
 """How long the sandbox waits for the bot at all (longer than Slack, to report it)."""
+IDLE_REUSE_S = 2.0
+"""How long an idle connection to the bot is kept for the next delivery, seconds: less
+than an app's server keeps one open idle (the product's web process closes it after
+10 s, aiohttp's default is 75 s). aiohttp's client would keep it 15 s, and a request
+written into a connection the server is closing at that moment fails ("Can not write
+request body"), which a benchmark run met after a 10 s pause in deliveries."""
 LARGE_BODY_BYTES = 1024 * 1024
 """Bodies larger than this are posted as a stream (aiohttp warns about raw bytes)."""
 FORM = "application/x-www-form-urlencoded"
@@ -105,7 +111,8 @@ class Delivery:
         } | (headers or {})
         if self._session is None or self._session.closed:
             timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
-            self._session = aiohttp.ClientSession(timeout=timeout)
+            connector = aiohttp.TCPConnector(keepalive_timeout=IDLE_REUSE_S)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector)
         started = time.monotonic()
         try:
             # A large body goes as a stream: aiohttp warns that raw bytes over 1 MiB

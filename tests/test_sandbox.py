@@ -21,8 +21,9 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.http_limits import HEADER_READ_TIMEOUT_S
 from slack_sandbox import BotUnreachable, NotSubmitted, Sandbox, SandboxError, live_mentions
-from slack_sandbox.delivery import form_body
+from slack_sandbox.delivery import IDLE_REUSE_S, form_body
 from slack_sandbox.payloads import slash_command_fields
 from slack_sandbox.validation import check_message, check_view
 
@@ -1193,3 +1194,9 @@ async def test_latency_delays_every_web_api_call(sandbox: Sandbox, client: Async
     started = time.monotonic()
     await client.auth_test()
     assert time.monotonic() - started >= 0.05
+
+
+def test_an_idle_connection_to_the_bot_is_let_go_before_the_web_process_closes_it() -> None:
+    # A delivery written into a connection the web process is closing for idleness fails
+    # ("Can not write request body"): the sandbox must stop reusing one first.
+    assert IDLE_REUSE_S < HEADER_READ_TIMEOUT_S
