@@ -93,6 +93,20 @@ def step(what: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
 
+def add_floor(
+    report: Report, floor: str, clicked: float, hop: float, part: str, part_s: float
+) -> None:
+    """The row of click → tool p50 (``clicked``, s) beside a floor: the bare Bolt hop
+    (``hop``, s) plus ``part`` → tool (``part_s``, s)."""
+    report.add(
+        f"click → gated tool starts, p50, vs {floor} (1 paused run)",
+        ms(clicked),
+        f"bare Bolt app, click → listener {ms(hop)} + {part} → tool {ms(part_s)} "
+        f"= {ms(hop + part_s)}",
+        ratio(clicked, hop + part_s),
+    )
+
+
 async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
     """Latency, sweeps, concurrent reviewers and card drawings, on one database."""
     async with stage() as on:
@@ -115,13 +129,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 target=f"≤ 1.5{TIMES} / ≤ 2{TIMES}",
             )
             hop, resume = percentile(listener, 50), percentile(bare, 50)
-            report.add(
-                "click → gated tool starts, p50, vs its floor (1 paused run)",
-                ms(percentile(clicks, 50)),
-                f"bare Bolt app, click → listener {ms(hop)} + bare resume → tool "
-                f"{ms(resume)} = {ms(hop + resume)}",
-                ratio(percentile(clicks, 50), hop + resume),
-            )
+            clicked = percentile(clicks, 50)
+            add_floor(report, "its floor", clicked, hop, "bare resume", resume)
             drive = percentile(drives, 50)
             report.add(
                 "floor: a bare drive → tool, p50 (a claim, the checkpoint read, a resume "
@@ -130,13 +139,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"bare `Command(resume)` → tool: {ms(resume)}",
                 ratio(drive, resume),
             )
-            report.add(
-                "click → gated tool starts, p50, vs the floor with invariant 3 (1 paused run)",
-                ms(percentile(clicks, 50)),
-                f"bare Bolt app, click → listener {ms(hop)} + bare drive → tool "
-                f"{ms(drive)} = {ms(hop + drive)}",
-                ratio(percentile(clicks, 50), hop + drive),
-            )
+            add_floor(report, "the floor with invariant 3", clicked, hop, "bare drive", drive)
             to_record = percentile(timed.recorded, 50)
             report.add(
                 "of which: click → decision recorded (web), p50",

@@ -16,22 +16,14 @@ from pathlib import Path
 
 from agent_bridge import event_loop
 from agent_bridge.backend import open_backend
-from agent_bridge.settings import WorkerConfig
-from bench.agent import AGENT, POLICY
 from bench.latency import bare_drives, bare_resumes
-from tests.harness import TEST_BOT_TOKEN
+from bench.stage import agent_settings
 
 
 async def main(database_url: str, workspace: Path, count: int, *, drives: bool) -> None:
     backend = await open_backend(database_url)
     try:
-        settings = WorkerConfig(
-            slack_bot_token=TEST_BOT_TOKEN,
-            database_url=database_url,
-            workspace_dir=workspace,
-            agent=AGENT,
-            policy=POLICY,
-        )
+        settings = agent_settings(database_url, workspace)
         resumed = await bare_resumes(settings, backend, count)
         driven = await bare_drives(settings, backend, count) if drives else []
         print(json.dumps({"resume": resumed, "drive": driven}), flush=True)

@@ -34,9 +34,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge import event_loop, heap
 from agent_bridge.backend import open_backend
 from agent_bridge.postgres_db import PostgresDatabase
-from agent_bridge.settings import WorkerConfig
-from bench.agent import AGENT, POLICY
 from bench.latency import bare_graph, pause
+from bench.stage import agent_settings
 from tests.harness import CHANNEL, TEST_BOT_TOKEN
 
 CONCURRENCY = 10
@@ -78,13 +77,7 @@ async def main(
         token=TEST_BOT_TOKEN, base_url=io.slack_url if io else "", session=session
     )
     try:
-        settings = WorkerConfig(
-            slack_bot_token=TEST_BOT_TOKEN,
-            database_url=database_url,
-            workspace_dir=workspace,
-            agent=AGENT,
-            policy=POLICY,
-        )
+        settings = agent_settings(database_url, workspace)
         graph = bare_graph(settings, backend.checkpointer)
         paused = [await pause(graph, f"{prefix}-{i}") for i in range(count)]
         heap.freeze_startup_objects()  # as the worker (bot.processes)

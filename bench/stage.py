@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agent_bridge.backend import Backend, open_backend
 from agent_bridge.settings import WebConfig, WorkerConfig
@@ -56,6 +57,19 @@ async def running(harness: Harness) -> AsyncIterator[Harness]:
         await harness.stop()
 
 
+def agent_settings(database_url: str, workspace: Path, **more: Any) -> WorkerConfig:
+    """A worker's settings for the benchmark agent (``bench.agent``) on ``database_url``,
+    writing under ``workspace``; ``more`` settings besides (``redis_url``...)."""
+    return WorkerConfig(
+        slack_bot_token=TEST_BOT_TOKEN,
+        database_url=database_url,
+        workspace_dir=workspace,
+        agent=AGENT,
+        policy=POLICY,
+        **more,
+    )
+
+
 @contextlib.asynccontextmanager
 async def stage() -> AsyncIterator[Stage]:
     """A fresh, migrated database and workspace (both removed on exit) and the benchmark
@@ -70,14 +84,7 @@ async def stage() -> AsyncIterator[Stage]:
     name = services.unique_name("agent_bridge_bench")
     url = services.recreate_database(name)
     workspace = Path(tempfile.mkdtemp(prefix="bench-"))
-    settings = WorkerConfig(
-        slack_bot_token=TEST_BOT_TOKEN,
-        database_url=url,
-        redis_url=services.redis_url(),
-        workspace_dir=workspace,
-        agent=AGENT,
-        policy=POLICY,
-    )
+    settings = agent_settings(url, workspace, redis_url=services.redis_url())
     web_settings = WebConfig(
         slack_signing_secret=TEST_SIGNING_SECRET,
         slack_bot_token=TEST_BOT_TOKEN,
