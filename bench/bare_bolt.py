@@ -72,4 +72,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    event_loop.run(main())
+    event_loop.run_server(main())  # as the web process (bot.cli)

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         # secrets; the risk line on the card already says a statement was unparseable.
         logging.getLogger("sqlglot").setLevel(logging.ERROR)
         if args.command == "web":
-            event_loop.run(run_web(_secrets_noted(read_settings(WebSettings))))
+            event_loop.run_server(run_web(_secrets_noted(read_settings(WebSettings))))
         elif args.command == "worker":
             event_loop.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
         elif args.command == "release":
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{count} audit events exported", file=sys.stderr)
         else:
             demo = read_settings(DemoSettings)
-            return event_loop.run(
+            return event_loop.run_server(
                 run_demo(
                     demo,
                     unattended=args.unattended,

@@ -342,6 +342,7 @@ async def run_web(settings: WebSettings) -> None:
     session = open_session()
     try:
         await check_version(backend.db)
+        stop = stop_on_signals()  # before serving: a SIGTERM from here on drains
         server = await start_web(
             settings=settings,
             store=ApprovalStore(backend.db),
@@ -359,7 +360,7 @@ async def run_web(settings: WebSettings) -> None:
             via,
             frozen,
         )
-        await stop_on_signals().wait()
+        await stop.wait()
         logger.info("web stopping: no new requests; finishing those already acked")
         await server.stop()
         logger.info("web stopped")
