@@ -135,8 +135,9 @@ class _Guarded(asyncio.Protocol):
         self.admitted = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport; uvloop's (bot.event_loop) are not asyncio.Transport
-        # subclasses, so this is a cast, not a check.
+        # A stream transport. A cast, not a check: uvloop's are not asyncio.Transport
+        # subclasses (the web process runs on asyncio's own loop, agent_bridge.event_loop,
+        # but a loop of the embedder's choice must work too).
         self.transport = stream = cast(asyncio.Transport, transport)
         self.admitted = self.limit._admit(self)
         if not self.admitted:
