@@ -343,6 +343,7 @@ async def run_web(settings: WebSettings) -> None:
     try:
         await check_version(backend.db)
         stop = stop_on_signals()  # before serving: a SIGTERM from here on drains
+        frozen = heap.freeze_startup_objects()  # before serving: no click waits on it
         server = await start_web(
             settings=settings,
             store=ApprovalStore(backend.db),
@@ -353,7 +354,6 @@ async def run_web(settings: WebSettings) -> None:
             deduper=deduper,
         )
         via = "Socket Mode" if server.socket_mode else f"POST {server.url}/slack/events"
-        frozen = heap.freeze_startup_objects()
         logger.info(
             "web listening on %s; Slack's deliveries via %s (%d startup objects frozen)",
             server.url,
