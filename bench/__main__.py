@@ -306,8 +306,8 @@ async def main(argv: list[str]) -> None:
     if args.profile:
         py_spy()  # before minutes of work: is it there?
     logging.basicConfig(level=logging.WARNING)
-    # The sandbox Slack and the in-process baselines run here: a 100 ms full collection
-    # over the imported modules would land in some click's figure or baseline.
+    # The sandbox Slack runs here: a 100 ms full collection over the imported modules
+    # would land in some figure (each measure also calls stats.settle_heap).
     heap.freeze_startup_objects()
     report = Report(
         parameters=" ".join(

@@ -32,6 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
+from agent_bridge import heap
 from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.backend import Backend
 from agent_bridge.models import ApprovalRequest
@@ -79,7 +80,7 @@ async def bare_resumes(settings: WorkerConfig, backend: Backend, count: int) -> 
     """``count`` bare resumes, one at a time: seconds from ``Command`` to tool start
     (run by ``bench.bare_latency``, in a process of its own)."""
     graph = bare_graph(settings, backend.checkpointer)
-    settle_heap()
+    heap.freeze_startup_objects()  # as the worker (bot.processes)
     timings = []
     for _ in range(count):
         label = f"bare-{secrets.token_hex(4)}"
@@ -120,7 +121,7 @@ async def bare_drives(settings: WorkerConfig, backend: Backend, count: int) -> l
     pool = backend.db.pool
     async with pool.connection() as conn:
         await conn.execute(LEASES_TABLE)
-    settle_heap()
+    heap.freeze_startup_objects()  # as the worker (bot.processes)
     timings = []
     for _ in range(count):
         label = f"drive-{secrets.token_hex(4)}"

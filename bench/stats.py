@@ -19,10 +19,9 @@ WAIT_TIMEOUT_S = 120.0
 
 def settle_heap() -> None:
     """Freeze what the benchmark's process holds so far (``agent_bridge.heap``), before a
-    measure. The sandbox Slack and the in-process baselines run in this process; a full
-    garbage collection walking the sandbox's messages (140-160 ms measured with fifty
-    reviewers' cards) would land inside whatever was being timed, a baseline or the
-    product's figure."""
+    measure. The sandbox Slack runs in this process; a full garbage collection walking
+    its messages (140-160 ms measured with fifty reviewers' cards) would land inside
+    whatever was being timed."""
     heap.freeze_startup_objects()
 
 
