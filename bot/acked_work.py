@@ -7,7 +7,8 @@ listener's body in ``AsyncioListenerRunner``, lazy listeners in
 Slack the click is then done; for us its decision is not recorded yet. A process that
 exits at that moment loses an acked decision without a word. ``AckedWork`` keeps those
 tasks: ``watch`` hooks Bolt's listener start handler (called first thing inside the
-listener's task, before the listener can ack) and its lazy-listener runner, and
+listener's task; a click acked before it by ``bot.actions.ack_first`` has that task
+created before its 200 is returned) and its lazy-listener runner, and
 ``drain`` waits for every one of them (docs/architecture.md, "Stopping and starting").
 """
 

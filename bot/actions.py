@@ -1,17 +1,17 @@
 """Button clicks (``block_actions``): approve and ignore at once; edit, reject and respond
 open modals.
 
-Every listener acks first (Slack wants an answer within 3 s). Then, before anything is
-recorded or opened, the click is authorized against its signed payload
-(``bot.guard.Guard``: workspace, the card clicked, four eyes, approvers). A modal is
-opened with the click's ``trigger_id`` straight after (it expires in 3 s), recorded
-first as an ``OpenedView`` so its submission can be bound to this user and request.
-The database work before ``views.open`` (the request read, the authorization, the
-``OpenedView``) runs under a deadline (``MODAL_DB_S``, ``agent_bridge.deadline``) well
-inside the trigger's life, so a slow database never makes the trigger expire: past it
-the clicker is told privately to click again. A click that cannot be honoured (not
-allowed, stale card, already decided, the call changed, database down or slow) is
-answered privately with ``chat.postEphemeral``, in the
+Every click is acked before its listener starts (``ack_first``; Slack wants an answer
+within 3 s). Then, before anything is recorded or opened, the click is authorized
+against its signed payload (``bot.guard.Guard``: workspace, the card clicked, four
+eyes, approvers). A modal is opened with the click's ``trigger_id`` straight after (it
+expires in 3 s), recorded first as an ``OpenedView`` so its submission can be bound to
+this user and request. The database work before ``views.open`` (the request read, the
+authorization, the ``OpenedView``) runs under a deadline (``MODAL_DB_S``,
+``agent_bridge.deadline``) well inside the trigger's life, so a slow database never
+makes the trigger expire: past it the clicker is told privately to click again. A click
+that cannot be honoured (not allowed, stale card, already decided, the call changed,
+database down or slow) is answered privately with ``chat.postEphemeral``, in the
 wording of ``agent_bridge.wording`` and ``agent_bridge.review_wording``.
 """
 
@@ -72,6 +72,22 @@ MODALS: dict[str, Callable[..., dict[str, Any]]] = {
 AT_ONCE: dict[str, DecisionType] = {"approve": "approve", "ignore": "ignore"}
 """The decisions a click records with no form."""
 
+
+async def ack_first(ack: Ack, next: Callable[[], Awaitable[None]]) -> None:
+    """Bolt listener middleware: ack the click (an empty 200) before its listener starts.
+
+    With ``process_before_response=False`` Bolt starts the listener in a task of its own
+    and notices an ``ack()`` made there by polling every 10 ms
+    (``slack_bolt/listener/asyncio_runner.py``), so under a burst each answer waited a
+    poll or more behind other clicks' work. An ack made here is already set when the
+    listener runner looks, and the 200 goes out before the listener runs. A
+    ``block_actions`` ack carries nothing (https://docs.slack.dev/interactivity/
+    handling-user-interaction#acknowledgment_response), so no listener needs to choose it.
+    """
+    await ack()
+    await next()
+
+
 MODAL_DB_S = 1.5
 """How long a modal-opening click may wait on the database before ``views.open``,
 seconds: its ``trigger_id`` expires 3 s after the click
@@ -106,13 +122,13 @@ class ActionListeners:
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
-        app.action(re.compile(f"^{re.escape(ids.ACTION_PREFIX)}"))(self.on_decision)
-        app.action(ids.VIEW_ARGS_ACTION)(self.on_view_args)
+        decision = re.compile(f"^{re.escape(ids.ACTION_PREFIX)}")
+        app.action(decision, middleware=[ack_first])(self.on_decision)
+        app.action(ids.VIEW_ARGS_ACTION, middleware=[ack_first])(self.on_view_args)
 
-    async def on_decision(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
-        """A decision button: authorize, then count an approval, record an ignore, or
-        open the modal of edit/reject/respond."""
-        await ack()
+    async def on_decision(self, body: dict[str, Any], context: Any) -> None:
+        """A decision button (acked already, ``ack_first``): authorize, then count an
+        approval, record an ignore, or open the modal of edit/reject/respond."""
         try:
             payload = parse(BlockActions, body)
         except PayloadError as exc:
@@ -149,9 +165,9 @@ class ActionListeners:
             )
             await self.tell(payload, wording.STORE_SLOW_TEXT if slow else wording.STORE_DOWN_TEXT)
 
-    async def on_view_args(self, ack: Ack, body: dict[str, Any], context: Any) -> None:
-        """ "View full arguments": a read-only modal with every argument in full."""
-        await ack()
+    async def on_view_args(self, body: dict[str, Any], context: Any) -> None:
+        """ "View full arguments" (acked already, ``ack_first``): a read-only modal with
+        every argument in full."""
         try:
             payload = parse(BlockActions, body)
         except PayloadError as exc:

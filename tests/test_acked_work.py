@@ -1,6 +1,7 @@
 """``bot.acked_work`` on a real Bolt ``AsyncApp``: the work after an ``ack()`` (a
 listener's body and a lazy listener) is kept until it ends, and named when a stop
-cannot wait for it."""
+cannot wait for it; a click acked by ``bot.actions.ack_first`` is answered before its
+listener starts, and its listener is kept all the same."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.acked_work import AckedWork
+from bot.actions import ack_first
 from slack_sandbox.delivery import payload_body
 from slack_sandbox.payloads import block_actions_payload
 
@@ -74,3 +76,26 @@ async def test_work_after_the_ack_is_kept_until_it_ends_and_named_if_it_does_not
     go.set()
     assert await acked.drain(5.0) == []
     assert sorted(done) == ["body", "lazy"] and acked.pending == 0
+
+
+async def test_a_click_acked_first_is_answered_before_its_listener_starts_and_still_kept() -> None:
+    app = AsyncApp(authorize=authorize, signing_secret="unused", request_verification_enabled=False)
+    go, running = asyncio.Event(), asyncio.Event()
+    started: list[str] = []
+
+    async def work(body: dict[str, Any]) -> None:
+        started.append(body["actions"][0]["value"])
+        running.set()
+        await go.wait()
+
+    app.action("approve", middleware=[ack_first])(work)
+    acked = AckedWork.watch(app)
+
+    response = await app.async_dispatch(click("approve", "req1.v1"))
+    # Answered with no poll for a listener's ack: the listener has not run a step yet.
+    assert response.status == 200 and response.body == "" and started == []
+    await asyncio.wait_for(running.wait(), 5.0)  # then the listener's task starts
+    assert started == ["req1.v1"] and acked.pending == 1
+    assert await acked.drain(0.01) == ["block_actions approve value=req1.v1 by U1"]
+    go.set()
+    assert await acked.drain(5.0) == [] and acked.pending == 0

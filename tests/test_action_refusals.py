@@ -3,8 +3,6 @@ refusal names the tool, and the name is escaped like all agent-controlled text."
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from agent_bridge.bus import InProcessBus
@@ -28,10 +26,6 @@ HOSTILE_TOOL = "<!channel> <https://evil|innocent>"
 def store(sqlite_store: ApprovalStore) -> ApprovalStore:
     """This module's store: SQLite."""
     return sqlite_store
-
-
-async def _ack(*_: Any, **__: Any) -> None:
-    """Bolt's ack: nothing to check here."""
 
 
 @pytest.mark.parametrize("decision", ["approve", "respond"])
@@ -72,7 +66,7 @@ async def test_a_forged_button_is_refused_with_the_tool_name_escaped(
         user_id="U0REVIEWER",
     )
 
-    await listeners.on_decision(_ack, body, installed_in(TEAM_ID))
+    await listeners.on_decision(body, installed_in(TEAM_ID))
 
     ((_, user, text),) = slack.ephemerals
     assert user == "U0REVIEWER" and "is not allowed" in text
