@@ -179,6 +179,15 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     ratio(ack, bare_ack),
                     target=f"≤ 1.3{TIMES}",
                 )
+            first_ack = percentile(crowd.ack["bare_first"], 99)
+            reject_ack, approve_ack = (percentile(crowd.ack[k], 99) for k in ("reject", "approve"))
+            report.add(
+                f"ack p99, Reject / Approve click, {args.reviewers} concurrent reviewers, vs "
+                "a bare app acking as the product does",
+                f"{ms(reject_ack)} / {ms(approve_ack)}",
+                f"bare Bolt app acking before its listener starts (`ack_first`): {ms(first_ack)}",
+                f"{ratio(reject_ack, first_ack)} / {ratio(approve_ack, first_ack)}",
+            )
             report.add(
                 f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50",
                 ms(percentile(crowd.redraw, 50)),

@@ -5,7 +5,10 @@ stack (``bot.app.create_web_app`` on aiohttp) until SIGTERM, verifying requests 
 ``SLACK_SIGNING_SECRET``; its client calls ``SLACK_API_URL`` with ``SLACK_BOT_TOKEN``
 (``bench.web_process.bare_bolt_process`` starts it). With ``BARE_MARKS`` set, the
 listener appends ``<clicked message ts> <wall clock, s>`` to that file as it starts: when
-a click reached a bare Bolt listener, the floor of the product's click path.
+a click reached a bare Bolt listener, the floor of the product's click path. With
+``BARE_ACK=first`` each click is acked before its listener starts, by the product's own
+listener middleware (``bot.actions.ack_first``); by default the listener acks, as Bolt's
+examples do.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from agent_bridge import event_loop, heap
+from bot.actions import ack_first
 from bot.app import create_web_app
 from bot.processes import stop_on_signals
 from bot.slack_client import make_client, open_session
@@ -52,13 +56,15 @@ async def main() -> None:
     )
 
     marks = os.environ.get("BARE_MARKS")
+    first = os.environ.get("BARE_ACK") == "first"
 
-    @app.action(re.compile(".*"))
+    @app.action(re.compile(".*"), middleware=[ack_first] if first else None)
     async def ack_only(ack: AsyncAck, body: dict[str, Any]) -> None:
         if marks:
             with open(marks, "a") as out:
                 out.write(f"{body['container']['message_ts']} {time.time():.6f}\n")
-        await ack()
+        if not first:
+            await ack()
 
     runner = web.AppRunner(create_web_app(app, signing_secret=secret), access_log=None)
     await runner.setup()

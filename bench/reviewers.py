@@ -4,7 +4,8 @@
   for Reject (a click that opens a modal) and Approve, every reviewer at once; the
   baseline is a bare Bolt app with one listener that only acks, served the same way
   (``bot.app.create_web_app`` on aiohttp, a process of its own, ``bench.bare_bolt``),
-  clicked on the same cards;
+  clicked on the same cards; a second baseline is the same bare app acking before its
+  listener starts, as the product does (``bot.actions.ack_first``);
 - redraw: seconds from an Approve click to its card showing no decision buttons; its
   floor is when the same concurrent clicks reached the bare app's listener.
 """
@@ -141,7 +142,7 @@ async def measure(
     (``web_pid``) is sampled with py-spy into ``profile``, if given, while the Approve
     clicks of the first round are answered and their cards redrawn."""
     users = [u for u in reviewers(count) if u.startswith("U0BENCH")]
-    clicks = Clicks(ack={"bare": [], "reject": [], "approve": []})
+    clicks = Clicks(ack={"bare": [], "bare_first": [], "reject": [], "approve": []})
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
         settle_heap()
@@ -153,6 +154,10 @@ async def measure(
         for request, (sent, answered) in zip(requests, bare, strict=True):
             clicks.ack["bare"].append(answered - sent)
             clicks.bare_listener.append(reached[str(request.message_ts)] - sent)
+        async with bare_bolt_process(harness, ack_first=True):
+            await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
+            for sent, answered in await click_all(harness, requests, users, "approve"):
+                clicks.ack["bare_first"].append(answered - sent)
         views_before = {u: open_view_ids(harness, u) for u in users}
         for sent, answered in await click_all(harness, requests, users, "reject"):
             clicks.ack["reject"].append(answered - sent)

@@ -116,10 +116,14 @@ class BareBolt:
 
 
 @contextlib.asynccontextmanager
-async def bare_bolt_process(harness: Harness) -> AsyncIterator[BareBolt]:
+async def bare_bolt_process(
+    harness: Harness, *, ack_first: bool = False
+) -> AsyncIterator[BareBolt]:
     """The baseline's bare Bolt app (``bench.bare_bolt``), served as the product is; the
     sandbox sends it every request while the block runs, and its listener notes when
-    each click reached it (``BARE_MARKS``, in a directory removed on exit)."""
+    each click reached it (``BARE_MARKS``, in a directory removed on exit). With
+    ``ack_first`` it acks each click as the product does, before its listener starts
+    (``BARE_ACK=first``)."""
     web = harness.web_settings
     marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
     env = {
@@ -127,6 +131,7 @@ async def bare_bolt_process(harness: Harness) -> AsyncIterator[BareBolt]:
         "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
         "BARE_MARKS": str(marks),
+        "BARE_ACK": "first" if ack_first else "listener",
     }
     try:
         async with _served(harness, "bench.bare_bolt", env) as process:
