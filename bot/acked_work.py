@@ -92,10 +92,15 @@ class AckedWork:
     async def drain(self, timeout_s: float) -> list[str]:
         """Wait until every kept task has ended, at most ``timeout_s`` seconds.
 
+        It yields to the loop first: a click acked before its listener starts
+        (``bot.actions.ack_first``) may have had its 200 returned while its listener's
+        task, already created, has not taken the first step that keeps it.
+
         Returns:
             The names (``describe``) of the requests whose work had not ended by then,
             each also logged as an error: the process is about to lose them.
         """
+        await asyncio.sleep(0)  # every task created before the drain keeps itself now
         if self._tasks:
             logger.info("stopping: finishing the work of %d acked requests", len(self._tasks))
             await asyncio.wait(list(self._tasks), timeout=timeout_s)

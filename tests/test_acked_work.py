@@ -99,3 +99,20 @@ async def test_a_click_acked_first_is_answered_before_its_listener_starts_and_st
     assert await acked.drain(0.01) == ["block_actions approve value=req1.v1 by U1"]
     go.set()
     assert await acked.drain(5.0) == [] and acked.pending == 0
+
+
+async def test_a_drain_straight_after_a_click_acked_first_still_waits_for_its_work() -> None:
+    app = AsyncApp(authorize=authorize, signing_secret="unused", request_verification_enabled=False)
+    done: list[str] = []
+
+    async def work(body: dict[str, Any]) -> None:
+        await asyncio.sleep(0.05)  # the compare-and-set
+        done.append(body["actions"][0]["value"])
+
+    app.action("approve", middleware=[ack_first])(work)
+    acked = AckedWork.watch(app)
+
+    assert (await app.async_dispatch(click("approve", "req1.v1"))).status == 200
+    # The 200 left before the listener's task took a step; a stop drains at once.
+    assert acked.pending == 0
+    assert await acked.drain(5.0) == [] and done == ["req1.v1"]
