@@ -178,8 +178,15 @@ def is_ssl_check(body: bytes) -> bool:
 def is_unreadable(body: Mapping[str, Any]) -> str | None:
     """Why Bolt cannot be given the parsed request ``body`` (it would fail matching a
     listener: a 500 over HTTP), or None. Both edges, HTTP and Socket Mode, ask it."""
-    if body.get("type") == "block_actions" and not body.get("actions"):
+    if body.get("type") != "block_actions":
+        return None
+    actions = body.get("actions")
+    if not actions:
         return "block_actions without actions"
+    if not isinstance(actions, list) or not all(
+        isinstance(action, dict) and isinstance(action.get("action_id"), str) for action in actions
+    ):
+        return "block_actions with an action that has no action_id"
     return None
 
 

@@ -11,8 +11,8 @@ real workspace without a public URL (https://api.slack.com/apis/socket-mode).
 
 Requests arrive unsigned over the app's own authenticated websocket, so Bolt skips the
 signature check for them; what the HTTP edge (``bot.app.create_web_app``) refuses before
-Bolt (a ``block_actions`` without actions, a body Bolt cannot read) is refused here too,
-logged and not acked, as a 400 is not an answer Slack accepts.
+Bolt (a ``block_actions`` without an ``action_id`` to match, a body Bolt cannot read) is
+refused here too, logged and not acked, as a 400 is not an answer Slack accepts.
 """
 
 from __future__ import annotations
