@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from agent_bridge.models import Run, RunState
+from agent_bridge.models import Run
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.store import ApprovalStore
 from agent_bridge.wording import run_failed_note
@@ -36,8 +36,8 @@ class RunFailures:
 
     async def fail(self, run: Run, *, owner: str, error: str) -> None:
         """Post the failure in the run's Slack thread (best effort, without ``error``),
-        release the run as failed with ``error``, then close its open requests and redraw
-        their cards.
+        release the run as failed with ``error`` and close its open requests at once
+        (``ApprovalStore.fail_run``: one transaction), then redraw their cards.
 
         Raises:
             StoreUnavailableError: The database failed; the lease expires and a later
@@ -45,9 +45,7 @@ class RunFailures:
         """
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
-        await self.store.release_run(run.run_id, owner=owner, state=RunState.FAILED, error=error)
-        for request in await self.store.cancel_open_requests(
-            run.run_id, note=run_failed_note(run.run_id)
-        ):
+        note = run_failed_note(run.run_id)
+        for request in await self.store.fail_run(run.run_id, owner=owner, error=error, note=note):
             await self.notifier.approval_updated(request, run=run)
         logger.info("run=%s thread_id=%s failed: %s", run.run_id, run.thread_id, error)

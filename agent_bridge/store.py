@@ -585,11 +585,32 @@ class ApprovalStore:
             await self._audit(tx, AuditKind.EXPIRED, expired, reason=note)
         return expired
 
-    async def cancel_open_requests(self, run_id: str, *, note: str) -> list[ApprovalRequest]:
-        """Close the run's pending and unapplied requests (the run failed); return them."""
+    async def fail_run(
+        self, run_id: str, *, owner: str, error: str, note: str
+    ) -> list[ApprovalRequest]:
+        """Release the run as ``failed`` with ``error`` (as ``release_run``) and close its
+        pending and unapplied requests, each with its audit event (``reason``: ``note``),
+        in one transaction: nobody sees the run ended with cards still open, and a crash
+        leaves neither done, so the run's lease expires and it is driven again.
+
+        Returns:
+            The cancelled requests, for their cards to be redrawn.
+        """
+        now = self.clock()
         async with self.db.transaction() as tx:
+            await tx.execute(
+                RELEASE_RUN,
+                {
+                    "run_id": run_id,
+                    "owner": owner,
+                    "state": RunState.FAILED.value,
+                    "final_answer": None,
+                    "error": error,
+                    "now": now,
+                },
+            )
             rows = await tx.fetch_all(
-                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
+                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": now}
             )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
