@@ -591,14 +591,19 @@ class ApprovalStore:
         """Release the run as ``failed`` with ``error`` (as ``release_run``) and close its
         pending and unapplied requests, each with its audit event (``reason``: ``note``),
         in one transaction: nobody sees the run ended with cards still open, and a crash
-        leaves neither done, so the run's lease expires and it is driven again.
+        leaves neither done, so the run's lease expires and it is driven again. Only
+        ``owner``'s lease is released: a worker that lost it (another took the run, or
+        ``close_workspace`` failed it) changes nothing, and leaves the cards to the run's
+        holder. It locks the run's row before its requests' rows, as ``close_workspace``
+        does, so the two never deadlock.
 
         Returns:
-            The cancelled requests, for their cards to be redrawn.
+            The cancelled requests, for their cards to be redrawn; none if ``owner`` no
+            longer held the run.
         """
         now = self.clock()
         async with self.db.transaction() as tx:
-            await tx.execute(
+            released = await tx.execute(
                 RELEASE_RUN,
                 {
                     "run_id": run_id,
@@ -609,6 +614,8 @@ class ApprovalStore:
                     "now": now,
                 },
             )
+            if not released:
+                return []
             rows = await tx.fetch_all(
                 CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": now}
             )
@@ -624,13 +631,14 @@ class ApprovalStore:
         its lease), in one transaction; return the cancelled requests."""
         now = self.clock()
         async with self.db.transaction() as tx:
+            # The runs' rows before their requests' rows, as fail_run: no lock cycle.
+            await tx.execute(FAIL_TEAM_RUNS, {"team_id": team_id, "error": note, "now": now})
             rows = await tx.fetch_all(
                 CLOSE_TEAM_REQUESTS, {"team_id": team_id, "note": note, "now": now}
             )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
                 await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
-            await tx.execute(FAIL_TEAM_RUNS, {"team_id": team_id, "error": note, "now": now})
         return cancelled
 
     # -- who decides: quorum, escalation, refusals, outcomes ---------------------------

@@ -1,18 +1,45 @@
 """A failed run ends in one step (``RunFailures.fail`` → ``ApprovalStore.fail_run``): the
 run released as failed and its open cards cancelled in one transaction, so nobody reads
-the run as ended while a card of it can still be decided."""
+the run as ended while a card of it can still be decided; only by the worker that still
+holds its lease; never in a lock cycle with a workspace's closing; and a card whose
+redraw was lost to a crash is redrawn by the worker's time-keeping."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
+from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.run_driver import RunDriver
+from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import run_failed_note
+from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
+from bot.card_owner import CardOwner
+from bot.slack_notifier import SlackNotifier
+from bot.testing import RecordingNotifier
+from tests.clocks import ManualClock
 from tests.harness import Harness
+from tests.test_card_owner import PostedCard, card_blocks, pending_card  # noqa: F401 (fixture)
 from tests.test_faults import rows_locked
+from tests.test_run_driver import driver_for, new_run
 from tests.test_web_stop import waiting_on_lock
 
 OWNER = "test-failing-worker"
+TWO_CALLS = json.dumps(
+    {
+        "tool_calls": [
+            {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+            {"name": "execute_sql", "args": {"query": "DELETE FROM orders"}},
+        ]
+    }
+)
 
 
 async def test_a_failed_run_and_the_closing_of_its_cards_are_seen_together(
@@ -40,3 +67,93 @@ async def test_a_failed_run_and_the_closing_of_its_cards_are_seen_together(
         write.request_id: ApprovalState.CANCELLED,
         sql.request_id: ApprovalState.CANCELLED,
     }
+
+
+async def test_a_worker_that_lost_its_lease_leaves_the_new_owners_cards_open(
+    sqlite_store: ApprovalStore, tmp_path: Path
+) -> None:
+    store = sqlite_store
+    clock = ManualClock(time.time())
+    store.clock = clock
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    run = await new_run(store, TWO_CALLS)
+    state, _ = await driver.drive(run)
+    await store.release_run(run.run_id, owner="w", state=state)
+    assert state == RunState.WAITING
+    # Worker A's drive raised near the end of its lease and its failure ran past it
+    # (nothing renews a lease after the drive); worker B's sweep took the run.
+    a = await store.claim_run(run.run_id, owner="A", lease_s=30, from_state=RunState.WAITING)
+    assert a is not None
+    clock.now += 31
+    b = await store.claim_run(run.run_id, owner="B", lease_s=30, from_state=RunState.WAITING)
+    assert b is not None
+
+    await RunFailures(store=store, notifier=notifier).fail(a, owner="A", error="RuntimeError")
+
+    now = await store.db.fetch_one(
+        "SELECT state, lease_owner FROM runs WHERE run_id = :r", {"r": run.run_id}
+    )
+    assert now == {"state": "running", "lease_owner": "B"}
+    assert {r.state for r in await store.requests_for_run(run.run_id)} == {ApprovalState.PENDING}
+
+
+async def test_failing_a_run_and_closing_its_workspace_at_once_do_not_deadlock(
+    harness: Harness,
+) -> None:
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    run = await harness.store.get_run(run.run_id)
+    assert run.team_id
+    claimed = await harness.store.claim_run(
+        run.run_id, owner=OWNER, lease_s=60.0, from_state=RunState.WAITING
+    )
+    assert claimed is not None
+    url = harness.settings.database_url
+    # Both transactions queue behind the cards' row locks, then run interleaved.
+    async with rows_locked(url, [write.request_id, sql.request_id], "FOR UPDATE"):
+        closing = asyncio.create_task(harness.store.close_workspace(run.team_id, note="gone"))
+        await harness.wait_for(lambda: waiting_on_lock(url, "UPDATE"))
+        failing = asyncio.create_task(
+            harness.store.fail_run(run.run_id, owner=OWNER, error="boom", note="failed")
+        )
+        await harness.wait_for(lambda: _waiting_on_locks(harness, 2))
+    await asyncio.wait_for(asyncio.gather(closing, failing), 20.0)  # neither aborted
+    assert (await harness.store.get_run(run.run_id)).state == RunState.FAILED
+    states = {r.state for r in await harness.store.requests_for_run(run.run_id)}
+    assert states == {ApprovalState.CANCELLED}
+
+
+async def _waiting_on_locks(harness: Harness, count: int) -> bool:
+    rows = await harness.store.db.fetch_all(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock'"
+    )
+    return len(rows) >= count
+
+
+async def test_a_cancelled_card_whose_redraw_was_lost_is_redrawn_by_time_keeping(
+    pending_card: PostedCard,  # noqa: F811 (the fixture)
+) -> None:
+    store, slack = pending_card.store, pending_card.slack
+    clock = ManualClock(time.time())
+    store.clock = clock
+    claimed = await store.claim_run("run-1", owner="w", lease_s=60, from_state=RunState.QUEUED)
+    assert claimed is not None
+    # The worker dies right after fail_run's commit, before any card is redrawn.
+    closed = await store.fail_run("run-1", owner="w", error="boom", note=run_failed_note("run-1"))
+    assert [r.request_id for r in closed] == ["r1"]
+    cards = CardOwner(store=store, slack=slack)
+    notifier = SlackNotifier(slack=slack, cards=cards)
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
+        failures=RunFailures(store=store, notifier=notifier),
+    )
+    assert '"actions"' in card_blocks(pending_card)
+    clock.now += CARD_REDRAW_GRACE_S + 1
+    await worker.keep_time()
+    assert '"actions"' not in card_blocks(pending_card)
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
