@@ -24,6 +24,7 @@ from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import run_failed_note
 from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
 from bot.card_owner import CardOwner
 from bot.slack_notifier import SlackNotifier
@@ -224,19 +225,43 @@ async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
     assert claimed is not None
     await store.release_run("run-1", owner="w", state=RunState.WAITING)
     await store.record_decision("r1", Decision(type="reject"), user_id="U2")  # no redraw
-    cards = CardOwner(store=store, slack=slack)
-    notifier = SlackNotifier(slack=slack, cards=cards)
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
-        failures=RunFailures(store=store, notifier=notifier),
-    )
+    worker = time_keeper(store, slack)
     await worker.keep_time()
     assert '"actions"' in card_blocks(pending_card)  # too recent: left to its process
     clock.now += CARD_REDRAW_GRACE_S + 1
     await worker.keep_time()
     assert "Rejected" in card_blocks(pending_card) and '"actions"' not in card_blocks(pending_card)
+
+
+async def test_a_cancelled_card_whose_redraw_was_lost_is_redrawn_by_time_keeping(
+    pending_card: PostedCard,
+) -> None:
+    """A run failed by a worker that died right after ``fail_run`` committed, before any
+    card was redrawn: the time-keeping pass redraws the cancelled card."""
+    store, slack = pending_card.store, pending_card.slack
+    clock = ManualClock(time.time())
+    store.clock = clock
+    claimed = await store.claim_run("run-1", owner="w", lease_s=60, from_state=RunState.QUEUED)
+    assert claimed is not None
+    closed = await store.fail_run("run-1", owner="w", error="boom", note=run_failed_note("run-1"))
+    assert [r.request_id for r in closed] == ["r1"]
+    assert '"actions"' in card_blocks(pending_card)
+    clock.now += CARD_REDRAW_GRACE_S + 1
+    await time_keeper(store, slack).keep_time()
+    assert '"actions"' not in card_blocks(pending_card)
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
+
+
+def time_keeper(store: ApprovalStore, slack: MemoryGateway) -> Worker:
+    """A worker whose only use is its time-keeping pass (``keep_time``) over ``slack``."""
+    notifier = SlackNotifier(slack=slack, cards=CardOwner(store=store, slack=slack))
+    return Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
+        failures=RunFailures(store=store, notifier=notifier),
+    )
 
 
 async def test_a_sibling_drawn_from_older_state_is_drawn_again(tmp_path: Path) -> None:

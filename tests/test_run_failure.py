@@ -1,8 +1,8 @@
 """A failed run ends in one step (``RunFailures.fail`` → ``ApprovalStore.fail_run``): the
 run released as failed and its open cards cancelled in one transaction, so nobody reads
 the run as ended while a card of it can still be decided; only by the worker that still
-holds its lease; never in a lock cycle with a workspace's closing; and a card whose
-redraw was lost to a crash is redrawn by the worker's time-keeping."""
+holds its lease; never in a lock cycle with a workspace's closing. A card whose redraw
+was lost to a crash: ``tests/test_card_owner.py``."""
 
 from __future__ import annotations
 
@@ -10,23 +10,14 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import cast
 
-from agent_bridge.bus import InProcessBus
 from agent_bridge.models import ApprovalState, RunState
-from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
-from agent_bridge.wording import run_failed_note
-from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
-from bot.card_owner import CardOwner
-from bot.slack_notifier import SlackNotifier
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.harness import Harness
-from tests.test_card_owner import PostedCard, card_blocks, pending_card  # noqa: F401 (fixture)
 from tests.test_faults import rows_locked
 from tests.test_run_driver import driver_for, new_run
 from tests.test_web_stop import waiting_on_lock
@@ -130,30 +121,3 @@ async def _waiting_on_locks(harness: Harness, count: int) -> bool:
         "AND wait_event_type = 'Lock'"
     )
     return len(rows) >= count
-
-
-async def test_a_cancelled_card_whose_redraw_was_lost_is_redrawn_by_time_keeping(
-    pending_card: PostedCard,  # noqa: F811 (the fixture)
-) -> None:
-    store, slack = pending_card.store, pending_card.slack
-    clock = ManualClock(time.time())
-    store.clock = clock
-    claimed = await store.claim_run("run-1", owner="w", lease_s=60, from_state=RunState.QUEUED)
-    assert claimed is not None
-    # The worker dies right after fail_run's commit, before any card is redrawn.
-    closed = await store.fail_run("run-1", owner="w", error="boom", note=run_failed_note("run-1"))
-    assert [r.request_id for r in closed] == ["r1"]
-    cards = CardOwner(store=store, slack=slack)
-    notifier = SlackNotifier(slack=slack, cards=cards)
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=cast(RunDriver, SimpleNamespace(notifier=notifier)),
-        failures=RunFailures(store=store, notifier=notifier),
-    )
-    assert '"actions"' in card_blocks(pending_card)
-    clock.now += CARD_REDRAW_GRACE_S + 1
-    await worker.keep_time()
-    assert '"actions"' not in card_blocks(pending_card)
-    stored = await store.get_request("r1")
-    assert stored is not None and stored.drawn_revision == stored.revision
