@@ -38,6 +38,7 @@ async def test_a_failed_run_and_the_closing_of_its_cards_are_seen_together(
 ) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
+    assert (await harness.released(run)).state == RunState.WAITING  # the worker let go
     claimed = await harness.store.claim_run(
         run.run_id, owner=OWNER, lease_s=60.0, from_state=RunState.WAITING
     )
@@ -94,8 +95,8 @@ async def test_failing_a_run_and_closing_its_workspace_at_once_do_not_deadlock(
 ) -> None:
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)
-    run = await harness.store.get_run(run.run_id)
-    assert run.team_id
+    run = await harness.released(run)  # the worker let go
+    assert run.state == RunState.WAITING and run.team_id
     claimed = await harness.store.claim_run(
         run.run_id, owner=OWNER, lease_s=60.0, from_state=RunState.WAITING
     )
