@@ -287,7 +287,23 @@ class ApprovalStore:
         error: str | None = None,
     ) -> None:
         """Leave the run in ``state`` (``waiting``, ``done`` or ``failed``) and drop the lease."""
-        await self.db.execute(
+        await self._release(
+            self.db, run_id, owner=owner, state=state, final_answer=final_answer, error=error
+        )
+
+    async def _release(
+        self,
+        q: Database | Statements,
+        run_id: str,
+        *,
+        owner: str,
+        state: RunState,
+        final_answer: str | None = None,
+        error: str | None = None,
+    ) -> int:
+        """``RELEASE_RUN`` on ``q`` (the database, or a transaction); returns the rows it
+        changed: 0 if ``owner`` no longer holds the run's lease."""
+        return await q.execute(
             RELEASE_RUN,
             {
                 "run_id": run_id,
@@ -601,23 +617,11 @@ class ApprovalStore:
             The cancelled requests, for their cards to be redrawn; none if ``owner`` no
             longer held the run.
         """
-        now = self.clock()
         async with self.db.transaction() as tx:
-            released = await tx.execute(
-                RELEASE_RUN,
-                {
-                    "run_id": run_id,
-                    "owner": owner,
-                    "state": RunState.FAILED.value,
-                    "final_answer": None,
-                    "error": error,
-                    "now": now,
-                },
-            )
-            if not released:
+            if not await self._release(tx, run_id, owner=owner, state=RunState.FAILED, error=error):
                 return []
             rows = await tx.fetch_all(
-                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": now}
+                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
             )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:

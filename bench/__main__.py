@@ -170,8 +170,8 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"of {len(crowd.ack['reject'])}"
             )
             bare_ack = percentile(crowd.ack["bare"], 99)
-            for kind in ("reject", "approve"):
-                ack = percentile(crowd.ack[kind], 99)
+            acks = {kind: percentile(crowd.ack[kind], 99) for kind in ("reject", "approve")}
+            for kind, ack in acks.items():
                 report.add(
                     f"ack p99, {kind.capitalize()} click, {args.reviewers} concurrent reviewers",
                     ms(ack),
@@ -180,7 +180,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     target=f"≤ 1.3{TIMES}",
                 )
             first_ack = percentile(crowd.ack["bare_first"], 99)
-            reject_ack, approve_ack = (percentile(crowd.ack[k], 99) for k in ("reject", "approve"))
+            reject_ack, approve_ack = acks["reject"], acks["approve"]
             report.add(
                 f"ack p99, Reject / Approve click, {args.reviewers} concurrent reviewers, vs "
                 "a bare app acking as the product does",
