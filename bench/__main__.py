@@ -162,9 +162,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                     (name, ms(drawn.seconds), f"{drawn.characters:,}", str(drawn.blocks))
                 )
             step(f"{args.reviewers} reviewers at once (x{args.rounds})")
-            crowd = await reviewers.measure(
-                harness, args.reviewers, args.rounds, web.pid, args.profile
-            )
+            crowd = await reviewers.measure(harness, args.reviewers, args.rounds, web, args.profile)
             report.notes.append(
                 f"Reject clicks that opened their modal: {crowd.modals_opened} "
                 f"of {len(crowd.ack['reject'])}"
@@ -195,6 +193,21 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"{ms(percentile(crowd.bare_listener, 50))}",
                 ratio(percentile(crowd.redraw, 50), percentile(crowd.bare_listener, 50)),
                 target="≤ 50 ms",
+            )
+            report.add(
+                f"I/O per Approve click (web, read from its /metrics), {args.reviewers} "
+                "concurrent reviewers",
+                crowd.approve_io.described(),
+            )
+            slack_calls, round_trips = crowd.bare_io
+            report.add(
+                f"Approve click → card redrawn, {args.reviewers} concurrent reviewers, p50, vs "
+                "the same I/O done bare",
+                ms(percentile(crowd.redraw, 50)),
+                f"bare Bolt app acking first, then {round_trips} `SELECT 1` and "
+                f"{slack_calls} `chat.update` of the card per click: "
+                f"{ms(percentile(crowd.bare_redraw, 50))}",
+                ratio(percentile(crowd.redraw, 50), percentile(crowd.bare_redraw, 50)),
             )
             peak_one = peak_memory_kb(worker_pid)
             step(f"adding {args.paused:,} paused runs")
@@ -280,11 +293,7 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
     if io is None or floor_io is None:
         return
     floor = scaling.floor[1]
-    methods = ", ".join(f"{n:.1f} {m}" for m, n in sorted(io.slack_calls.items()))
-    report.add(
-        "I/O per decision (1 worker, read from its /metrics)",
-        f"{io.slack_total:.1f} Slack calls ({methods}); {io.round_trips:.1f} store round trips",
-    )
+    report.add("I/O per decision (1 worker, read from its /metrics)", io.described())
     bare_io = (
         f"bare resume + {floor_io.slack_calls} `chat.postMessage` + "
         f"{floor_io.round_trips} `SELECT 1`"

@@ -9,6 +9,14 @@ a click reached a bare Bolt listener, the floor of the product's click path. Wit
 ``BARE_ACK=first`` each click is acked before its listener starts, by the product's own
 listener middleware (``bot.actions.ack_first``); by default the listener acks, as Bolt's
 examples do.
+
+With ``BARE_IO="<slack calls> <round trips>"`` (and ``DATABASE_URL``) each click is acked
+first, then its listener does an Approve's I/O with nothing of the product around it:
+that many ``SELECT 1`` round trips, each on a connection of its own from the product's
+pool (``agent_bridge.postgres_db.open_pool``), as the store's statements are, then a
+``chat.update`` of the clicked card with the blocks it already has (its buttons stay, so
+the product can be clicked on it later), then the rest of the Slack calls, as more such
+updates: the floor of "Approve click → card redrawn".
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ from typing import Any
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge import event_loop, heap
+from agent_bridge.postgres_db import open_pool
 from bot.actions import ack_first
 from bot.app import create_web_app
 from bot.processes import stop_on_signals
@@ -56,15 +66,31 @@ async def main() -> None:
     )
 
     marks = os.environ.get("BARE_MARKS")
-    first = os.environ.get("BARE_ACK") == "first"
+    io = os.environ.get("BARE_IO")
+    slack_calls, round_trips = (int(n) for n in io.split()) if io else (0, 0)
+    pool = await open_pool(os.environ["DATABASE_URL"]) if io else None
+    first = os.environ.get("BARE_ACK") == "first" or pool is not None
 
     @app.action(re.compile(".*"), middleware=[ack_first] if first else None)
-    async def ack_only(ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def ack_only(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         if marks:
             with open(marks, "a") as out:
                 out.write(f"{body['container']['message_ts']} {time.time():.6f}\n")
         if not first:
             await ack()
+        if pool is not None:
+            for _ in range(round_trips):
+                async with pool.connection() as conn, conn.cursor() as cur:
+                    await cur.execute("SELECT 1")
+                    await cur.fetchall()
+            message = body["message"]
+            for _ in range(slack_calls):
+                await client.chat_update(
+                    channel=body["container"]["channel_id"],
+                    ts=message["ts"],
+                    text=message.get("text", ""),
+                    blocks=message.get("blocks"),
+                )
 
     runner = web.AppRunner(create_web_app(app, signing_secret=secret), access_log=None)
     await runner.setup()
@@ -75,6 +101,8 @@ async def main() -> None:
     finally:
         await runner.cleanup()
         await session.close()
+        if pool is not None:
+            await pool.close()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""What a worker process sent to Slack and PostgreSQL, read from its own ``/metrics``.
+"""What a process sent to Slack and PostgreSQL, read from its own ``/metrics``.
 
-The worker counts every Slack Web API call (``agent_bridge_slack_api_calls_total``, by
-method) and every round trip of the approval store (``agent_bridge_database_round_trips_total``);
-the benchmark reads both before and after the worker applies a batch of decisions and
-divides by the decisions: what one decision costs in I/O, beside its CPU.
+The worker and the web process count every Slack Web API call
+(``agent_bridge_slack_api_calls_total``, by method) and every round trip of the approval
+store (``agent_bridge_database_round_trips_total``); the benchmark reads both before and
+after a worker applies a batch of decisions, or the web process answers a round of
+Approve clicks, and divides by the items: what one costs in I/O, beside its CPU.
 """
 
 from __future__ import annotations
@@ -39,6 +40,22 @@ class IoCounts:
             if n != self.slack_calls.get(method, 0.0)
         }
         return IoCounts(calls, (later.round_trips - self.round_trips) / count)
+
+    def described(self) -> str:
+        """The counts for the table: ``4.0 Slack calls (2.0 chat.postMessage, 2.0
+        chat.update); 19.1 store round trips``."""
+        methods = ", ".join(f"{n:.1f} {m}" for m, n in sorted(self.slack_calls.items()))
+        return (
+            f"{self.slack_total:.1f} Slack calls ({methods}); "
+            f"{self.round_trips:.1f} store round trips"
+        )
+
+    def plus(self, other: IoCounts) -> IoCounts:
+        """Both counts added up."""
+        calls = dict(self.slack_calls)
+        for method, n in other.slack_calls.items():
+            calls[method] = calls.get(method, 0.0) + n
+        return IoCounts(calls, self.round_trips + other.round_trips)
 
 
 async def io_counts(port: int) -> IoCounts:

@@ -7,7 +7,11 @@
   clicked on the same cards; a second baseline is the same bare app acking before its
   listener starts, as the product does (``bot.actions.ack_first``);
 - redraw: seconds from an Approve click to its card showing no decision buttons; its
-  floor is when the same concurrent clicks reached the bare app's listener.
+  floors are when the same concurrent clicks reached the bare app's listener, and when a
+  bare app doing each click's I/O as the product's web process did it (read from its
+  ``/metrics``: its store round trips as ``SELECT 1``, then its Slack calls as
+  ``chat.update`` of the card) updated the card, on fresh cards after the product's
+  rounds.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
+from bench.io_counts import IoCounts, io_counts
 from bench.profiling import sampled
 from bench.stats import settle_heap, until
-from bench.web_process import bare_bolt_process
+from bench.web_process import Served, bare_bolt_process
 from bot import ids
 from slack_sandbox.state import DEFAULT_USERS
 from tests.harness import CHANNEL, REQUESTER, Harness, decision_buttons
@@ -54,6 +59,14 @@ class Clicks:
     """Seconds from each concurrent click to the bare Bolt app's listener starting."""
     modals_opened: int = 0
     """How many Reject clicks opened their modal (of ``len(ack["reject"])``)."""
+    approve_io: IoCounts = field(default_factory=IoCounts)
+    """The web process's Slack calls and store round trips per Approve click."""
+    bare_io: tuple[int, int] = (1, 0)
+    """``approve_io`` as the bare app does it: (Slack calls, at least the card's update;
+    round trips)."""
+    bare_redraw: list[float] = field(default_factory=list)
+    """Seconds from each concurrent click to a bare app doing ``bare_io`` updating its
+    card."""
 
 
 async def paused_requests(harness: Harness, count: int) -> list[ApprovalRequest]:
@@ -107,9 +120,12 @@ async def click_all(
     return await asyncio.gather(*(one(r, u) for r, u in zip(requests, users, strict=True)))
 
 
-async def redrawn_at(harness: Harness, requests: list[ApprovalRequest]) -> dict[str, float]:
+async def redrawn_at(
+    harness: Harness, requests: list[ApprovalRequest], *, decided: bool = True
+) -> dict[str, float]:
     """Watch the sandbox's Web API calls; return when each request's card was first
-    updated to show no decision buttons (request ID -> wall-clock time, s).
+    updated to show no decision buttons (with ``decided``; else updated at all)
+    (request ID -> wall-clock time, s).
 
     Only the calls made since the watch began are read, each once (a card is applied
     before its call is recorded), so watching costs the web app next to nothing.
@@ -127,7 +143,7 @@ async def redrawn_at(harness: Harness, requests: list[ApprovalRequest]) -> dict[
                 continue
             blocks = args.get("blocks") or []
             blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
-            if request_id and not decision_buttons({"blocks": blocks}):
+            if request_id and not (decided and decision_buttons({"blocks": blocks})):
                 seen[request_id] = now
         read = len(calls)
         await asyncio.sleep(REDRAW_POLL_S)
@@ -135,14 +151,16 @@ async def redrawn_at(harness: Harness, requests: list[ApprovalRequest]) -> dict[
 
 
 async def measure(
-    harness: Harness, count: int, rounds: int, web_pid: int, profile: Path | None = None
+    harness: Harness, count: int, rounds: int, web: Served, profile: Path | None = None
 ) -> Clicks:
     """``rounds`` rounds of ``count`` reviewers clicking at once: Reject (the product and
-    the bare app on the same cards) and Approve (fresh cards each round). The web process
-    (``web_pid``) is sampled with py-spy into ``profile``, if given, while the Approve
-    clicks of the first round are answered and their cards redrawn."""
+    the bare app on the same cards) and Approve (fresh cards each round), then ``rounds``
+    of the bare app doing the Approve clicks' I/O. The web process (``web``) is sampled
+    with py-spy into ``profile``, if given, while the Approve clicks of the first round
+    are answered and their cards redrawn."""
     users = [u for u in reviewers(count) if u.startswith("U0BENCH")]
     clicks = Clicks(ack={"bare": [], "bare_first": [], "reject": [], "approve": []})
+    io_total = IoCounts()
     for _ in range(rounds):
         requests = await paused_requests(harness, count)
         settle_heap()
@@ -162,7 +180,8 @@ async def measure(
         for sent, answered in await click_all(harness, requests, users, "reject"):
             clicks.ack["reject"].append(answered - sent)
         clicks.modals_opened += await modals_opened(harness, views_before)
-        async with sampled([web_pid], profile if not clicks.redraw else None, "web"):
+        io_before = await io_counts(web.port)
+        async with sampled([web.process.pid], profile if not clicks.redraw else None, "web"):
             watcher = asyncio.create_task(redrawn_at(harness, requests))
             approved = await click_all(harness, requests, users, "approve")
             redrawn = await watcher
@@ -170,7 +189,34 @@ async def measure(
             clicks.ack["approve"].append(answered - sent)
             clicks.redraw.append(redrawn[request.request_id] - sent)
         await ended(harness, [r.run_id for r in requests])
+        io_total = io_total.plus(io_before.per_item(await io_counts(web.port), 1))
+    clicks.approve_io = IoCounts().per_item(io_total, count * rounds)
+    clicks.bare_io = (
+        max(1, round(clicks.approve_io.slack_total)),
+        round(clicks.approve_io.round_trips),
+    )
+    for _ in range(rounds):
+        clicks.bare_redraw += await bare_redraws(harness, users, clicks.bare_io)
     return clicks
+
+
+async def bare_redraws(harness: Harness, users: list[str], io: tuple[int, int]) -> list[float]:
+    """One round of the bare app doing ``io`` (Slack calls, round trips) after each of
+    ``len(users)`` concurrent clicks on fresh cards: seconds from each click to its card's
+    first update. The cards are then approved in the product, untimed, and their runs
+    waited on, so none is left paused."""
+    requests = await paused_requests(harness, len(users))
+    settle_heap()
+    async with bare_bolt_process(harness, io=io):
+        warmed = asyncio.create_task(redrawn_at(harness, requests[:1], decided=False))
+        await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
+        await warmed  # its update is not taken for a measured click's
+        watcher = asyncio.create_task(redrawn_at(harness, requests, decided=False))
+        clicked = await click_all(harness, requests, users, "approve")
+        updated = await watcher
+    await click_all(harness, requests, users, "approve")
+    await ended(harness, [r.run_id for r in requests])
+    return [updated[r.request_id] - sent for r, (sent, _) in zip(requests, clicked, strict=True)]
 
 
 async def ended(harness: Harness, run_ids: list[str]) -> None:

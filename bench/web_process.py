@@ -3,9 +3,9 @@
 ``web_process(harness)`` starts ``python -m bot.cli web`` (``bot.processes.run_web``)
 on a free port against the harness's database, Redis signal channel and sandbox, points
 the sandbox's request URL at it, and stops it on exit; ``bare_bolt_process`` does the
-same for the baseline: a bare Bolt app whose one listener only acks
-(``bench.bare_bolt``), so both are served by a process of their own and neither shares
-an event loop with the sandbox (Slack's side) or the benchmark.
+same for the baseline: a bare Bolt app whose one listener only acks, or does an
+Approve's I/O bare (``bench.bare_bolt``), so both are served by a process of their own
+and neither shares an event loop with the sandbox (Slack's side) or the benchmark.
 """
 
 from __future__ import annotations
@@ -47,10 +47,18 @@ async def _listening(port: int, process: asyncio.subprocess.Process, log: Path) 
     return True
 
 
+@dataclass
+class Served:
+    """A process serving HTTP on 127.0.0.1:``port``."""
+
+    process: asyncio.subprocess.Process
+    port: int
+
+
 @contextlib.asynccontextmanager
 async def _served(
     harness: Harness, module: str, env: dict[str, str], args: tuple[str, ...] = ()
-) -> AsyncIterator[asyncio.subprocess.Process]:
+) -> AsyncIterator[Served]:
     """Run ``python -m module`` with ``env`` on a free port (``PORT``) until the block
     ends, the sandbox's request URL pointing at it meanwhile."""
     log_dir = Path(tempfile.mkdtemp(prefix="bench-web-"))
@@ -71,7 +79,7 @@ async def _served(
     try:
         await until(lambda: _listening(port, process, log), poll_s=0.05)
         harness.sandbox.request_url = f"http://127.0.0.1:{port}{EVENTS_PATH}"
-        yield process
+        yield Served(process, port)
     except BaseException as exc:
         exc.add_note(f"the web process's log: {log}")
         raise
@@ -82,9 +90,10 @@ async def _served(
 
 
 @contextlib.asynccontextmanager
-async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Process]:
+async def web_process(harness: Harness) -> AsyncIterator[Served]:
     """The product's ``web`` process on the harness's database, Redis and sandbox, with
-    production's settings; the sandbox sends it every request while the block runs."""
+    production's settings; the sandbox sends it every request while the block runs. It
+    serves its ``/metrics`` on the same port."""
     web = harness.web_settings
     env = {
         "DATABASE_URL": web.database_url,
@@ -94,8 +103,8 @@ async def web_process(harness: Harness) -> AsyncIterator[asyncio.subprocess.Proc
         "SLACK_BOT_TOKEN": web.slack_bot_token or "",
         "SLACK_SIGNING_SECRET": web.slack_signing_secret,
     }
-    async with _served(harness, "bot.cli", env, ("web",)) as process:
-        yield process
+    async with _served(harness, "bot.cli", env, ("web",)) as served:
+        yield served
 
 
 @dataclass
@@ -117,13 +126,14 @@ class BareBolt:
 
 @contextlib.asynccontextmanager
 async def bare_bolt_process(
-    harness: Harness, *, ack_first: bool = False
+    harness: Harness, *, ack_first: bool = False, io: tuple[int, int] | None = None
 ) -> AsyncIterator[BareBolt]:
     """The baseline's bare Bolt app (``bench.bare_bolt``), served as the product is; the
     sandbox sends it every request while the block runs, and its listener notes when
     each click reached it (``BARE_MARKS``, in a directory removed on exit). With
     ``ack_first`` it acks each click as the product does, before its listener starts
-    (``BARE_ACK=first``)."""
+    (``BARE_ACK=first``); with ``io``, ``(Slack calls, round trips)``, it acks first and
+    does that I/O after each click, on the harness's database (``BARE_IO``)."""
     web = harness.web_settings
     marks = Path(tempfile.mkdtemp(prefix="bench-bare-")) / "marks.txt"
     env = {
@@ -133,8 +143,11 @@ async def bare_bolt_process(
         "BARE_MARKS": str(marks),
         "BARE_ACK": "first" if ack_first else "listener",
     }
+    if io is not None:
+        env["BARE_IO"] = f"{io[0]} {io[1]}"
+        env["DATABASE_URL"] = web.database_url
     try:
-        async with _served(harness, "bench.bare_bolt", env) as process:
-            yield BareBolt(process, marks)
+        async with _served(harness, "bench.bare_bolt", env) as served:
+            yield BareBolt(served.process, marks)
     finally:
         shutil.rmtree(marks.parent, ignore_errors=True)
