@@ -1,13 +1,14 @@
 """The audit trail: every request and decision event, append-only, and its export.
 
 Each event is one ``audit_events`` row, written in the same transaction as the change it
-records (``ApprovalStore``), with immutable IDs: run, ``thread_id``, interrupt, tool call,
-tool, the call's hash, proposed and edited arguments, decision, reason, the acting user
-and workspace, the requester, when the call was requested, and the call's outcome. The
-table refuses ``UPDATE`` and ``DELETE`` (triggers in ``migrations``), so nothing in it
-changes after the fact. ``agent-bridge audit export`` writes it as CSV or JSON Lines.
+records, or in the same statement (``with_event``) (``ApprovalStore``), with immutable
+IDs: run, ``thread_id``, interrupt, tool call, tool, the call's hash, proposed and edited
+arguments, decision, reason, the acting user and workspace, the requester, when the call
+was requested, and the call's outcome. The table refuses ``UPDATE`` and ``DELETE``
+(triggers in ``migrations``), so nothing in it changes after the fact. ``agent-bridge
+audit export`` writes it as CSV or JSON Lines.
 
-Arguments are redacted when the event is written (``ApprovalStore._audit``, with the
+Arguments are redacted when the event is drawn (``ApprovalStore._event``, with the
 request's ``redact`` rules), so a secret never enters this append-only table, where it
 could never be removed; the ``call_hash`` is still over the real call. The export masks
 again with the default rules, for events written before requests carried their rules.
@@ -16,6 +17,7 @@ again with the default rules, for events written before requests carried their r
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import secrets
 from collections.abc import Iterable
@@ -61,12 +63,6 @@ class AuditKind(StrEnum):
     """Its run failed first; the call will never run."""
 
 
-INSERT_EVENT = """INSERT INTO audit_events (event_id, at, kind, run_id, thread_id, request_id,
-    interrupt_id, tool_call_id, tool_name, call_hash, proposed_args, edited_args, decision,
-    reason, user_id, team_id, requester_id, requested_at, detail)
-    VALUES (:event_id, :at, :kind, :run_id, :thread_id, :request_id, :interrupt_id,
-    :tool_call_id, :tool_name, :call_hash, :proposed_args, :edited_args, :decision, :reason,
-    :user_id, :team_id, :requester_id, :requested_at, :detail)"""
 SELECT_EVENTS = """SELECT * FROM audit_events
     WHERE at >= :since AND at < :until
     AND (CAST(:tool_name AS TEXT) IS NULL OR tool_name = CAST(:tool_name AS TEXT))
@@ -102,6 +98,14 @@ class AuditEvent(BaseModel):
     detail: str | None = None
 
 
+EVENT_COLUMNS = tuple(AuditEvent.model_fields)
+"""The columns of an event (``event_params`` fills them), in ``INSERT_EVENT``'s order."""
+INSERT_EVENT = (
+    f"INSERT INTO audit_events ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"
+)
+
+
 def new_event_id() -> str:
     """Return a fresh, immutable event ID."""
     return f"ev-{secrets.token_hex(10)}"
@@ -114,6 +118,27 @@ def event_params(event: AuditEvent) -> dict[str, Any]:
         value = params[column]
         params[column] = json.dumps(value, sort_keys=True) if value is not None else None
     return params
+
+
+@functools.lru_cache(maxsize=16)
+def with_event(change_sql: str) -> str:
+    """One PostgreSQL statement doing ``change_sql`` (an ``UPDATE ... RETURNING *`` of
+    at most one row) and, only if it changed a row, appending the audit event whose
+    parameters ``event_params_as_change`` names: one round trip instead of a
+    transaction's four, as atomic (a data-modifying ``WITH``, PostgreSQL's "Data-Modifying
+    Statements in WITH"; SQLite has none). Its rows are the changed row's. Remembered
+    per statement (the store's are constants)."""
+    values = ", ".join(f":event_{c}" for c in EVENT_COLUMNS)
+    return (
+        f"WITH changed AS ({change_sql}), event AS (INSERT INTO audit_events "
+        f"({', '.join(EVENT_COLUMNS)}) SELECT {values} FROM changed) SELECT * FROM changed"
+    )
+
+
+def event_params_as_change(event: AuditEvent) -> dict[str, Any]:
+    """``event_params(event)`` named as ``with_event``'s statement takes them
+    (``event_<column>``), so they cannot clash with the change's own."""
+    return {f"event_{k}": v for k, v in event_params(event).items()}
 
 
 def event_from_row(row: Row) -> AuditEvent:

@@ -20,10 +20,13 @@ from agent_bridge.audit import (
     AuditEvent,
     AuditKind,
     event_params,
+    event_params_as_change,
     new_event_id,
+    with_event,
 )
 from agent_bridge.binding import version_hash
 from agent_bridge.db import Database, Row, Statements
+from agent_bridge.deadline import time_left
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     DEFAULT_AGENT,
@@ -749,16 +752,21 @@ class ApprovalStore:
                 "user_id": user_id,
                 "now": self.clock(),
             }
-            async with self.db.transaction() as tx:
-                row = await tx.fetch_one(APPROVE_REQUEST, params)
-                if row is None:
-                    continue  # someone else changed it first: look again
-                counted = request_from_row(row)
-                if decide:
-                    kind = AuditKind.DECIDED
-                else:
-                    kind = AuditKind.EDITED if edit else AuditKind.APPROVED
-                await self._audit(tx, kind, counted, user_id=user_id, team_id=team_id)
+            if decide:
+                kind = AuditKind.DECIDED
+            else:
+                kind = AuditKind.EDITED if edit else AuditKind.APPROVED
+            after = current.model_copy(  # what the event reads of the changed row
+                update={
+                    "pending_edit": None if decide else pending_edit,
+                    "decision": decision if decide else current.decision,
+                }
+            )
+            event = self._event(kind, after, user_id=user_id, team_id=team_id)
+            row = await self._change_audited(APPROVE_REQUEST, params, event)
+            if row is None:
+                continue  # someone else changed it first: look again
+            counted = request_from_row(row)
             return Recorded(counted) if decide else Counted(counted)
         raise StoreUnavailableError(
             f"request {request_id} changed {APPROVAL_ATTEMPTS} times while an approval was "
@@ -849,9 +857,8 @@ class ApprovalStore:
             )
         return request
 
-    async def _audit(
+    def _event(
         self,
-        tx: Statements,
         kind: AuditKind,
         request: ApprovalRequest,
         *,
@@ -859,8 +866,9 @@ class ApprovalStore:
         team_id: str | None = None,
         reason: str | None = None,
         detail: str | None = None,
-    ) -> None:
-        """Append one audit event about ``request`` inside ``tx``."""
+    ) -> AuditEvent:
+        """The audit event ``kind`` about ``request`` (as it is after the change), now:
+        its arguments redacted by the request's own rules."""
         decision = (
             request.pending_edit
             if kind == AuditKind.EDITED
@@ -870,7 +878,7 @@ class ApprovalStore:
             if kind == AuditKind.APPROVED
             else None
         )
-        event = AuditEvent(
+        return AuditEvent(
             event_id=new_event_id(),
             at=self.clock(),
             kind=kind,
@@ -893,7 +901,51 @@ class ApprovalStore:
             requested_at=request.created_at or self.clock(),
             detail=detail,
         )
+
+    async def _audit(
+        self,
+        tx: Statements,
+        kind: AuditKind,
+        request: ApprovalRequest,
+        *,
+        user_id: str | None = None,
+        team_id: str | None = None,
+        reason: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Append the audit event ``kind`` about ``request`` inside ``tx`` (``_event``)."""
+        event = self._event(
+            kind, request, user_id=user_id, team_id=team_id, reason=reason, detail=detail
+        )
         await tx.execute(INSERT_EVENT, event_params(event))
+
+    async def _change_audited(
+        self, sql: str, params: dict[str, Any], event: AuditEvent
+    ) -> Row | None:
+        """Run ``sql``, a compare-and-set ``UPDATE ... RETURNING *`` of one request, and
+        append ``event`` if it changed the row, atomically; return the changed row or
+        ``None``. ``event`` is drawn before the change: a compare-and-set on the
+        ``revision`` read changes only that row, so the event is the one the changed row
+        would give.
+
+        On PostgreSQL one statement (``audit.with_event``): alone, one round trip (an
+        Approve click); under a deadline (``agent_bridge.deadline``: a modal's
+        submission), inside a transaction, which the server bounds and the client never
+        cancels, so a caller told ``StoreTooSlowError`` can trust nothing was recorded (a
+        statement alone is cancelled from the client at the deadline, which can come just
+        after it committed). Elsewhere a transaction of the change and the event.
+        """
+        if self.db.dialect == "postgres":
+            statement = with_event(sql), {**params, **event_params_as_change(event)}
+            if time_left() is None:
+                return await self.db.fetch_one(*statement)
+            async with self.db.transaction() as tx:
+                return await tx.fetch_one(*statement)
+        async with self.db.transaction() as tx:
+            row = await tx.fetch_one(sql, params)
+            if row is not None:
+                await tx.execute(INSERT_EVENT, event_params(event))
+            return row
 
     async def intend_notice(self, run_id: str, key: str) -> Notice:
         """Record the intention to post the run's message ``key`` (once; idempotent).

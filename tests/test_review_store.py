@@ -8,12 +8,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.binding import call_hash, version_hash
-from agent_bridge.errors import StoreRejectedError
+from agent_bridge.deadline import within
+from agent_bridge.errors import StoreRejectedError, StoreTooSlowError
 from agent_bridge.models import (
     AlreadyCounted,
     AlreadyDecided,
@@ -102,6 +104,9 @@ async def test_concurrent_approvals_of_distinct_people_all_count(store: Approval
     assert sum(isinstance(o, Recorded) for o in outcomes) == 1
     stored = await store.get_request("q1")
     assert stored is not None and sorted(stored.approved_by) == users
+    # an approval whose compare-and-set lost, and was counted again, left no event
+    kinds = [e.kind for e in await read_events(store.db) if e.request_id == "q1"]
+    assert kinds.count(AuditKind.APPROVED) == 2 and kinds.count(AuditKind.DECIDED) == 1
 
 
 async def test_an_edit_replaces_the_call_and_restarts_its_approvals(store: ApprovalStore) -> None:
@@ -139,6 +144,44 @@ async def test_with_one_required_approval_an_edit_is_decided_at_once(
         "q1", edit, user_id="UA", team_id="T1", version=request.version
     )
     assert isinstance(outcome, Recorded) and outcome.request.decision == edit
+
+
+async def test_an_edit_told_not_recorded_in_time_was_not_recorded(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit submitted under the modal's deadline, its row held by another transaction
+    until just as the deadline passes: the statement commits before a cancel from the
+    client could land. The reviewer is told it was not recorded, so nothing may be (on
+    PostgreSQL an approval and its event are one statement: under a deadline it runs in a
+    transaction the server bounds, never cancelled from the client)."""
+    backend = await open_backend(pg_url)
+    await backend.release()
+    store = ApprovalStore(backend.db, clock=ManualClock(1_000.0))
+    holder = await psycopg.AsyncConnection.connect(pg_url)
+    try:
+        request = await stored_quorum(store, required=1)
+        await holder.execute(  # a transaction holding the row (a sweep, an outcome)
+            "SELECT 1 FROM approval_requests WHERE request_id = 'q1' FOR UPDATE"
+        )
+        cancel = psycopg.AsyncConnection._try_cancel
+
+        async def late_cancel(conn: psycopg.AsyncConnection, *, timeout: float = 5.0) -> None:
+            await holder.commit()  # the row is free just as the deadline passes...
+            await asyncio.sleep(0.2)  # ...and the statement ends before the cancel
+            await cancel(conn, timeout=timeout)
+
+        monkeypatch.setattr(psycopg.AsyncConnection, "_try_cancel", late_cancel)
+        edit = Decision(type="edit", edited_args={"path": "c.txt"})
+        with pytest.raises(StoreTooSlowError), within(0.3):
+            await store.propose_edit(
+                "q1", edit, user_id="UA", team_id="T1", version=request.version
+            )
+        stored = await store.get_request("q1")
+        assert stored is not None and stored.state == "pending"
+        assert [e.kind for e in await read_events(store.db)] == [AuditKind.REQUESTED]
+    finally:
+        await holder.close()
+        await backend.close()
 
 
 async def test_escalation_is_due_after_the_first_post_and_happens_once(

@@ -47,7 +47,9 @@ async def test_sigterm_while_an_acked_click_waits_on_the_database_records_it(
     async with rows_locked(url_db, [write.request_id], "FOR UPDATE"):
         status, _ = await harness.click(write, "approve")
         assert status == 200  # acked: for Slack the click is done
-        await harness.wait_for(lambda: waiting_on_lock(url_db, "UPDATE approval_requests"))
+        # the approval and its audit event, one statement (audit.with_event)
+        approving = "WITH changed AS (UPDATE approval_requests"
+        await harness.wait_for(lambda: waiting_on_lock(url_db, approving))
         web.send_signal(signal.SIGTERM)
         # It stops taking requests at once, while the acked click is still unrecorded.
         await harness.wait_for(lambda: _refuses(url))
