@@ -394,7 +394,7 @@ class ApprovalStore:
         for request in requests:
             async with self.db.transaction() as tx:
                 if await tx.execute(INSERT_REQUEST, self._request_params(request)):
-                    await self._audit(tx, AuditKind.REQUESTED, request)
+                    await self._audit(tx, self._event(AuditKind.REQUESTED, request))
                 row = await tx.fetch_one(
                     SELECT_REQUEST_BY_KEY,
                     {"interrupt_id": request.interrupt_id, "idx": request.index},
@@ -442,7 +442,9 @@ class ApprovalStore:
             row = await tx.fetch_one(SET_MESSAGE, params)
             if row is not None:
                 detail = f"{channel_id} {message_ts}"
-                await self._audit(tx, AuditKind.POSTED, request_from_row(row), detail=detail)
+                await self._audit(
+                    tx, self._event(AuditKind.POSTED, request_from_row(row), detail=detail)
+                )
 
     async def set_pointer(self, request_id: str, *, pointer_ts: str, card_link: str | None) -> bool:
         """Remember the run-thread line pointing to the request's card (once).
@@ -486,7 +488,9 @@ class ApprovalStore:
             row = await tx.fetch_one(RECORD_DECISION, params)
             if row is not None:
                 recorded = request_from_row(row)
-                await self._audit(tx, AuditKind.DECIDED, recorded, user_id=user_id, team_id=team_id)
+                await self._audit(
+                    tx, self._event(AuditKind.DECIDED, recorded, user_id=user_id, team_id=team_id)
+                )
                 return Recorded(recorded)
         current = await self.get_request(request_id)
         return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
@@ -498,7 +502,7 @@ class ApprovalStore:
             async with self.db.transaction() as tx:
                 row = await tx.fetch_one(MARK_APPLIED, {"request_id": request_id, "now": now})
                 if row is not None:
-                    await self._audit(tx, AuditKind.APPLIED, request_from_row(row))
+                    await self._audit(tx, self._event(AuditKind.APPLIED, request_from_row(row)))
 
     async def reopen(
         self,
@@ -547,7 +551,7 @@ class ApprovalStore:
             if row is None:
                 return None
             reopened = request_from_row(row)
-            await self._audit(tx, AuditKind.REOPENED, reopened, reason=note)
+            await self._audit(tx, self._event(AuditKind.REOPENED, reopened, reason=note))
         return reopened
 
     async def claim_notice(self, run_id: str, key: str) -> bool:
@@ -601,7 +605,7 @@ class ApprovalStore:
             if row is None:
                 return None
             expired = request_from_row(row)
-            await self._audit(tx, AuditKind.EXPIRED, expired, reason=note)
+            await self._audit(tx, self._event(AuditKind.EXPIRED, expired, reason=note))
         return expired
 
     async def fail_run(
@@ -628,7 +632,7 @@ class ApprovalStore:
             )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
-                await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
+                await self._audit(tx, self._event(AuditKind.CANCELLED, request, reason=note))
         return cancelled
 
     async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:
@@ -645,7 +649,7 @@ class ApprovalStore:
             )
             cancelled = [request_from_row(r) for r in rows]
             for request in cancelled:
-                await self._audit(tx, AuditKind.CANCELLED, request, reason=note)
+                await self._audit(tx, self._event(AuditKind.CANCELLED, request, reason=note))
         return cancelled
 
     # -- who decides: quorum, escalation, refusals, outcomes ---------------------------
@@ -798,7 +802,7 @@ class ApprovalStore:
                 return None
             escalated = request_from_row(row)
             detail = " ".join(escalated.rules.escalate_to)
-            await self._audit(tx, AuditKind.ESCALATED, escalated, detail=detail)
+            await self._audit(tx, self._event(AuditKind.ESCALATED, escalated, detail=detail))
         return escalated
 
     async def record_refusal(
@@ -815,12 +819,14 @@ class ApprovalStore:
         async with self.db.transaction() as tx:
             await self._audit(
                 tx,
-                AuditKind.REFUSED,
-                request,
-                user_id=user_id,
-                team_id=team_id,
-                reason=reason,
-                detail=action,
+                self._event(
+                    AuditKind.REFUSED,
+                    request,
+                    user_id=user_id,
+                    team_id=team_id,
+                    reason=reason,
+                    detail=action,
+                ),
             )
 
     async def record_outcome(
@@ -853,7 +859,10 @@ class ApprovalStore:
                 return None
             request = request_from_row(updated)
             await self._audit(
-                tx, AuditKind.OUTCOME, request, detail=f"{status}: {content[:OUTCOME_MAX_CHARS]}"
+                tx,
+                self._event(
+                    AuditKind.OUTCOME, request, detail=f"{status}: {content[:OUTCOME_MAX_CHARS]}"
+                ),
             )
         return request
 
@@ -902,21 +911,8 @@ class ApprovalStore:
             detail=detail,
         )
 
-    async def _audit(
-        self,
-        tx: Statements,
-        kind: AuditKind,
-        request: ApprovalRequest,
-        *,
-        user_id: str | None = None,
-        team_id: str | None = None,
-        reason: str | None = None,
-        detail: str | None = None,
-    ) -> None:
-        """Append the audit event ``kind`` about ``request`` inside ``tx`` (``_event``)."""
-        event = self._event(
-            kind, request, user_id=user_id, team_id=team_id, reason=reason, detail=detail
-        )
+    async def _audit(self, tx: Statements, event: AuditEvent) -> None:
+        """Append ``event`` (``_event``) inside ``tx``."""
         await tx.execute(INSERT_EVENT, event_params(event))
 
     async def _change_audited(
@@ -944,7 +940,7 @@ class ApprovalStore:
         async with self.db.transaction() as tx:
             row = await tx.fetch_one(sql, params)
             if row is not None:
-                await tx.execute(INSERT_EVENT, event_params(event))
+                await self._audit(tx, event)
             return row
 
     async def intend_notice(self, run_id: str, key: str) -> Notice:
