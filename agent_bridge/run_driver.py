@@ -169,7 +169,9 @@ class RunDriver:
             current_schemas=self.args_schemas,
             current_calls=current,
         )
-        await self.store.mark_applied(plan.already_applied)
+        await self.store.mark_applied(
+            plan.already_applied, known={r.request_id: r for r in requests}
+        )
         for request_id, errors in plan.invalid.items():
             await self._reopen(
                 run, request_id, wording.invalid_answer_note(errors), schema_changed=True
@@ -251,7 +253,7 @@ class RunDriver:
                 sorted(unconsumed),
             )
             await self._reopen_refused(run, config, plan, None)
-        await self.store.mark_applied(plan.applying)
+        await self.store.mark_applied(plan.applying, known=calls.requests)
         if snapshot.interrupts:
             await self._post_approvals(run, snapshot, redraw_posted=bool(plan.applying))
             return RunState.WAITING, None

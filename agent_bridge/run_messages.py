@@ -57,6 +57,9 @@ class ToolCalls:
         posted: Keys of results posted (or found posted) during this drive.
         secrets: Values of the run's redacted arguments seen so far, scrubbed from
             every text posted or logged.
+        requests: Request ID -> the run's request as this drive last read or changed it
+            (in the order read: a call's latest request last), so the store can write
+            what follows from an unchanged one without reading it again.
     """
 
     reviewed: set[str | None]
@@ -65,6 +68,7 @@ class ToolCalls:
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
     posted: set[str] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
+    requests: dict[str, ApprovalRequest] = field(default_factory=dict)
 
     @classmethod
     def of(cls, requests: Sequence[ApprovalRequest], snapshot: Any) -> ToolCalls:
@@ -87,6 +91,13 @@ class ToolCalls:
                 c["id"]: c["args"] for c in pending_tool_calls(snapshot.values.get("messages", []))
             },
             secrets=secrets,
+            requests={r.request_id: r for r in requests},
+        )
+
+    def request_of(self, call_id: str) -> ApprovalRequest | None:
+        """The latest request of tool call ``call_id`` known to this drive, if any."""
+        return next(
+            (r for r in reversed(self.requests.values()) if r.tool_call_id == call_id), None
         )
 
 
@@ -181,8 +192,10 @@ class RunMessages:
             ok=message.status != "error",
             content=scrub(_result_text(message, edited=call_id in calls.edited), calls.secrets),
             shown=self.policy.posts_results(name) != "none",
+            known=calls.request_of(call_id),
         )
         if request is not None:
+            calls.requests[request.request_id] = request
             await self.notifier.approval_updated(request, run=run)
 
     async def final_answer(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -495,12 +495,30 @@ class ApprovalStore:
         current = await self.get_request(request_id)
         return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
 
-    async def mark_applied(self, request_ids: Sequence[str]) -> None:
-        """Mark decided requests as applied to their ``thread_id``."""
-        now = self.clock()
+    async def mark_applied(
+        self, request_ids: Sequence[str], *, known: Mapping[str, ApprovalRequest] | None = None
+    ) -> None:
+        """Mark decided requests as applied to their ``thread_id``, each with its
+        ``applied`` audit event.
+
+        Args:
+            request_ids: The requests.
+            known: Request ID -> the request as the caller last read it. One unchanged
+                since (same ``revision``) is marked with its event drawn from that copy,
+                in one statement on PostgreSQL (``_change_audited``); any other is read
+                as it changes, in a transaction.
+        """
         for request_id in request_ids:
+            read = (known or {}).get(request_id)
+            if read is not None:
+                params = {"request_id": request_id, "revision": read.revision, "now": self.clock()}
+                event = self._event(AuditKind.APPLIED, read)
+                if await self._change_audited(MARK_APPLIED, params, event) is not None:
+                    continue
             async with self.db.transaction() as tx:
-                row = await tx.fetch_one(MARK_APPLIED, {"request_id": request_id, "now": now})
+                row = await tx.fetch_one(
+                    MARK_APPLIED, {"request_id": request_id, "revision": None, "now": self.clock()}
+                )
                 if row is not None:
                     await self._audit(tx, self._event(AuditKind.APPLIED, request_from_row(row)))
 
@@ -830,40 +848,59 @@ class ApprovalStore:
             )
 
     async def record_outcome(
-        self, run_id: str, tool_call_id: str, *, ok: bool, content: str, shown: bool = True
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        ok: bool,
+        content: str,
+        shown: bool = True,
+        known: ApprovalRequest | None = None,
     ) -> ApprovalRequest | None:
         """Keep how a reviewed call went: its ``result`` on the request (for its card,
         once: a bumped ``revision``; its output only if ``shown``, the tool's
         ``post_results`` allowing) and an ``outcome`` audit event (its output or error,
         short). A call that was not reviewed has no request and nothing is kept.
 
+        Args:
+            known: The call's request as the caller last read it, if it has it. If that
+                copy has a result, one was recorded (results are never cleared): nothing
+                is read. If the request is unchanged since (same ``revision``), the result
+                and the event drawn from that copy are one statement on PostgreSQL
+                (``_change_audited``); else the request is read as it changes, in a
+                transaction.
+
         Returns:
             The request with its ``result`` if this recorded it; ``None`` if the call had
             no request or its result was recorded before.
         """
+        if known is not None and known.result is not None:
+            return None
         now = self.clock()
         text = content[:RESULT_MAX_CHARS] if ok and shown else ""
-        result = CallResult(ok=ok, text=text, at=now)
-        status = "ok" if ok else "error"
-        async with self.db.transaction() as tx:
-            updated = await tx.fetch_one(
+        params = {
+            "run_id": run_id,
+            "tool_call_id": tool_call_id,
+            "result": CallResult(ok=ok, text=text, at=now).model_dump_json(),
+            "now": now,
+            "request_id": None,
+            "revision": None,
+        }
+        detail = f"{'ok' if ok else 'error'}: {content[:OUTCOME_MAX_CHARS]}"
+        if known is not None:
+            row = await self._change_audited(
                 SET_RESULT,
-                {
-                    "run_id": run_id,
-                    "tool_call_id": tool_call_id,
-                    "result": result.model_dump_json(),
-                    "now": now,
-                },
+                {**params, "request_id": known.request_id, "revision": known.revision},
+                self._event(AuditKind.OUTCOME, known, detail=detail),
             )
+            if row is not None:
+                return request_from_row(row)
+        async with self.db.transaction() as tx:
+            updated = await tx.fetch_one(SET_RESULT, params)
             if updated is None:
                 return None
             request = request_from_row(updated)
-            await self._audit(
-                tx,
-                self._event(
-                    AuditKind.OUTCOME, request, detail=f"{status}: {content[:OUTCOME_MAX_CHARS]}"
-                ),
-            )
+            await self._audit(tx, self._event(AuditKind.OUTCOME, request, detail=detail))
         return request
 
     def _event(

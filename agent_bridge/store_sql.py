@@ -87,7 +87,10 @@ RECORD_DECISION = """UPDATE approval_requests
     RETURNING *"""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
     WHERE request_id = :request_id AND state = 'decided'
+    AND (CAST(:revision AS INTEGER) IS NULL OR revision = :revision)
     RETURNING *"""
+"""With ``revision`` (else NULL), only the request as the caller read it (every change of
+its decision bumps ``revision``), so its audit event can be drawn from that copy."""
 REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
@@ -187,8 +190,13 @@ SET_RESULT = """UPDATE approval_requests SET result = :result, revision = revisi
     WHERE request_id = (SELECT request_id FROM approval_requests
         WHERE run_id = :run_id AND tool_call_id = :tool_call_id
         ORDER BY created_at DESC LIMIT 1)
-    AND result IS NULL RETURNING *"""
+    AND result IS NULL
+    AND (CAST(:request_id AS TEXT) IS NULL
+        OR (request_id = :request_id AND revision = :revision))
+    RETURNING *"""
 """A reviewed call's result on its request, once: a replayed result, or a call that was
-not reviewed (no request), changes nothing."""
+not reviewed (no request), changes nothing. With ``request_id`` and ``revision`` (else
+NULL), only on that request as the caller read it (every change its card shows bumps
+``revision``), so its audit event can be drawn from that copy."""
 SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
     WHERE request_id = :request_id AND pointer_ts IS NULL"""

@@ -116,10 +116,10 @@ def die_after_tool_writes(checkpointer: Any, tool_name: str) -> None:
 
 
 class CrashingStore(ApprovalStore):
-    async def mark_applied(self, request_ids: Any) -> None:
+    async def mark_applied(self, request_ids: Any, *, known: Any = None) -> None:
         if request_ids:
             die()
-        await super().mark_applied(request_ids)
+        await super().mark_applied(request_ids, known=known)
 
 
 def crashing_tools(tools: list[BaseTool], name: str) -> list[BaseTool]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_bridge import migrations
+from agent_bridge.audit import AuditEvent, AuditKind, read_events
 from agent_bridge.backend import open_backend
 from agent_bridge.errors import SchemaOutdatedError
 from agent_bridge.models import (
@@ -147,6 +148,101 @@ async def test_batched_run_needs_work_only_when_its_interrupt_is_fully_decided(
     await store.mark_applied(["r1", "r2"])
     assert await store.runs_needing_work() == []
     assert {r.state for r in await store.requests_for_run("run-1")} == {ApprovalState.APPLIED}
+
+
+def event_fields(event: AuditEvent) -> dict[str, object]:
+    """An audit event without what differs between two writings of it (its ID and time)."""
+    return event.model_dump(exclude={"event_id", "at"})
+
+
+async def decided_call(
+    store: ApprovalStore, request_id: str, decision: Decision
+) -> ApprovalRequest:
+    """A request of tool call ``call-<request_id>`` with a secret argument, decided."""
+    request = make_request(request_id, interrupt_id=f"i-{request_id}").model_copy(
+        update={"tool_call_id": f"call-{request_id}", "args": {"path": "a", "api_key": "s3"}}
+    )
+    await store.add_requests([request])
+    recorded = await store.record_decision(request_id, decision, user_id="U2")
+    assert isinstance(recorded, Recorded)
+    return recorded.request
+
+
+async def test_a_result_and_applied_written_from_a_copy_match_those_written_from_a_read(
+    store: ApprovalStore,
+) -> None:
+    """The worker hands ``record_outcome`` and ``mark_applied`` the requests it read
+    (``known``): written from that copy, the rows and audit events are the ones the
+    store writes after reading the request itself."""
+    await store.create_run(make_run())
+    edit = Decision(type="edit", edited_args={"path": "b", "api_key": "s4"})
+    events: dict[str, list[AuditEvent]] = {}
+    for request_id, as_read in (("r1", True), ("r2", False)):
+        read = await decided_call(store, request_id, edit)
+        outcome = await store.record_outcome(
+            "run-1", f"call-{request_id}", ok=True, content="done", known=read if as_read else None
+        )
+        assert outcome is not None and outcome.result is not None
+        assert outcome.revision == read.revision + 1
+        await store.mark_applied([request_id], known={request_id: outcome} if as_read else None)
+        events[request_id] = [e for e in await read_events(store.db) if e.request_id == request_id][
+            -2:
+        ]
+    assert [e.kind for e in events["r1"]] == [AuditKind.OUTCOME, AuditKind.APPLIED]
+    assert [event_fields(e) for e in events["r1"]] == [
+        {**event_fields(e), "request_id": "r1", "interrupt_id": "i-r1", "tool_call_id": "call-r1"}
+        for e in events["r2"]
+    ]
+    assert events["r1"][1].edited_args == {"path": "b", "api_key": "•••• (redacted, changed)"}
+    applied = {r.request_id: r for r in await store.requests_for_run("run-1")}
+    assert {r.state for r in applied.values()} == {ApprovalState.APPLIED}
+    assert applied["r1"].result == applied["r2"].result
+
+
+async def test_a_stale_copy_is_not_what_the_result_and_applied_events_say(
+    store: ApprovalStore,
+) -> None:
+    """A copy read before the request changed (reopened for a reissued call, then decided
+    again by someone else) must not write the old call or decision: the store reads the
+    request as it changes instead."""
+    await store.create_run(make_run())
+    stale = await decided_call(store, "r1", Decision(type="approve"))
+    reissued = stale.model_copy(update={"args": {"path": "z", "api_key": "s5"}})
+    assert await store.reopen("r1", note="reissued", reissued=reissued) is not None
+    again = await store.record_decision("r1", Decision(type="reject", message="no"), user_id="U3")
+    assert isinstance(again, Recorded)
+
+    outcome = await store.record_outcome("run-1", "call-r1", ok=False, content="x", known=stale)
+    assert outcome is not None and outcome.result is not None
+    await store.mark_applied(["r1"], known={"r1": stale})
+    *_, result, applied = [e for e in await read_events(store.db) if e.request_id == "r1"]
+    assert (result.kind, applied.kind) == (AuditKind.OUTCOME, AuditKind.APPLIED)
+    assert (
+        result.proposed_args
+        == applied.proposed_args
+        == {
+            "path": "z",
+            "api_key": "•••• (redacted)",
+        }
+    )
+    assert (applied.decision, applied.reason) == ("reject", "no")
+    (marked,) = await store.requests_for_run("run-1")
+    assert marked.state == ApprovalState.APPLIED
+
+
+async def test_a_copy_with_a_result_records_no_other(store: ApprovalStore) -> None:
+    """A result is recorded once: a replayed one, whose copy already has it, changes
+    nothing and appends no event, as one whose copy was read before it was recorded."""
+    await store.create_run(make_run())
+    read = await decided_call(store, "r1", Decision(type="approve"))
+    first = await store.record_outcome("run-1", "call-r1", ok=True, content="a", known=read)
+    assert first is not None
+    before = await read_events(store.db)
+    assert await store.record_outcome("run-1", "call-r1", ok=True, content="b", known=first) is None
+    assert await store.record_outcome("run-1", "call-r1", ok=True, content="c", known=read) is None
+    assert await read_events(store.db) == before
+    (request,) = await store.requests_for_run("run-1")
+    assert request.result == first.result
 
 
 async def test_a_review_time_limit_counts_from_the_first_post(store: ApprovalStore) -> None:
