@@ -62,6 +62,7 @@ from agent_bridge.store_sql import (
     LOCK_USER_RUNS,
     MARK_APPLIED,
     MARK_DRAWN,
+    MARK_DRAWN_READING_REVISIONS,
     MARK_REMINDED,
     MOVE_MESSAGE,
     RECORD_DECISION,
@@ -421,8 +422,9 @@ class ApprovalStore:
     async def interrupt_revisions(self, interrupt_id: str) -> dict[str, int]:
         """Return ``request_id -> revision`` of one interrupt's requests: whether any of
         them changed, for two columns of each row rather than the whole requests."""
-        rows = await self.db.fetch_all(SELECT_INTERRUPT_REVISIONS, {"interrupt_id": interrupt_id})
-        return {r["request_id"]: int(r["revision"]) for r in rows}
+        return _revisions(
+            await self.db.fetch_all(SELECT_INTERRUPT_REVISIONS, {"interrupt_id": interrupt_id})
+        )
 
     async def pending_requests(self, *, limit: int = 100) -> list[ApprovalRequest]:
         """Return up to ``limit`` posted requests waiting for a reviewer, oldest first."""
@@ -1005,9 +1007,23 @@ class ApprovalStore:
             SET_NOTICE_TS, {"run_id": run_id, "notice_key": key, "message_ts": message_ts}
         )
 
-    async def mark_drawn(self, request_id: str, revision: int) -> None:
-        """Remember that the request's card shows its state at ``revision`` (or later)."""
-        await self.db.execute(MARK_DRAWN, {"request_id": request_id, "revision": revision})
+    async def mark_drawn(self, request: ApprovalRequest) -> dict[str, int]:
+        """Remember that the request's card shows its state at its ``revision`` (or later).
+
+        Returns:
+            ``interrupt_revisions`` of its interrupt, read after the mark (whether its batch
+            changed while the card was drawn): on PostgreSQL in the same statement, one
+            round trip.
+        """
+        params = {
+            "request_id": request.request_id,
+            "revision": request.revision,
+            "interrupt_id": request.interrupt_id,
+        }
+        if self.db.dialect == "postgres":
+            return _revisions(await self.db.fetch_all(MARK_DRAWN_READING_REVISIONS, params))
+        await self.db.execute(MARK_DRAWN, params)
+        return await self.interrupt_revisions(request.interrupt_id)
 
     async def undrawn_cards(self, *, changed_before: float, limit: int) -> list[ApprovalRequest]:
         """Return posted requests whose card may not show their latest change, changed
@@ -1063,3 +1079,8 @@ def _refusal(
     if edit is None and user_id in current.approved_by:
         return AlreadyCounted(current)
     return None
+
+
+def _revisions(rows: Iterable[Row]) -> dict[str, int]:
+    """``request_id -> revision`` of ``SELECT_INTERRUPT_REVISIONS``' rows."""
+    return {r["request_id"]: int(r["revision"]) for r in rows}

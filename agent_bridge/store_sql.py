@@ -142,6 +142,11 @@ SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
     WHERE run_id = :run_id AND notice_key = :notice_key"""
 MARK_DRAWN = """UPDATE approval_requests SET drawn_revision = :revision
     WHERE request_id = :request_id AND drawn_revision < :revision"""
+MARK_DRAWN_READING_REVISIONS = f"""WITH drawn AS ({MARK_DRAWN})
+    {SELECT_INTERRUPT_REVISIONS}"""
+"""``MARK_DRAWN`` and ``SELECT_INTERRUPT_REVISIONS`` in one PostgreSQL statement (a
+data-modifying ``WITH``; SQLite has none): the revisions are read as the statement
+starts, after the card was drawn, which is what the reader asks."""
 SELECT_UNDRAWN_CARDS = """SELECT * FROM approval_requests
     WHERE drawn_revision < revision AND message_ts IS NOT NULL AND changed_at <= :before
     ORDER BY changed_at LIMIT :limit"""

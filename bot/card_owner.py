@@ -104,13 +104,13 @@ class CardOwner:
             thread_ts=current.thread_ts,
         )
         await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
-        await self.store.mark_drawn(current.request_id, current.revision)
+        revisions = await self.store.mark_drawn(current)
         posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
-        after = await self.store.get_request(current.request_id)
-        if after is not None and after.revision != current.revision:
-            return await self.redraw(current.request_id, siblings=False) or after
+            revisions = await self.store.interrupt_revisions(current.interrupt_id)
+        if revisions.get(current.request_id, current.revision) != current.revision:
+            return await self.redraw(current.request_id, siblings=False) or posted
         self._changed(posted)
         return posted
 
@@ -168,8 +168,9 @@ class CardOwner:
         ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
         up to ``SIBLING_REDRAW_MAX``.
 
-        Ordered: after drawing, the batch's revisions are read again (two columns), and
-        the batch read and drawn again if they changed meanwhile (up to
+        Ordered: after drawing, the batch's revisions are read again (two columns, as
+        the last card drawn is marked so: ``ApprovalStore.mark_drawn``), and the batch
+        read and drawn again if they changed meanwhile (up to
         ``REDRAW_ROUNDS_MAX`` times), so a redraw from older state that
         lands after a newer one is always followed by a newer one. What still lags (a
         process died between a change and its redraw) the worker's sweep redraws
@@ -198,9 +199,12 @@ class CardOwner:
         )
         drawn: ApprovalRequest | None = None
         seen: dict[str, int] | None = None
+        after: dict[str, int] | None = None  # the revisions as the last card was marked
         for round_ in range(REDRAW_ROUNDS_MAX):
             if round_:  # drawn once: read again only if the batch changed meanwhile
-                if await self.store.interrupt_revisions(first.interrupt_id) == seen:
+                if after is None:
+                    after = await self.store.interrupt_revisions(first.interrupt_id)
+                if after == seen:
                     break
                 batch = await self.store.requests_for_interrupt(first.interrupt_id)
             revisions = {r.request_id: r.revision for r in batch}
@@ -222,9 +226,9 @@ class CardOwner:
                     )
                 ]
             seen = revisions
-            drawn = await self._redraw_one(request, batch, run)
+            drawn, after = await self._redraw_one(request, batch, run)
             for sibling in targets[1:]:
-                await self._redraw_one(sibling, batch, run)
+                _, after = await self._redraw_one(sibling, batch, run)
         if drawn is not None:
             await self._redraw_pointer(drawn, run)
             self._changed(drawn)
@@ -259,9 +263,15 @@ class CardOwner:
     @log_context.request_ids
     async def _redraw_one(
         self, request: ApprovalRequest, batch: list[ApprovalRequest], run: Run
-    ) -> ApprovalRequest:
+    ) -> tuple[ApprovalRequest, dict[str, int] | None]:
+        """Draw ``request``'s card from ``batch`` and mark it drawn.
+
+        Returns:
+            The request as it is on Slack, and its batch's revisions as read when it was
+            marked drawn (``ApprovalStore.mark_drawn``), or ``None`` if it was not.
+        """
         if request.channel_id is None or request.message_ts is None:
-            return request  # never posted: the worker's sweep posts it
+            return request, None  # never posted: the worker's sweep posts it
         text, blocks = draw_card(request, batch, run)
         try:
             await self.slack.update_message(
@@ -273,9 +283,8 @@ class CardOwner:
             )
         except MessageGoneError:
             if request.state == ApprovalState.PENDING:
-                return await self._repost(request, run)
-            await self.store.mark_drawn(request.request_id, request.revision)  # nothing to draw
-            return request
+                return await self._repost(request, run), None
+            return request, await self.store.mark_drawn(request)  # nothing to draw
         except SlackCallError as exc:
             logger.warning(
                 "run=%s interrupt=%s request=%s card not redrawn: %s",
@@ -285,10 +294,9 @@ class CardOwner:
                 exc,
             )
             if not exc.retryable:  # Slack will never take it: do not retry every sweep
-                await self.store.mark_drawn(request.request_id, request.revision)
-            return request
-        await self.store.mark_drawn(request.request_id, request.revision)
-        return request
+                return request, await self.store.mark_drawn(request)
+            return request, None
+        return request, await self.store.mark_drawn(request)
 
     async def _repost(self, gone: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post again a pending card someone deleted, so the request can still be decided.
@@ -329,7 +337,7 @@ class CardOwner:
         moved = await self.store.get_request(gone.request_id) or current
         if moved.state != ApprovalState.PENDING:
             batch = await self.store.requests_for_interrupt(moved.interrupt_id)
-            return await self._redraw_one(moved, batch, run)
+            return (await self._redraw_one(moved, batch, run))[0]
         return moved
 
     async def _take_back(self, run: Run, channel_id: str, ts: str) -> None:

@@ -165,10 +165,19 @@ async def test_a_card_decided_while_it_is_posted_again_shows_no_buttons(
     assert "Approved" in blocks and '"actions"' not in blocks
 
 
+@pytest.fixture(params=["postgres", "sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store's database: PostgreSQL marks a card drawn and reads its batch's
+    revisions in one statement, SQLite in two."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return f"sqlite:///{tmp_path / 'cards.db'}"
+
+
 @pytest.fixture
-async def pending_card(tmp_path: Path) -> AsyncIterator[PostedCard]:
-    """One pending card posted on the gateway's twin, with a SQLite store."""
-    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
+async def pending_card(store_url: str) -> AsyncIterator[PostedCard]:
+    """One pending card posted on the gateway's twin."""
+    backend = await open_backend(store_url)
     await backend.release()
     store = ApprovalStore(backend.db)
     run = await store.create_run(
@@ -264,11 +273,11 @@ def time_keeper(store: ApprovalStore, slack: MemoryGateway) -> Worker:
     )
 
 
-async def test_a_sibling_drawn_from_older_state_is_drawn_again(tmp_path: Path) -> None:
+async def test_a_sibling_drawn_from_older_state_is_drawn_again(store_url: str) -> None:
     """A click on r1 redraws its pending sibling r2; before that draw lands, r2 is
     decided and redrawn by another process; the stale draw of r2 lands last. The first
     redraw sees r2 changed and draws it again, decided as it now is."""
-    backend = await open_backend(f"sqlite:///{tmp_path / 'cards.db'}")
+    backend = await open_backend(store_url)
     await backend.release()
     store = ApprovalStore(backend.db)
     run = await store.create_run(

@@ -296,8 +296,11 @@ async def test_a_card_that_lags_its_state_is_listed_until_drawn(store: ApprovalS
     assert await store.undrawn_cards(changed_before=now[0] - 1, limit=10) == []  # too recent
     (lagging,) = await store.undrawn_cards(changed_before=now[0] + 1, limit=10)
     assert (lagging.revision, lagging.drawn_revision) == (1, 0)
-    await store.mark_drawn("r1", 1)
-    await store.mark_drawn("r1", 0)  # an older draw never lowers it
+    await store.add_requests([make_request("r2", index=1)])
+    # the mark reads its batch's revisions after it (did the batch change while drawn?)
+    assert await store.mark_drawn(lagging) == {"r1": 1, "r2": 0}
+    older = lagging.model_copy(update={"revision": 0})
+    assert await store.mark_drawn(older) == {"r1": 1, "r2": 0}  # it never lowers the mark
     assert await store.undrawn_cards(changed_before=now[0] + 1, limit=10) == []
     current = await store.get_request("r1")
     assert current is not None and current.drawn_revision == 1
