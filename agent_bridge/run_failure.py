@@ -34,15 +34,27 @@ class RunFailures:
         self.store = store
         self.notifier = notifier
 
-    async def fail(self, run: Run, *, owner: str, error: str) -> None:
-        """Post the failure in the run's Slack thread (best effort, without ``error``),
-        release the run as failed with ``error`` and close its open requests at once
-        (``ApprovalStore.fail_run``: one transaction), then redraw their cards.
+    async def fail(self, run: Run, *, owner: str, error: str, lease_s: float) -> None:
+        """End ``run``, which ``owner`` drove: if ``owner`` still holds its lease (renewed
+        for ``lease_s`` seconds, so it holds while Slack is told), post the failure in
+        the run's Slack thread (best effort, without ``error``), then release the run as
+        failed with ``error`` and close its open requests at once
+        (``ApprovalStore.fail_run``: one transaction), then redraw their cards. A worker
+        that lost the lease (another worker drives the run now, or its workspace was
+        closed) says and changes nothing: the run is not its to end.
 
         Raises:
             StoreUnavailableError: The database failed; the lease expires and a later
                 sweep drives the run again.
         """
+        if not await self.store.renew_leases([run.run_id], owner=owner, lease_s=lease_s):
+            logger.warning(
+                "run=%s thread_id=%s failed after its lease was lost; left to its holder: %s",
+                run.run_id,
+                run.thread_id,
+                error,
+            )
+            return
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
         note = run_failed_note(run.run_id)

@@ -415,7 +415,9 @@ class Worker:
             )
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
-            await self.failures.fail(run, owner=self.owner, error=f"{type(exc).__name__}: {exc}")
+            await self.failures.fail(
+                run, owner=self.owner, error=f"{type(exc).__name__}: {exc}", lease_s=self.lease_s
+            )
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
@@ -450,4 +452,4 @@ class Worker:
             run.thread_id,
             exc,
         )
-        await self.failures.fail(run, owner=self.owner, error=str(exc))
+        await self.failures.fail(run, owner=self.owner, error=str(exc), lease_s=self.lease_s)

@@ -46,7 +46,9 @@ async def test_a_failed_run_and_the_closing_of_its_cards_are_seen_together(
     url = harness.settings.database_url
     async with rows_locked(url, [sql.request_id], "FOR UPDATE"):
         failing = asyncio.create_task(
-            harness.worker.failures.fail(claimed, owner=OWNER, error="RuntimeError: boom")
+            harness.worker.failures.fail(
+                claimed, owner=OWNER, error="RuntimeError: boom", lease_s=60.0
+            )
         )
         await harness.wait_for(lambda: waiting_on_lock(url, "UPDATE approval_requests"))
         # The cards' closing waits on the lock: the run's end is not seen before it.
@@ -81,13 +83,23 @@ async def test_a_worker_that_lost_its_lease_leaves_the_new_owners_cards_open(
     b = await store.claim_run(run.run_id, owner="B", lease_s=30, from_state=RunState.WAITING)
     assert b is not None
 
-    await RunFailures(store=store, notifier=notifier).fail(a, owner="A", error="RuntimeError")
+    told = len(notifier.events)
+    lease = "SELECT state, lease_owner, lease_until FROM runs WHERE run_id = :r"
+    held = await store.db.fetch_one(lease, {"r": run.run_id})
+    assert held is not None and held["lease_owner"] == "B"
+    failures = RunFailures(store=store, notifier=notifier)
+    await failures.fail(a, owner="A", error="RuntimeError", lease_s=60)
 
-    now = await store.db.fetch_one(
-        "SELECT state, lease_owner FROM runs WHERE run_id = :r", {"r": run.run_id}
-    )
-    assert now == {"state": "running", "lease_owner": "B"}
+    assert await store.db.fetch_one(lease, {"r": run.run_id}) == held  # B's, as it was
     assert {r.state for r in await store.requests_for_run(run.run_id)} == {ApprovalState.PENDING}
+    # Nor is B's run said to have failed in its Slack thread: A says nothing at all.
+    assert notifier.events[told:] == []
+
+    # B's own failure is B's to tell: said, released as failed, its cards closed.
+    await failures.fail(b, owner="B", error="RuntimeError", lease_s=30)
+    assert ("failed", run.run_id) in notifier.events[told:]
+    assert (await store.get_run(run.run_id)).state == RunState.FAILED
+    assert {r.state for r in await store.requests_for_run(run.run_id)} == {ApprovalState.CANCELLED}
 
 
 async def test_failing_a_run_and_closing_its_workspace_at_once_do_not_deadlock(
