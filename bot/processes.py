@@ -95,16 +95,17 @@ class WebServer:
     socket_mode: SocketModeConnection | None = None
 
     async def stop(self) -> list[str]:
-        """Stop taking Slack's deliveries and requests (Socket Mode's connection and the
-        listening socket are closed at once), let those being answered finish
-        (``IN_FLIGHT_STOP_S``), then the work of every acked one (``ACKED_WORK_STOP_S``),
-        so an acked click's decision is recorded before the process exits.
+        """Stop taking Slack's deliveries and requests (Socket Mode's connection once the
+        envelopes it received are acked, the listening socket at once), let those being
+        answered finish (``IN_FLIGHT_STOP_S`` each), then the work of every acked one
+        (``ACKED_WORK_STOP_S``), so an acked click's decision is recorded before the
+        process exits.
 
         Returns:
             The acked requests whose work had not ended in time (logged as errors).
         """
         if self.socket_mode is not None:
-            await self.socket_mode.stop()
+            await self.socket_mode.stop(IN_FLIGHT_STOP_S)
         await self.runner.cleanup()
         unfinished = await self.acked.drain(ACKED_WORK_STOP_S)
         await self.readiness.close()

@@ -17,9 +17,11 @@ refused here too, logged and not acked, as a 400 is not an answer Slack accepts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import ClientError
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -37,6 +39,9 @@ from bot.app import is_unreadable
 
 logger = logging.getLogger(__name__)
 
+QUEUE_TURN_S = 0.005
+"""How long a stop waits for the client to take a received envelope off its queue
+before looking again, seconds (the client gives no event for it)."""
 PING_INTERVAL_S = 5.0
 """How often the Socket Mode client pings Slack, seconds; a connection whose pongs stop
 for four intervals, or that is closed, is replaced by a new one."""
@@ -44,22 +49,56 @@ for four intervals, or that is closed, is replaced by a new one."""
 
 class CheckedSocketModeHandler(AsyncSocketModeHandler):
     """slack_bolt's ``AsyncSocketModeHandler``, refusing what the HTTP edge refuses
-    before Bolt sees it, and never letting a listener's failure escape unlogged."""
+    before Bolt sees it, never letting a listener's failure escape unlogged, and keeping
+    the envelopes it is dispatching, so a stop acks them before closing (``settle``)."""
+
+    def __init__(self, app: AsyncApp, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._dispatching: set[asyncio.Task[Any]] = set()
+        self.settling = False
+        """Whether a stop is waiting for the envelopes received to be acked."""
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Dispatch one envelope to Bolt and ack it with Bolt's answer; an envelope the
         HTTP edge would answer 400 is logged and left un-acked."""
-        started = time.time()
-        reason = is_unreadable(req.payload)
-        if reason is not None:
-            logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
-            return
+        task = asyncio.current_task()
+        assert task is not None  # the client runs each envelope's listeners in a task
+        self._dispatching.add(task)
         try:
-            response = await run_async_bolt_app(self.app, req)
-        except Exception:
-            logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
-            return
-        await send_async_response(client, req, response, started)
+            started = time.time()
+            reason = is_unreadable(req.payload)
+            if reason is not None:
+                logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
+                return
+            try:
+                response = await run_async_bolt_app(self.app, req)
+            except Exception:
+                logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
+                return
+            await send_async_response(client, req, response, started)
+        finally:
+            self._dispatching.discard(task)
+
+    async def settle(self, timeout_s: float) -> int:
+        """Wait, at most ``timeout_s`` seconds, until every envelope received so far (and
+        any arriving meanwhile) has been dispatched and acked over the open websocket: a
+        click acked by ``bot.actions.ack_first`` has its listener running already, and
+        closing first would leave Slack without its ack (the reviewer shown an error for
+        a decision that is being recorded).
+
+        Returns:
+            How many envelopes were still being dispatched or waiting at the deadline.
+        """
+        self.settling = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        queue = self.client.message_queue
+        while (self._dispatching or not queue.empty()) and loop.time() < deadline:
+            if self._dispatching:
+                await asyncio.wait(set(self._dispatching), timeout=deadline - loop.time())
+            else:  # received, not yet taken by the client's processor: its turn next
+                await asyncio.sleep(QUEUE_TURN_S)
+        return len(self._dispatching) + queue.qsize()
 
 
 @dataclass
@@ -73,8 +112,13 @@ class SocketModeConnection:
         """slack_sdk's Socket Mode client (``is_connected``, ``wss_uri``)."""
         return self.handler.client
 
-    async def stop(self) -> None:
-        """Close the websocket and the client's HTTP session."""
+    async def stop(self, timeout_s: float) -> None:
+        """Ack the envelopes received (``CheckedSocketModeHandler.settle``, at most
+        ``timeout_s`` seconds; what is left is logged), then close the websocket and the
+        client's HTTP session."""
+        left = await self.handler.settle(timeout_s)
+        if left:
+            logger.error("%d Socket Mode envelopes not acked before the stop", left)
         await self.handler.close_async()  # type: ignore[no-untyped-call]
 
 

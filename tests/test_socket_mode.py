@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -40,6 +41,7 @@ from tests.harness import (
     TEST_APP_TOKEN,
     TEST_BOT_TOKEN,
     TEST_SIGNING_SECRET,
+    WAIT_TIMEOUT_S,
     Harness,
 )
 from tests.slack_bodies import APPROVE, click_payload
@@ -203,6 +205,47 @@ async def test_a_click_without_actions_is_refused_unacked_and_the_connection_goe
 
 async def _sent(sm: Any, kind: str) -> bool:
     return any(e["type"] == kind for e in sm.envelopes)
+
+
+async def test_a_stop_acks_the_envelope_it_is_dispatching_before_it_closes(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop (SIGTERM, a deploy) comes while a click's envelope is dispatched: its
+    listener already runs (``ack_first``), its ack is not sent yet. The stop acks it over
+    the still open websocket before closing, so Slack shows the reviewer no error for a
+    decision that is recorded."""
+    sm = socket(harness)
+    run = await harness.start_run(CALL)
+    (request,) = await harness.requests(run, count=1)
+    answered, sending = asyncio.Event(), asyncio.Event()
+
+    async def answered_then_held(app: AsyncApp, req: Any) -> Any:
+        response = await run_async_bolt_app(app, req)
+        if req.type == "interactive":
+            answered.set()  # Bolt answered: the ack is ready, not yet sent
+            await sending.wait()
+        return response
+
+    monkeypatch.setattr("bot.socket_mode.run_async_bolt_app", answered_then_held)
+    clicking = asyncio.create_task(harness.click(request, "approve"))
+    await asyncio.wait_for(answered.wait(), WAIT_TIMEOUT_S)
+    server, harness.server = harness.server, None  # stopped here, not again at teardown
+    assert server is not None and server.socket_mode is not None
+    handler = server.socket_mode.handler
+    stopping = asyncio.create_task(server.stop())
+
+    async def settling() -> bool:
+        return handler.settling
+
+    await harness.wait_for(settling)
+    assert sm.connections  # the websocket stays open for the ack
+    sending.set()
+    assert await asyncio.wait_for(stopping, WAIT_TIMEOUT_S) == []  # its work ended too
+    assert (await clicking)[0] == 200
+    (click,) = [e for e in sm.envelopes if e["type"] == "interactive"]
+    assert click["envelope_id"] in {ack["envelope_id"] for ack in sm.acks}
+    assert not sm.connections
+    assert (await harness.finished(run)).state == RunState.DONE  # the worker applied it
 
 
 async def test_a_refused_app_token_stops_the_start_with_a_clear_error() -> None:
