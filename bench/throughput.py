@@ -6,6 +6,8 @@
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
   by the same number of ``bench.bare_resumer`` processes;
+- for both, and the floor, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
+  cores were busy, so what a 2nd process could add at most is read beside what it did;
 - floor: one, then two bare resumers doing, after each resume, the Slack calls and
   database round trips one decision made in the product (read from the worker's
   ``/metrics``, ``bench.io_counts``), bare: what that I/O costs with nothing of the
@@ -50,6 +52,12 @@ class Rate:
     cpu_s: float
     io: IoCounts | None = None
     """Per item: the Slack calls and round trips made (the product's, 1 worker)."""
+    machine_cpu_s: float = 0.0
+    """CPU time of every process on the machine meanwhile (``machine_busy_s``): the
+    measured processes and PostgreSQL, Redis, the sandbox Slack and this benchmark."""
+    sandbox_cpu_s: float = 0.0
+    """Of which this process's: the sandbox Slack, which runs here (and this benchmark's
+    own waiting)."""
 
     @property
     def per_s(self) -> float:
@@ -60,6 +68,25 @@ class Rate:
     def cpu_per_item_s(self) -> float:
         """CPU seconds per item."""
         return self.cpu_s / self.count
+
+    @property
+    def machine_cpu_per_item_s(self) -> float:
+        """CPU seconds of the whole machine per item."""
+        return self.machine_cpu_s / self.count
+
+    @property
+    def cores_busy(self) -> float:
+        """How many of the machine's cores were busy on average meanwhile."""
+        return self.machine_cpu_s / self.elapsed_s
+
+
+def machine_busy_s() -> float:
+    """CPU time every process on this machine has spent so far, on all cores, seconds:
+    the first line of ``/proc/stat`` but its idle and iowait times (Linux ``proc(5)``;
+    guest time is already in user time)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_S
 
 
 def process_cpu_s(pid: int) -> float:
@@ -107,18 +134,20 @@ async def product_rate(
                 await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
             await until(all_decided, poll_s=0.01)
             cpu_before = sum(process_cpu_s(pid) for pid in pids)
+            busy_before, here_before = machine_busy_s(), time.process_time()
             went = time.time()
         finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
         await until(all_applied, poll_s=0.005)
         elapsed = time.time() - went
+        busy, here = machine_busy_s() - busy_before, time.process_time() - here_before
         cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
     await until(all_ended, poll_s=0.05)
     io = None
     if io_before is not None:
         io = io_before.per_item(await io_counts(started.metrics_ports[0]), count)
-    return Rate(count, elapsed, cpu, io)
+    return Rate(count, elapsed, cpu, io, machine_cpu_s=busy, sandbox_cpu_s=here)
 
 
 async def bare_rate(
@@ -160,6 +189,7 @@ async def bare_rate(
         line = await resumer.stdout.readline()
         if line.strip() != b"ready":
             raise RuntimeError(f"a bare resumer failed to start: {line!r}")
+    busy_before, here_before = machine_busy_s(), time.process_time()
     started = time.time()
     for resumer in resumers:
         assert resumer.stdin is not None
@@ -169,9 +199,13 @@ async def bare_rate(
     for resumer in resumers:
         assert resumer.stdout is not None
         reports.append(json.loads(await resumer.stdout.readline()))
+    # as the last resumer reported its end
+    busy, here = machine_busy_s() - busy_before, time.process_time() - here_before
+    for resumer in resumers:
         await resumer.wait()
     ended = max(r["ended"] for r in reports)
-    return Rate(share * processes, ended - started, sum(r["cpu_s"] for r in reports))
+    cpu = sum(r["cpu_s"] for r in reports)
+    return Rate(share * processes, ended - started, cpu, machine_cpu_s=busy, sandbox_cpu_s=here)
 
 
 def second_process_gain(rates: dict[int, Rate]) -> float:
