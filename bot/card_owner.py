@@ -109,7 +109,8 @@ class CardOwner:
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
             revisions = await self.store.interrupt_revisions(current.interrupt_id)
-        if revisions.get(current.request_id, current.revision) != current.revision:
+        if revisions != {r.request_id: r.revision for r in siblings}:
+            # its batch changed while it was posted (its progress, or itself): draw anew
             return await self.redraw(current.request_id, siblings=False) or posted
         self._changed(posted)
         return posted

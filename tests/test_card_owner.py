@@ -304,3 +304,35 @@ async def test_a_sibling_drawn_from_older_state_is_drawn_again(store_url: str) -
     blocks = json.dumps(slack.messages[("C1", posted[1].message_ts)]["blocks"])
     assert "Rejected" in blocks and '"actions"' not in blocks
     await backend.close()
+
+
+async def test_a_card_posted_while_its_sibling_is_decided_shows_the_progress(
+    store_url: str,
+) -> None:
+    """While r2's card is being posted, r1 is approved and its redraw skips r2 (no ``ts``
+    yet): r2 lands drawn from the batch read before the click ("0 of 2"). Its post sees
+    the batch changed meanwhile and draws it again ("1 of 2")."""
+    backend = await open_backend(store_url)
+    await backend.release()
+    store = ApprovalStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    r1, r2 = await store.add_requests([make_request("r1"), make_request("r2", index=1)])
+    slack = MemoryGateway()
+    worker, web = CardOwner(store=store, slack=slack), CardOwner(store=store, slack=slack)
+    await worker.post(r1, run)
+    real_post = slack.post_message
+
+    async def clicked_while_posting(**kwargs: Any) -> str:
+        await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+        await web.redraw("r1")  # the click's redraw: r2 has no message yet
+        return await real_post(**kwargs)
+
+    slack.post_message = clicked_while_posting  # type: ignore[method-assign]
+    posted = await worker.post(r2, run)
+
+    assert posted.message_ts is not None
+    blocks = json.dumps(slack.messages[("C1", posted.message_ts)]["blocks"])
+    assert "1 of 2 decided" in blocks and "0 of 2" not in blocks
+    await backend.close()
