@@ -415,9 +415,7 @@ class Worker:
             )
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
-            await self.failures.fail(
-                run, owner=self.owner, error=f"{type(exc).__name__}: {exc}", lease_s=self.lease_s
-            )
+            await self._fail(run, f"{type(exc).__name__}: {exc}")
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
@@ -452,4 +450,18 @@ class Worker:
             run.thread_id,
             exc,
         )
-        await self.failures.fail(run, owner=self.owner, error=str(exc), lease_s=self.lease_s)
+        await self._fail(run, str(exc))
+
+    async def _fail(self, run: Run, error: str) -> None:
+        """End the run as failed (``RunFailures.fail``) under its lease, renewed with the
+        others' while Slack is told (a post held by a rate limit can outlast one lease);
+        a lease lost meanwhile stops it there: the run is its next holder's to end."""
+        try:
+            await self.leases.hold(
+                run.run_id,
+                self.failures.fail(run, owner=self.owner, error=error, lease_s=self.lease_s),
+            )
+        except LeaseLost as exc:
+            logger.error(
+                "run=%s thread_id=%s not ended as failed: %s", run.run_id, run.thread_id, exc
+            )

@@ -132,6 +132,66 @@ async def test_a_healthy_worker_keeps_its_lease_through_a_long_drive(
     assert (run["state"], run["final_answer"], run["lease_owner"]) == ("done", "finished", None)
 
 
+class FailingDriver:
+    """A driver whose drive raises at once (a tool or the graph failed)."""
+
+    async def drive(self, run: Run) -> tuple[RunState, str | None]:
+        raise RuntimeError("boom")
+
+
+class TakenWhileFailing(ApprovalStore):
+    """A store whose first renewal (the failure's own check) keeps the lease, and whose
+    later ones find the run held by someone else."""
+
+    renewals = 0
+
+    async def renew_leases(
+        self, run_ids: Collection[str], *, owner: str, lease_s: float
+    ) -> set[str]:
+        self.renewals += 1
+        if self.renewals > 1:
+            return set()
+        return await super().renew_leases(run_ids, owner=owner, lease_s=lease_s)
+
+
+class SlowToTell(RecordingNotifier):
+    """Slack holds the failure's post for two leases (a 429's ``Retry-After``)."""
+
+    cut = False
+
+    async def run_failed(self, run: Run) -> None:
+        try:
+            await asyncio.sleep(2 * LEASE_S)
+        except asyncio.CancelledError:
+            self.cut = True
+            raise
+        await super().run_failed(run)
+
+
+async def test_a_failure_told_slowly_is_stopped_when_the_lease_is_lost(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """A run fails; telling Slack takes longer than a lease, and meanwhile another worker
+    takes the run. The failure is told under the lease, renewed with the others, so it is
+    stopped there: no 'run failed' for a run that is no longer this worker's."""
+    store = TakenWhileFailing(sqlite_store.db)
+    notifier = SlowToTell(store)
+    await store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task="t", channel_id="C1", user_id="U1")
+    )
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, FailingDriver()),
+        failures=RunFailures(store=store, notifier=notifier),
+        lease_s=LEASE_S,
+        owner=OWNER,
+    )
+    await worker.advance("run-1", RunState.QUEUED)
+    assert notifier.cut and ("failed", "run-1") not in notifier.events
+    assert (await store.get_run("run-1")).state == RunState.RUNNING  # the new holder's
+
+
 class RecordedRenewals(ApprovalStore):
     """A store that records which runs each renewal statement named, and sets ``enough``
     after ``needed`` statements."""
