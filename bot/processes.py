@@ -95,11 +95,13 @@ class WebServer:
     socket_mode: SocketModeConnection | None = None
 
     async def stop(self) -> list[str]:
-        """Stop taking Slack's deliveries and requests (Socket Mode's connection once the
-        envelopes it received are acked, the listening socket at once), let those being
-        answered finish (``IN_FLIGHT_STOP_S`` each), then the work of every acked one
+        """Stop taking Slack's deliveries and requests: Socket Mode's connection once the
+        envelopes it received are acked (``IN_FLIGHT_STOP_S``; what arrives meanwhile is
+        not handled), then the listening socket, letting the requests being answered
+        finish (``IN_FLIGHT_STOP_S``); then let the work of every acked one finish
         (``ACKED_WORK_STOP_S``), so an acked click's decision is recorded before the
-        process exits.
+        process exits. In Socket Mode the listening socket serves only ``/healthz``,
+        ``/readyz`` and ``/metrics``, so the two waits do not add up.
 
         Returns:
             The acked requests whose work had not ended in time (logged as errors).

@@ -18,8 +18,10 @@ refused here too, logged and not acked, as a 400 is not an answer Slack accepts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +41,6 @@ from bot.app import is_unreadable
 
 logger = logging.getLogger(__name__)
 
-QUEUE_TURN_S = 0.005
-"""How long a stop waits for the client to take a received envelope off its queue
-before looking again, seconds (the client gives no event for it)."""
 PING_INTERVAL_S = 5.0
 """How often the Socket Mode client pings Slack, seconds; a connection whose pongs stop
 for four intervals, or that is closed, is replaced by a new one."""
@@ -49,56 +48,87 @@ for four intervals, or that is closed, is replaced by a new one."""
 
 class CheckedSocketModeHandler(AsyncSocketModeHandler):
     """slack_bolt's ``AsyncSocketModeHandler``, refusing what the HTTP edge refuses
-    before Bolt sees it, never letting a listener's failure escape unlogged, and keeping
-    the envelopes it is dispatching, so a stop acks them before closing (``settle``)."""
+    before Bolt sees it, never letting a listener's failure escape unlogged, and counting
+    the envelopes the client has taken to dispatch, so a stop acks them before closing
+    (``settle``)."""
 
     def __init__(self, app: AsyncApp, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
-        self._dispatching: set[asyncio.Task[Any]] = set()
+        # slack_sdk's processor takes each envelope off its queue and calls this at once,
+        # scheduling what it returns: counted from there, no envelope is between counts.
+        self._listeners = self.client.run_message_listeners
+        self.client.run_message_listeners = self._counted  # type: ignore[method-assign,assignment]
+        self._taken = 0
+        """Envelopes taken off the client's queue whose listeners have not ended."""
+        self._owed = 0
+        """Once a stop began: envelopes received before it, not yet taken."""
+        self._changed = asyncio.Event()
         self.settling = False
-        """Whether a stop is waiting for the envelopes received to be acked."""
+        """Whether a stop is waiting for the envelopes received before it to be acked."""
+
+    def _counted(self, message: dict[str, Any], raw_message: str) -> Awaitable[None]:
+        """The client's ``run_message_listeners`` for one envelope, counted; once a stop
+        began, only an envelope received before it is dispatched."""
+        if self.settling:
+            if self._owed <= 0:
+                return self._refused(message)
+            self._owed -= 1
+        self._taken += 1
+        return self._listened(message, raw_message)
+
+    async def _listened(self, message: dict[str, Any], raw_message: str) -> None:
+        try:
+            await self._listeners(message, raw_message)
+        finally:
+            self._taken -= 1
+            self._changed.set()
+
+    async def _refused(self, message: dict[str, Any]) -> None:
+        """An envelope that arrived after the stop began: neither dispatched nor acked, so
+        nothing is half-done (Slack sends an event again on another connection; a click
+        shows its person Slack's error, and can be made again)."""
+        logger.warning(
+            "%s envelope %s arrived while stopping: not handled",
+            message.get("type"),
+            message.get("envelope_id"),
+        )
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Dispatch one envelope to Bolt and ack it with Bolt's answer; an envelope the
         HTTP edge would answer 400 is logged and left un-acked."""
-        task = asyncio.current_task()
-        assert task is not None  # the client runs each envelope's listeners in a task
-        self._dispatching.add(task)
+        started = time.time()
+        reason = is_unreadable(req.payload)
+        if reason is not None:
+            logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
+            return
         try:
-            started = time.time()
-            reason = is_unreadable(req.payload)
-            if reason is not None:
-                logger.warning("%s envelope %s refused: %s", req.type, req.envelope_id, reason)
-                return
-            try:
-                response = await run_async_bolt_app(self.app, req)
-            except Exception:
-                logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
-                return
-            await send_async_response(client, req, response, started)
-        finally:
-            self._dispatching.discard(task)
+            response = await run_async_bolt_app(self.app, req)
+        except Exception:
+            logger.exception("unreadable %s envelope %s", req.type, req.envelope_id)
+            return
+        await send_async_response(client, req, response, started)
 
     async def settle(self, timeout_s: float) -> int:
-        """Wait, at most ``timeout_s`` seconds, until every envelope received so far (and
-        any arriving meanwhile) has been dispatched and acked over the open websocket: a
-        click acked by ``bot.actions.ack_first`` has its listener running already, and
-        closing first would leave Slack without its ack (the reviewer shown an error for
-        a decision that is being recorded).
+        """Wait, at most ``timeout_s`` seconds, until every envelope received before this
+        call (taken by the client to dispatch, or still in its queue) has been dispatched
+        and acked over the open websocket: a click acked by ``bot.actions.ack_first``
+        has its listener running already, and closing first would leave Slack without its
+        ack (the reviewer shown an error for a decision being recorded). Envelopes
+        arriving meanwhile are not handled (``_refused``), so a steady flow cannot hold
+        the stop.
 
         Returns:
-            How many envelopes were still being dispatched or waiting at the deadline.
+            How many envelopes received before the stop were not acked by the deadline.
         """
         self.settling = True
+        self._owed = self.client.message_queue.qsize()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        queue = self.client.message_queue
-        while (self._dispatching or not queue.empty()) and loop.time() < deadline:
-            if self._dispatching:
-                await asyncio.wait(set(self._dispatching), timeout=deadline - loop.time())
-            else:  # received, not yet taken by the client's processor: its turn next
-                await asyncio.sleep(QUEUE_TURN_S)
-        return len(self._dispatching) + queue.qsize()
+        while (self._taken or self._owed) and loop.time() < deadline:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
+        return self._taken + self._owed
 
 
 @dataclass

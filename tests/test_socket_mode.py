@@ -9,7 +9,9 @@ form; the modal's ``response_action: "errors"`` travels back in the envelope's a
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import aiohttp
 import pytest
 from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.errors import ConfigurationError
@@ -30,7 +33,7 @@ from agent_bridge.settings import (
 )
 from bot import ids
 from bot.app import EVENTS_PATH
-from bot.socket_mode import connect_socket_mode
+from bot.socket_mode import CheckedSocketModeHandler, SocketModeConnection, connect_socket_mode
 from slack_sandbox import Sandbox
 from slack_sandbox.delivery import FORM, payload_body
 from slack_sandbox.socket_mode import RETRY_REASON
@@ -286,3 +289,112 @@ def test_a_wrong_app_token_is_named_never_shown(
         read_settings(WebSettings)
     assert said in str(caught.value)
     assert not value or value not in str(caught.value)
+
+
+def interactive_envelope(n: int) -> str:
+    """A click's Socket Mode envelope, as Slack frames it."""
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U1", "team_id": "T1"},
+        "team": {"id": "T1"},
+        "api_app_id": "A1",
+        "token": "x",
+        "trigger_id": "t",
+        "container": {"type": "message", "message_ts": "1.1", "channel_id": "C1"},
+        "channel": {"id": "C1"},
+        "actions": [{"action_id": "go", "block_id": "b", "type": "button", "value": "v"}],
+    }
+    envelope = {"type": "interactive", "envelope_id": f"env-{n}", "payload": payload}
+    return json.dumps({**envelope, "accepts_response_payload": False})
+
+
+def acking_handler(
+    dispatch: asyncio.Event | None = None,
+) -> tuple[CheckedSocketModeHandler, list[tuple[str, bool]]]:
+    """A handler whose one listener acks (after ``dispatch`` is set, if given), with the
+    websocket replaced by a record of each ack: (envelope ID, sent while still open)."""
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return AuthorizeResult(
+            enterprise_id=None, team_id="T1", bot_user_id="UB", bot_id="B1", bot_token="xoxb-1"
+        )
+
+    app = AsyncApp(
+        client=AsyncWebClient(token="xoxb-1"),
+        signing_secret="s",
+        authorize=authorize,
+        request_verification_enabled=False,
+    )
+
+    @app.action("go")
+    async def go(ack: Any) -> None:
+        if dispatch is not None:
+            await dispatch.wait()
+        await ack()
+
+    handler = CheckedSocketModeHandler(app, app_token="xapp-1")
+    closed = [False]
+    acks: list[tuple[str, bool]] = []
+
+    async def send(response: Any) -> None:
+        acks.append((response.envelope_id, not closed[0]))
+
+    real_close = handler.close_async
+
+    async def close() -> None:
+        closed[0] = True
+        await real_close()  # type: ignore[no-untyped-call]
+
+    handler.client.send_socket_mode_response = send  # type: ignore[method-assign]
+    handler.close_async = close  # type: ignore[method-assign]
+    return handler, acks
+
+
+async def until(probe: Callable[[], bool]) -> None:
+    """Let the loop run until ``probe`` holds (the client's processor taking envelopes)."""
+    deadline = asyncio.get_running_loop().time() + WAIT_TIMEOUT_S
+    while not probe():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {probe}"
+        await asyncio.sleep(0)
+
+
+async def test_an_envelope_received_but_not_yet_dispatched_is_acked_before_the_close() -> None:
+    """The stop comes while an envelope is received but not dispatched: still in the
+    client's queue, or taken off it with its listeners' task scheduled and not started.
+    Each is dispatched and acked before the close."""
+    for taken in (False, True):
+        handler, acks = acking_handler()
+        queue = handler.client.message_queue
+        await queue.put(interactive_envelope(1))
+        if taken:
+            await until(queue.empty)  # its task is scheduled, not yet run
+        await SocketModeConnection(handler=handler).stop(WAIT_TIMEOUT_S)
+        assert acks == [("env-1", True)], f"taken off the queue: {taken}"
+
+
+async def test_envelopes_arriving_during_the_stop_neither_hold_it_nor_are_half_handled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Three clicks are being dispatched when the stop comes; Slack goes on sending two
+    more over the open websocket. The three received before the stop are acked before
+    the close; the two after are not handled at all (no listener, no ack), so a steady
+    flow cannot hold the stop."""
+    dispatch = asyncio.Event()
+    handler, acks = acking_handler(dispatch)
+    queue = handler.client.message_queue
+    for n in (1, 2, 3):
+        await queue.put(interactive_envelope(n))
+    await until(queue.empty)  # taken by the client's processor, their acks held
+    stopping = asyncio.create_task(SocketModeConnection(handler=handler).stop(WAIT_TIMEOUT_S))
+    await until(lambda: handler.settling)
+    for n in (4, 5):
+        await queue.put(interactive_envelope(n))
+
+    def refused() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "arrived while stopping" in r.message]
+
+    await until(lambda: len(refused()) == 2)
+    dispatch.set()
+    await asyncio.wait_for(stopping, WAIT_TIMEOUT_S)
+    assert sorted(acks) == [("env-1", True), ("env-2", True), ("env-3", True)]
+    assert "env-4" in refused()[0] and "env-5" in refused()[1]
