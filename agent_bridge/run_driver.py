@@ -122,7 +122,7 @@ class RunDriver:
             )
         calls = ToolCalls.of(requests, snapshot)
         await self._catch_up(run, snapshot, requests, calls)
-        plan = await self._plan(run, snapshot, requests)
+        plan = await self._plan(run, snapshot, requests, calls)
         if snapshot.interrupts and not plan.resume:
             await self._post_approvals(run, snapshot)
             return RunState.WAITING, None
@@ -158,10 +158,11 @@ class RunDriver:
         return run.model_copy(update={"thread_ts": thread_ts})
 
     async def _plan(
-        self, run: Run, snapshot: Any, requests: Sequence[ApprovalRequest]
+        self, run: Run, snapshot: Any, requests: Sequence[ApprovalRequest], calls: ToolCalls
     ) -> ResumePlan:
         """Plan the resume against the checkpoint's pending interrupts: mark applied
-        what the checkpoint shows was applied; reopen decisions that no longer fit."""
+        what the checkpoint shows was applied (from the requests as ``calls`` last has
+        them); reopen decisions that no longer fit."""
         current = {(r.interrupt_id, r.index): r for r in self._requests_of(run, snapshot)}
         plan = plan_resume(
             requests,
@@ -169,9 +170,7 @@ class RunDriver:
             current_schemas=self.args_schemas,
             current_calls=current,
         )
-        await self.store.mark_applied(
-            plan.already_applied, known={r.request_id: r for r in requests}
-        )
+        await self.store.mark_applied(plan.already_applied, known=calls.requests)
         for request_id, errors in plan.invalid.items():
             await self._reopen(
                 run, request_id, wording.invalid_answer_note(errors), schema_changed=True

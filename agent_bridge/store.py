@@ -865,9 +865,9 @@ class ApprovalStore:
         short). A call that was not reviewed has no request and nothing is kept.
 
         Args:
-            known: The call's request as the caller last read it, if it has it. If that
-                copy has a result, one was recorded (results are never cleared): nothing
-                is read. If the request is unchanged since (same ``revision``), the result
+            known: The call's latest request as the caller last read it, if it has it.
+                If that copy has a result, one was recorded (results are never cleared):
+                nothing is read. If the request is unchanged since (same ``revision``), the result
                 and the event drawn from that copy are one statement on PostgreSQL
                 (``_change_audited``); else the request is read as it changes, in a
                 transaction.
