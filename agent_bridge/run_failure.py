@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from agent_bridge.models import Run
+from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.store import ApprovalStore
 from agent_bridge.wording import run_failed_note
@@ -35,13 +35,28 @@ class RunFailures:
         self.notifier = notifier
 
     async def fail(self, run: Run, *, owner: str, error: str, lease_s: float) -> None:
+        """End ``run`` (``end``), then redraw the cards it closed (``redraw``).
+
+        Raises:
+            StoreUnavailableError: The database failed; the lease expires and a later
+                sweep drives the run again.
+        """
+        await self.redraw(run, await self.end(run, owner=owner, error=error, lease_s=lease_s))
+
+    async def end(
+        self, run: Run, *, owner: str, error: str, lease_s: float
+    ) -> list[ApprovalRequest]:
         """End ``run``, which ``owner`` drove: if ``owner`` still holds its lease (renewed
         for ``lease_s`` seconds, so it holds while Slack is told), post the failure in
         the run's Slack thread (best effort, without ``error``), then release the run as
         failed with ``error`` and close its open requests at once
-        (``ApprovalStore.fail_run``: one transaction), then redraw their cards. A worker
-        that lost the lease (another worker drives the run now, or its workspace was
-        closed) says and changes nothing: the run is not its to end.
+        (``ApprovalStore.fail_run``: one transaction). A worker that lost the lease
+        (another worker drives the run now, or its workspace was closed) says and changes
+        nothing: the run is not its to end.
+
+        Returns:
+            The requests closed, whose cards are to be redrawn; none if the run was not
+            ``owner``'s.
 
         Raises:
             StoreUnavailableError: The database failed; the lease expires and a later
@@ -54,10 +69,16 @@ class RunFailures:
                 run.thread_id,
                 error,
             )
-            return
+            return []
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
         note = run_failed_note(run.run_id)
-        for request in await self.store.fail_run(run.run_id, owner=owner, error=error, note=note):
-            await self.notifier.approval_updated(request, run=run)
+        closed = await self.store.fail_run(run.run_id, owner=owner, error=error, note=note)
         logger.info("run=%s thread_id=%s failed: %s", run.run_id, run.thread_id, error)
+        return closed
+
+    async def redraw(self, run: Run, closed: list[ApprovalRequest]) -> None:
+        """Redraw the cards of the requests ``end`` closed (a redraw lost to a crash is
+        made by the worker's time-keeping: ``undrawn_cards``)."""
+        for request in closed:
+            await self.notifier.approval_updated(request, run=run)

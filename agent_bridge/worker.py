@@ -453,15 +453,22 @@ class Worker:
         await self._fail(run, str(exc))
 
     async def _fail(self, run: Run, error: str) -> None:
-        """End the run as failed (``RunFailures.fail``) under its lease, renewed with the
-        others' while Slack is told (a post held by a rate limit can outlast one lease);
-        a lease lost meanwhile stops it there: the run is its next holder's to end."""
+        """End the run as failed (``RunFailures.end``) under its lease, renewed with the
+        others' while Slack is told (a post held by a rate limit can outlast one lease):
+        a lease lost meanwhile stops it there, the run being its next holder's to end.
+        The cards it closed are redrawn after, the run no longer leased."""
         try:
-            await self.leases.hold(
+            closed = await self.leases.hold(
                 run.run_id,
-                self.failures.fail(run, owner=self.owner, error=error, lease_s=self.lease_s),
+                self.failures.end(run, owner=self.owner, error=error, lease_s=self.lease_s),
             )
         except LeaseLost as exc:
             logger.error(
-                "run=%s thread_id=%s not ended as failed: %s", run.run_id, run.thread_id, exc
+                "run=%s thread_id=%s lease lost while ending it as failed (closed cards, if "
+                "any, are redrawn by time-keeping): %s",
+                run.run_id,
+                run.thread_id,
+                exc,
             )
+            return
+        await self.failures.redraw(run, closed)

@@ -67,12 +67,20 @@ class CheckedSocketModeHandler(AsyncSocketModeHandler):
         """Whether a stop is waiting for the envelopes received before it to be acked."""
 
     def _counted(self, message: dict[str, Any], raw_message: str) -> Awaitable[None]:
-        """The client's ``run_message_listeners`` for one envelope, counted; once a stop
-        began, only an envelope received before it is dispatched."""
+        """The client's ``run_message_listeners`` for one message, an envelope counted
+        (a message without one, ``hello`` or ``disconnect``, has nothing to ack); once a
+        stop began, only an envelope received before it is dispatched, and no message
+        without one (a ``disconnect`` would open a new websocket only to close it)."""
+        envelope = bool(message.get("envelope_id"))
         if self.settling:
-            if self._owed <= 0:
+            owed = self._owed > 0  # the queue is in order: the first taken were there
+            if owed:
+                self._owed -= 1
+            self._changed.set()
+            if not (owed and envelope):
                 return self._refused(message)
-            self._owed -= 1
+        if not envelope:  # nothing to ack: a stop does not wait for it
+            return self._listeners(message, raw_message)
         self._taken += 1
         return self._listened(message, raw_message)
 
@@ -84,14 +92,18 @@ class CheckedSocketModeHandler(AsyncSocketModeHandler):
             self._changed.set()
 
     async def _refused(self, message: dict[str, Any]) -> None:
-        """An envelope that arrived after the stop began: neither dispatched nor acked, so
-        nothing is half-done (Slack sends an event again on another connection; a click
-        shows its person Slack's error, and can be made again)."""
-        logger.warning(
-            "%s envelope %s arrived while stopping: not handled",
-            message.get("type"),
-            message.get("envelope_id"),
-        )
+        """A message not handled because the stop began: an envelope that arrived after
+        it is neither dispatched nor acked, so nothing is half-done (Slack sends an event
+        again on another connection; a click shows its person Slack's error, and can be
+        made again); one without an envelope is dropped."""
+        if message.get("envelope_id"):
+            logger.warning(
+                "%s envelope %s arrived while stopping: not handled",
+                message.get("type"),
+                message.get("envelope_id"),
+            )
+        else:
+            logger.info("%s message dropped while stopping", message.get("type"))
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Dispatch one envelope to Bolt and ack it with Bolt's answer; an envelope the

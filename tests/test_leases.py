@@ -192,6 +192,51 @@ async def test_a_failure_told_slowly_is_stopped_when_the_lease_is_lost(
     assert (await store.get_run("run-1")).state == RunState.RUNNING  # the new holder's
 
 
+class ClosesOneCard(ApprovalStore):
+    """A store whose failing of a run closes one open request (its card to redraw)."""
+
+    async def fail_run(self, run_id: str, **kwargs: Any) -> list[Any]:
+        await super().fail_run(run_id, **kwargs)
+        return ["card-1"]
+
+
+class SlowToRedraw(RecordingNotifier):
+    """Slack holds each card's redraw for half a lease (a 429's ``Retry-After``)."""
+
+    cut = False
+
+    async def approval_updated(self, request: Any, *, run: Run) -> None:
+        try:
+            await asyncio.sleep(LEASE_S / 2)
+        except asyncio.CancelledError:
+            self.cut = True
+            raise
+        self.events.append(("updated", request))
+
+
+async def test_the_cards_a_failure_closed_are_redrawn_after_the_run_is_released(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """Once the run is released as failed its lease is gone, so the closed cards are
+    redrawn outside the lease: a renewal finding no lease does not cut them off."""
+    store = ClosesOneCard(sqlite_store.db)
+    notifier = SlowToRedraw(store)
+    await store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task="t", channel_id="C1", user_id="U1")
+    )
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=cast(RunDriver, FailingDriver()),
+        failures=RunFailures(store=store, notifier=notifier),
+        lease_s=LEASE_S,
+        owner=OWNER,
+    )
+    await worker.advance("run-1", RunState.QUEUED)
+    assert (await store.get_run("run-1")).state == RunState.FAILED
+    assert not notifier.cut and ("updated", "card-1") in notifier.events
+
+
 class RecordedRenewals(ApprovalStore):
     """A store that records which runs each renewal statement named, and sets ``enough``
     after ``needed`` statements."""

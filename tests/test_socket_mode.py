@@ -398,3 +398,32 @@ async def test_envelopes_arriving_during_the_stop_neither_hold_it_nor_are_half_h
     await asyncio.wait_for(stopping, WAIT_TIMEOUT_S)
     assert sorted(acks) == [("env-1", True), ("env-2", True), ("env-3", True)]
     assert "env-4" in refused()[0] and "env-5" in refused()[1]
+
+
+async def test_a_disconnect_queued_at_the_stop_neither_reconnects_nor_holds_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Slack's ``disconnect`` (no envelope, nothing to ack) is queued as the stop begins,
+    and Slack cannot be reached for a new websocket. Taken after the stop began, it is
+    dropped, not followed to a new websocket; taken before, its reconnection is not
+    waited for. Either way the stop is not held to its deadline."""
+    reconnects: list[bool] = []
+
+    async def connect_to_new_endpoint(force: bool = False) -> None:
+        reconnects.append(force)
+        await asyncio.Event().wait()  # Slack unreachable: slack_sdk would retry forever
+
+    disconnect = json.dumps({"type": "disconnect", "reason": "warning"})
+    for taken_before_the_stop in (False, True):
+        handler, acks = acking_handler()
+        reconnects.clear()
+        handler.client.connect_to_new_endpoint = connect_to_new_endpoint  # type: ignore[method-assign]
+        await handler.client.message_queue.put(disconnect)
+        if taken_before_the_stop:
+            await until(lambda: bool(reconnects))
+        began = asyncio.get_running_loop().time()
+        await SocketModeConnection(handler=handler).stop(WAIT_TIMEOUT_S)  # settles at once
+        took = asyncio.get_running_loop().time() - began
+        assert took < WAIT_TIMEOUT_S / 4  # not held to its deadline
+        assert acks == [] and reconnects == ([True] if taken_before_the_stop else [])
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
