@@ -168,14 +168,8 @@ class SlowToTell(RecordingNotifier):
         await super().run_failed(run)
 
 
-async def test_a_failure_told_slowly_is_stopped_when_the_lease_is_lost(
-    sqlite_store: ApprovalStore,
-) -> None:
-    """A run fails; telling Slack takes longer than a lease, and meanwhile another worker
-    takes the run. The failure is told under the lease, renewed with the others, so it is
-    stopped there: no 'run failed' for a run that is no longer this worker's."""
-    store = TakenWhileFailing(sqlite_store.db)
-    notifier = SlowToTell(store)
+async def fail_a_run(store: ApprovalStore, notifier: RecordingNotifier) -> None:
+    """Queue a run and let a worker with ``LEASE_S`` advance it: its drive fails."""
     await store.create_run(
         Run(run_id="run-1", thread_id="t-1", task="t", channel_id="C1", user_id="U1")
     )
@@ -188,6 +182,17 @@ async def test_a_failure_told_slowly_is_stopped_when_the_lease_is_lost(
         owner=OWNER,
     )
     await worker.advance("run-1", RunState.QUEUED)
+
+
+async def test_a_failure_told_slowly_is_stopped_when_the_lease_is_lost(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """A run fails; telling Slack takes longer than a lease, and meanwhile another worker
+    takes the run. The failure is told under the lease, renewed with the others, so it is
+    stopped there: no 'run failed' for a run that is no longer this worker's."""
+    store = TakenWhileFailing(sqlite_store.db)
+    notifier = SlowToTell(store)
+    await fail_a_run(store, notifier)
     assert notifier.cut and ("failed", "run-1") not in notifier.events
     assert (await store.get_run("run-1")).state == RunState.RUNNING  # the new holder's
 
@@ -221,18 +226,7 @@ async def test_the_cards_a_failure_closed_are_redrawn_after_the_run_is_released(
     redrawn outside the lease: a renewal finding no lease does not cut them off."""
     store = ClosesOneCard(sqlite_store.db)
     notifier = SlowToRedraw(store)
-    await store.create_run(
-        Run(run_id="run-1", thread_id="t-1", task="t", channel_id="C1", user_id="U1")
-    )
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=cast(RunDriver, FailingDriver()),
-        failures=RunFailures(store=store, notifier=notifier),
-        lease_s=LEASE_S,
-        owner=OWNER,
-    )
-    await worker.advance("run-1", RunState.QUEUED)
+    await fail_a_run(store, notifier)
     assert (await store.get_run("run-1")).state == RunState.FAILED
     assert not notifier.cut and ("updated", "card-1") in notifier.events
 
