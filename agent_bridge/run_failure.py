@@ -5,8 +5,8 @@ Slack gets one sentence naming the run (``wording.run_failed_text``), never the 
 exception text can hold server paths and data. The error is logged here with the run's
 ID and ``thread_id``, and kept in ``runs.error``.
 
-The worker calls ``fail`` when the graph raised or Slack refused a message for good;
-nobody should then decide a call that will never run.
+The worker calls ``end``, then ``redraw``, when the graph raised or Slack refused a
+message for good; nobody should then decide a call that will never run.
 """
 
 from __future__ import annotations
@@ -33,15 +33,6 @@ class RunFailures:
     def __init__(self, *, store: ApprovalStore, notifier: Notifier) -> None:
         self.store = store
         self.notifier = notifier
-
-    async def fail(self, run: Run, *, owner: str, error: str, lease_s: float) -> None:
-        """End ``run`` (``end``), then redraw the cards it closed (``redraw``).
-
-        Raises:
-            StoreUnavailableError: The database failed; the lease expires and a later
-                sweep drives the run again.
-        """
-        await self.redraw(run, await self.end(run, owner=owner, error=error, lease_s=lease_s))
 
     async def end(
         self, run: Run, *, owner: str, error: str, lease_s: float

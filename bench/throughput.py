@@ -6,13 +6,13 @@
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
   by the same number of ``bench.bare_resumer`` processes;
-- for both, and the floor, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
-  cores were busy, so what a 2nd process could add at most is read beside what it did;
 - floor: one, then two bare resumers doing, after each resume, the Slack calls and
   database round trips one decision made in the product (read from the worker's
   ``/metrics``, ``bench.io_counts``), bare: what that I/O costs with nothing of the
   product around it, and what a 2nd process gains when the sandbox Slack, which bare
-  resumes never call, shares the 2 cores too.
+  resumes never call, shares the 2 cores too;
+- for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
+  cores were busy, so what a 2nd process could add at most is read beside what it did.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A failed run ends in one step (``RunFailures.fail`` → ``ApprovalStore.fail_run``): the
+"""A failed run ends in one step (``RunFailures.end`` → ``ApprovalStore.fail_run``): the
 run released as failed and its open cards cancelled in one transaction, so nobody reads
 the run as ended while a card of it can still be decided; only by the worker that still
 holds its lease; never in a lock cycle with a workspace's closing. A card whose redraw
@@ -46,7 +46,7 @@ async def test_a_failed_run_and_the_closing_of_its_cards_are_seen_together(
     url = harness.settings.database_url
     async with rows_locked(url, [sql.request_id], "FOR UPDATE"):
         failing = asyncio.create_task(
-            harness.worker.failures.fail(
+            harness.worker.failures.end(
                 claimed, owner=OWNER, error="RuntimeError: boom", lease_s=60.0
             )
         )
@@ -88,7 +88,7 @@ async def test_a_worker_that_lost_its_lease_leaves_the_new_owners_cards_open(
     held = await store.db.fetch_one(lease, {"r": run.run_id})
     assert held is not None and held["lease_owner"] == "B"
     failures = RunFailures(store=store, notifier=notifier)
-    await failures.fail(a, owner="A", error="RuntimeError", lease_s=60)
+    await failures.end(a, owner="A", error="RuntimeError", lease_s=60)
 
     assert await store.db.fetch_one(lease, {"r": run.run_id}) == held  # B's, as it was
     assert {r.state for r in await store.requests_for_run(run.run_id)} == {ApprovalState.PENDING}
@@ -96,7 +96,7 @@ async def test_a_worker_that_lost_its_lease_leaves_the_new_owners_cards_open(
     assert notifier.events[told:] == []
 
     # B's own failure is B's to tell: said, released as failed, its cards closed.
-    await failures.fail(b, owner="B", error="RuntimeError", lease_s=30)
+    await failures.end(b, owner="B", error="RuntimeError", lease_s=30)
     assert ("failed", run.run_id) in notifier.events[told:]
     assert (await store.get_run(run.run_id)).state == RunState.FAILED
     assert {r.state for r in await store.requests_for_run(run.run_id)} == {ApprovalState.CANCELLED}
