@@ -104,11 +104,10 @@ class CardOwner:
             thread_ts=current.thread_ts,
         )
         await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
-        revisions = await self.store.mark_drawn(current)
         posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
-            revisions = await self.store.interrupt_revisions(current.interrupt_id)
+        revisions = await self.store.mark_drawn(current)  # and its batch as it is now
         if revisions != {r.request_id: r.revision for r in siblings}:
             # its batch changed while it was posted (its progress, or itself): draw anew
             return await self.redraw(current.request_id, siblings=False) or posted
