@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_bridge import heap
@@ -23,9 +24,13 @@ from bench.profiling import py_spy
 from bench.report import NONE, TIMES, Report, ms, ratio
 from bench.stage import running, stage
 from bench.stats import percentile
+from bench.throughput import Round, Scaling
 from bench.web_process import web_process
 from bench.workers import workers
 from tests.harness import Harness
+
+Figure = Callable[[Round], float]
+"""One figure of a round of rates (``bench.throughput.Round``)."""
 
 
 def options(argv: list[str]) -> argparse.Namespace:
@@ -46,6 +51,13 @@ def options(argv: list[str]) -> argparse.Namespace:
         "moved by half between runs)",
     )
     parser.add_argument("--decisions", type=int, default=200, help="decisions per rate")
+    parser.add_argument(
+        "--rate-rounds",
+        type=int,
+        default=3,
+        help="rounds of every rate, interleaved (each figure is their median; one round "
+        "alone moved the 2nd-worker gain from 0.15x to 1.02x the bare one between runs)",
+    )
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument(
         "--profile",
@@ -68,9 +80,15 @@ def both_ratios(product: list[float], baseline: list[float]) -> str:
     )
 
 
-def gain_ratio(gain: float, base: float) -> str:
-    """``gain`` as a multiple of ``base``'s gain; none when ``base`` gained nothing."""
-    return ratio(gain, base) if base > 0 else NONE
+def paired_ratio(scaling: Scaling, product: Figure, baseline: Figure) -> str:
+    """The median over the rounds of ``product / baseline``, each taken within one round,
+    and their range, as shown (``0.41x (0.39-0.44)``); none when a baseline is not above
+    0 in every round (a 2nd process that gained nothing)."""
+    if any(baseline(r) <= 0 for r in scaling.rounds):
+        return NONE
+    low, high = scaling.spread(lambda r: product(r) / baseline(r))
+    middle = scaling.median(lambda r: product(r) / baseline(r))
+    return f"{middle:.2f}{TIMES} ({low:.2f}-{high:.2f})"
 
 
 def violations(harness: Harness, phase: str) -> str:
@@ -257,73 +275,102 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
 
 
 async def rates(report: Report, args: argparse.Namespace) -> None:
-    """Worker throughput and CPU, on a fresh database."""
+    """Worker throughput and CPU, on a fresh database, in ``args.rate_rounds`` rounds."""
     async with stage() as on:
         async with running(on.harness(workers=0)) as harness, web_process(harness):
-            step(f"decisions applied by 1 and 2 worker processes ({args.decisions} each)")
-            scaling = await throughput.measure(on, harness, args.decisions, args.profile)
+            step(
+                f"decisions applied by 1 and 2 worker processes ({args.decisions} each, "
+                f"x{args.rate_rounds})"
+            )
+            scaling = await throughput.measure(
+                on, harness, args.decisions, args.rate_rounds, args.profile
+            )
     report.notes.append(violations(harness, "worker rates"))
+    rate_rows(report, scaling)
+
+
+def rate_rows(report: Report, scaling: Scaling) -> None:
+    """The throughput and CPU rows: medians over ``scaling``'s rounds."""
+    median = scaling.median
+
+    def per_s(rates: str, n: int) -> Figure:
+        return lambda r: getattr(r, rates)[n].per_s
+
+    def gain(rates: str) -> Figure:
+        return lambda r: throughput.second_process_gain(getattr(r, rates))
+
+    def machine(rates: str, n: int) -> Figure:
+        return lambda r: getattr(r, rates)[n].machine_cpu_per_item_s
+
+    def cpu(rates: str) -> Figure:
+        return lambda r: getattr(r, rates)[1].cpu_per_item_s
+
+    def cores_busy(rates: str, n: int) -> Figure:
+        return lambda r: getattr(r, rates)[n].cores_busy
+
+    def sandbox_cpu(n: int) -> Figure:
+        return lambda r: r.product[n].sandbox_cpu_s / r.product[n].count
+
     for n in (1, 2):
-        product, bare = scaling.product[n], scaling.bare[n]
         report.add(
             f"decisions applied / s, {n} worker{'s' if n > 1 else ''}",
-            f"{product.per_s:.1f}",
-            f"bare resumes / s, {n} process{'es' if n > 1 else ''}: {bare.per_s:.1f}",
-            ratio(product.per_s, bare.per_s),
+            f"{median(per_s('product', n)):.1f}",
+            f"bare resumes / s, {n} process{'es' if n > 1 else ''}: {median(per_s('bare', n)):.1f}",
+            paired_ratio(scaling, per_s("product", n), per_s("bare", n)),
             target=f"≥ 0.8{TIMES}" if n == 1 else NONE,
         )
-    gain = throughput.second_process_gain(scaling.product)
-    bare_gain = throughput.second_process_gain(scaling.bare)
     report.add(
         "gain from a 2nd worker",
-        f"{gain:+.0%}",
-        f"bare, from a 2nd process: {bare_gain:+.0%}",
-        gain_ratio(gain, bare_gain),
+        f"{median(gain('product')):+.0%}",
+        f"bare, from a 2nd process: {median(gain('bare')):+.0%}",
+        paired_ratio(scaling, gain("product"), gain("bare")),
         target=f"≥ 0.90{TIMES}",
     )
-    busy = [scaling.product[n].cores_busy for n in (1, 2)]
-    bare_busy = [scaling.bare[n].cores_busy for n in (1, 2)]
     cores = os.cpu_count() or 1
+    busy = [median(cores_busy("product", n)) for n in (1, 2)]
+    bare_busy = [median(cores_busy("bare", n)) for n in (1, 2)]
     report.add(
         f"cores busy while decisions are applied, 1 / 2 workers (of {cores}: every process, "
         "the sandbox Slack, PostgreSQL and Redis too)",
         f"{busy[0]:.2f} / {busy[1]:.2f}",
         f"bare, 1 / 2 processes: {bare_busy[0]:.2f} / {bare_busy[1]:.2f}",
     )
-    machine = [scaling.product[n].machine_cpu_per_item_s for n in (1, 2)]
-    bare_machine = [scaling.bare[n].machine_cpu_per_item_s for n in (1, 2)]
     report.add(
         "machine CPU per decision, 1 / 2 workers (every process)",
-        f"{ms(machine[0])} / {ms(machine[1])}",
-        f"per bare resume, 1 / 2 processes: {ms(bare_machine[0])} / {ms(bare_machine[1])}",
-        ratio(machine[0], bare_machine[0]),
+        f"{ms(median(machine('product', 1)))} / {ms(median(machine('product', 2)))}",
+        f"per bare resume, 1 / 2 processes: {ms(median(machine('bare', 1)))} / "
+        f"{ms(median(machine('bare', 2)))}",
+        paired_ratio(scaling, machine("product", 1), machine("bare", 1)),
     )
-    sandbox = [scaling.product[n].sandbox_cpu_s / scaling.product[n].count for n in (1, 2)]
+    sandbox = [median(sandbox_cpu(n)) for n in (1, 2)]
     report.add(
         "of which the sandbox Slack's (Slack's own work, elsewhere in production), 1 / 2 workers",
         f"{ms(sandbox[0])} / {ms(sandbox[1])}",
     )
-    ceiling = cores / machine[1] / scaling.product[1].per_s - 1
+
+    def ceiling(r: Round) -> float:
+        return cores / machine("product", 2)(r) / r.product[1].per_s - 1
+
+    def asked(r: Round) -> float:
+        return 0.9 * gain("bare")(r)
+
     report.add(
         "gain a 2nd worker can add at most on this machine (every core busy at the machine "
         "CPU per decision of 2 workers, over 1 worker's rate)",
-        f"{ceiling:+.0%}",
-        f"the gain the target asks: 0.90 {TIMES} the bare {bare_gain:+.0%} = "
-        f"{0.9 * bare_gain:+.0%}",
-        gain_ratio(ceiling, 0.9 * bare_gain),
+        f"{median(ceiling):+.0%}",
+        f"the gain the target asks: 0.90 {TIMES} the bare gain = {median(asked):+.0%}",
+        paired_ratio(scaling, ceiling, asked),
     )
-    cpu, bare_cpu = scaling.product[1].cpu_per_item_s, scaling.bare[1].cpu_per_item_s
     report.add(
         "worker CPU per decision (1 worker)",
-        ms(cpu),
-        f"per bare resume: {ms(bare_cpu)}",
-        ratio(cpu, bare_cpu),
+        ms(median(cpu("product"))),
+        f"per bare resume: {ms(median(cpu('bare')))}",
+        paired_ratio(scaling, cpu("product"), cpu("bare")),
         target=f"≤ 1.3{TIMES}",
     )
-    io, floor_io = scaling.product[1].io, scaling.floor_io
+    io, floor_io = scaling.rounds[0].product[1].io, scaling.floor_io
     if io is None or floor_io is None:
         return
-    floor = scaling.floor[1]
     report.add("I/O per decision (1 worker, read from its /metrics)", io.described())
     bare_io = (
         f"bare resume + {floor_io.slack_calls} `chat.postMessage` + "
@@ -331,22 +378,21 @@ async def rates(report: Report, args: argparse.Namespace) -> None:
     )
     report.add(
         "worker CPU per decision vs the same I/O done bare (1 worker)",
-        ms(cpu),
-        f"{bare_io}: {ms(floor.cpu_per_item_s)}",
-        ratio(cpu, floor.cpu_per_item_s),
+        ms(median(cpu("product"))),
+        f"{bare_io}: {ms(median(cpu('floor')))}",
+        paired_ratio(scaling, cpu("product"), cpu("floor")),
     )
     report.add(
         "decisions applied / s vs the same I/O done bare (1 worker)",
-        f"{scaling.product[1].per_s:.1f}",
-        f"{bare_io}, 1 process: {floor.per_s:.1f}",
-        ratio(scaling.product[1].per_s, floor.per_s),
+        f"{median(per_s('product', 1)):.1f}",
+        f"{bare_io}, 1 process: {median(per_s('floor', 1)):.1f}",
+        paired_ratio(scaling, per_s("product", 1), per_s("floor", 1)),
     )
-    floor_gain = throughput.second_process_gain(scaling.floor)
     report.add(
         "gain from a 2nd worker vs the same I/O done bare",
-        f"{gain:+.0%}",
-        f"{bare_io}, from a 2nd process: {floor_gain:+.0%}",
-        gain_ratio(gain, floor_gain),
+        f"{median(gain('product')):+.0%}",
+        f"{bare_io}, from a 2nd process: {median(gain('floor')):+.0%}",
+        paired_ratio(scaling, gain("product"), gain("floor")),
     )
 
 

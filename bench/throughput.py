@@ -13,6 +13,9 @@
   resumes never call, shares the 2 cores too;
 - for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
   cores were busy, so what a 2nd process could add at most is read beside what it did.
+
+All of it in rounds (``--rate-rounds``), each measuring every rate once; a figure is the
+median of the rounds, a ratio the median of the ratios taken within each round.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,35 +219,65 @@ def second_process_gain(rates: dict[int, Rate]) -> float:
 
 
 @dataclass
-class Scaling:
-    """Product and bare rates with 1 and 2 processes."""
+class Round:
+    """One round's rates with 1 and 2 processes: the product's, the bare resumers', and
+    the floor's (bare resumers doing the product's per-decision I/O)."""
 
-    product: dict[int, Rate]
-    bare: dict[int, Rate]
+    product: dict[int, Rate] = field(default_factory=dict)
+    bare: dict[int, Rate] = field(default_factory=dict)
     floor: dict[int, Rate] = field(default_factory=dict)
-    """1 and 2 bare resumers doing the product's per-decision I/O after each resume."""
+
+
+@dataclass
+class Scaling:
+    """The rounds of product and bare rates, and the I/O the floor's resumers did."""
+
+    rounds: list[Round]
     floor_io: DecisionIo | None = None
+    """Per decision, rounded: the 1-worker product's I/O in the first round."""
+
+    def median(self, figure: Callable[[Round], float]) -> float:
+        """The median over the rounds of ``figure`` (a ratio is taken within each round,
+        so a machine slower in one round than the next moves both its sides)."""
+        return statistics.median(figure(r) for r in self.rounds)
+
+    def spread(self, figure: Callable[[Round], float]) -> tuple[float, float]:
+        """The lowest and highest ``figure`` of the rounds."""
+        values = [figure(r) for r in self.rounds]
+        return min(values), max(values)
 
 
 async def measure(
-    stage: Stage, harness: Harness, count: int, profile: Path | None = None
+    stage: Stage, harness: Harness, count: int, rounds: int, profile: Path | None = None
 ) -> Scaling:
-    """Rates with 1 worker process, then 2 (and bare resumers alike); the workers are
+    """``rounds`` rounds, each: rates with 1 worker process, then 2, then bare resumers
+    alike, then the floor's (doing the I/O the first round's worker did per decision).
+    Interleaved rather than each measured once in a row, because this machine's speed
+    drifts over minutes (bare resumes per second moved from 57 to 83 between two runs
+    of the same code): a ratio is taken within a round. The first round's workers are
     sampled with py-spy into ``profile``, if given."""
-    scaling = Scaling(product={}, bare={})
-    async with workers(harness) as started:
+    scaling = Scaling(rounds=[])
+    for index in range(rounds):
+        measured = Round()
+        async with workers(harness) as started:
+            for processes in (1, 2):
+                await started.add()
+                measured.product[processes] = await product_rate(
+                    harness, started, count, profile if index == 0 else None
+                )
         for processes in (1, 2):
-            await started.add()
-            scaling.product[processes] = await product_rate(harness, started, count, profile)
-    for processes in (1, 2):
-        scaling.bare[processes] = await bare_rate(stage, processes, count)
-    io = scaling.product[1].io
-    if io is not None:
-        scaling.floor_io = DecisionIo(
-            slack_url=harness.sandbox.api_url,
-            slack_calls=round(io.slack_total),
-            round_trips=round(io.round_trips),
-        )
-        for processes in (1, 2):
-            scaling.floor[processes] = await bare_rate(stage, processes, count, io=scaling.floor_io)
+            measured.bare[processes] = await bare_rate(stage, processes, count)
+        io = measured.product[1].io
+        if scaling.floor_io is None and io is not None:
+            scaling.floor_io = DecisionIo(
+                slack_url=harness.sandbox.api_url,
+                slack_calls=round(io.slack_total),
+                round_trips=round(io.round_trips),
+            )
+        if scaling.floor_io is not None:
+            for processes in (1, 2):
+                measured.floor[processes] = await bare_rate(
+                    stage, processes, count, io=scaling.floor_io
+                )
+        scaling.rounds.append(measured)
     return scaling
