@@ -53,19 +53,25 @@ class Backend:
         await self.db.close()
 
 
-async def open_backend(database_url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> Backend:
+async def open_backend(
+    database_url: str, *, timeout_s: float = POOL_TIMEOUT_S, prepared_statements: bool = False
+) -> Backend:
     """Open the database and checkpointer for ``database_url``.
 
     Args:
         database_url: ``postgresql://...`` or ``sqlite:///path``.
         timeout_s: How long a statement waits for a PostgreSQL connection, seconds.
+        prepared_statements: PostgreSQL: prepare the checkpointer's statements on the
+            server (``agent_bridge.postgres_db``; the worker's ``DATABASE_PREPARED_STATEMENTS``).
 
     Raises:
         ConfigurationError: If the URL's scheme is not supported.
         StoreUnavailableError: If the database cannot be reached.
     """
     if dialect_of(database_url) == "postgres":
-        pool = await open_pool(database_url, timeout_s=timeout_s)
+        pool = await open_pool(
+            database_url, timeout_s=timeout_s, prepared_statements=prepared_statements
+        )
         return Backend(db=PostgresDatabase(pool), checkpointer=AsyncPostgresSaver(conn=pool))
     path = sqlite_path(database_url)
     db = await open_sqlite(path)

@@ -1,13 +1,22 @@
 """PostgreSQL driver of the database port, on a psycopg ``AsyncConnectionPool``.
 
 The pool is shared with LangGraph's ``AsyncPostgresSaver``, so its connections are
-configured as that saver requires (``autocommit``, ``dict_row``) and, for transaction
-poolers such as PgBouncer, without server-side prepared statements
-(``prepare_threshold=None``). A connection is checked before use without a round trip
-(``check_socket``: a connection the server closed, after a restart or a terminate, is
-seen on its socket and replaced), and one idle longer than ``MAX_CONNECTION_IDLE_S`` is
-closed by the pool, so a resume after a night's idle or a database restart gets a live
-one without a ping in front of every statement.
+configured as that saver requires (``autocommit``, ``dict_row``). The saver's statements
+are prepared on the server at their first use when the pool is opened with
+``prepared_statements`` (``prepare_threshold=0``, as LangGraph's documentation configures
+it): parsed and planned once per connection, which halved PostgreSQL's CPU time per
+checkpoint read (docs/benchmarks.md). The store's own statements never are
+(``prepare=False``): many select ``*``, and a prepared one would fail in every process
+still running when a release adds a column ("cached plan must not change result type").
+Without ``prepared_statements`` nothing is prepared (``prepare_threshold=None``): safe
+behind a transaction-pooling proxy that does not track prepared statements (PgBouncer
+before 1.21, or without ``max_prepared_statements``).
+
+A connection is checked before use without a round trip (``check_socket``: a
+connection the server closed, after a restart or a terminate, is seen on its socket
+and replaced), and one idle longer than ``MAX_CONNECTION_IDLE_S`` is closed by the
+pool, so a resume after a night's idle or a database restart gets a live one without a
+ping in front of every statement.
 
 A deadline set with ``agent_bridge.deadline.within`` bounds the work: see that module.
 """
@@ -60,9 +69,15 @@ def without_nul(params: Params | None) -> dict[str, Any]:
     }
 
 
-def connection_kwargs() -> dict[str, Any]:
-    """Connection settings both the store and ``AsyncPostgresSaver`` accept."""
-    return {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
+def connection_kwargs(*, prepared_statements: bool = False) -> dict[str, Any]:
+    """Connection settings both the store and ``AsyncPostgresSaver`` accept; with
+    ``prepared_statements``, a statement not run with ``prepare=False`` is prepared at its
+    first use (psycopg's ``prepare_threshold``, "Prepared statements" in its docs)."""
+    return {
+        "autocommit": True,
+        "prepare_threshold": 0 if prepared_statements else None,
+        "row_factory": dict_row,
+    }
 
 
 class PostgresDatabase(StatementRunner):
@@ -164,6 +179,7 @@ async def _bound(conn: Any, seconds: float) -> None:
         "SELECT set_config('lock_timeout', %(ms)s, true), "
         "set_config('statement_timeout', %(ms)s, true)",
         {"ms": ms},
+        prepare=False,
     )
 
 
@@ -189,10 +205,11 @@ async def check_socket(conn: Any) -> None:
 
 
 async def _on(conn: Any, sql: str, params: Params | None) -> tuple[list[Row], int]:
-    """Run one statement on ``conn``; return (rows, rows changed)."""
+    """Run one statement on ``conn``, never prepared (see the module's docstring); return
+    (rows, rows changed)."""
     metrics.DATABASE_ROUND_TRIPS.inc()
     async with conn.cursor() as cur:
-        await cur.execute(to_pyformat(sql), without_nul(params))
+        await cur.execute(to_pyformat(sql), without_nul(params), prepare=False)
         rows = list(await cur.fetchall()) if cur.description else []
         return rows, max(cur.rowcount, 0)
 
@@ -221,13 +238,17 @@ class _Transaction(Queries):
         return await _on(self.conn, sql, params)
 
 
-async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConnectionPool[Any]:
+async def open_pool(
+    url: str, *, timeout_s: float = POOL_TIMEOUT_S, prepared_statements: bool = False
+) -> AsyncConnectionPool[Any]:
     """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
     Args:
         url: ``postgresql://...``.
         timeout_s: How long a caller waits for a connection, seconds (the web process
             uses less than Slack's 3 s ack deadline).
+        prepared_statements: Prepare ``AsyncPostgresSaver``'s statements on the server
+            (``connection_kwargs``); leave it off behind a pooler that does not track them.
 
     Raises:
         StoreUnavailableError: If no connection can be made within ``timeout_s``.
@@ -235,7 +256,7 @@ async def open_pool(url: str, *, timeout_s: float = POOL_TIMEOUT_S) -> AsyncConn
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
         max_size=POOL_MAX_SIZE,
-        kwargs=connection_kwargs(),
+        kwargs=connection_kwargs(prepared_statements=prepared_statements),
         check=check_socket,
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,

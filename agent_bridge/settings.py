@@ -218,6 +218,11 @@ class WorkerConfig(ProcessConfig):
     checkpoint_retention_days: float = Field(default=30.0, ge=0)
     """How long the checkpoints of a finished (done or failed) run are kept, days; then
     they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
+    database_prepared_statements: bool = True
+    """PostgreSQL: the checkpointer's statements are prepared on the server, as LangGraph's
+    documentation configures its saver (``agent_bridge.postgres_db``). ``false`` behind a
+    transaction-pooling proxy that does not track prepared statements (PgBouncer before
+    1.21, or without ``max_prepared_statements``)."""
 
 
 def refuse_public(value: str | None) -> str | None:

@@ -11,13 +11,14 @@ import argparse
 import asyncio
 import logging
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from agent_bridge import heap
-from bench import latency, paused, rendering, reviewers, throughput
+from bench import latency, paused, prepared, rendering, reviewers, throughput
 from bench.agent import task
 from bench.errors import BenchError
 from bench.profiling import py_spy
@@ -396,6 +397,32 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
     )
 
 
+async def checkpoint_costs(report: Report) -> None:
+    """PostgreSQL's CPU per checkpoint read and per resume, prepared or not, on a fresh
+    database with nothing else of the benchmark running."""
+    async with stage() as on:
+        step(
+            f"checkpoint reads and resumes, the saver's statements prepared or not "
+            f"({prepared.THREADS} threads, x{prepared.ROUNDS})"
+        )
+        costs = await prepared.measure(on)
+    on_, off = costs[True], costs[False]
+    for what, server, client in (
+        ("checkpoint read (`aget_state`)", "read_server", "read_client"),
+        ('resume to the run\'s end (`durability="sync"`)', "resume_server", "resume_client"),
+    ):
+        with_ = statistics.median(getattr(on_, server))
+        without = statistics.median(getattr(off, server))
+        report.add(
+            f"PostgreSQL CPU per {what}, the worker's pool (its saver's statements "
+            f"prepared); the caller's CPU in brackets",
+            f"{ms(with_)} ({ms(statistics.median(getattr(on_, client)))})",
+            f"nothing prepared (`DATABASE_PREPARED_STATEMENTS=false`): {ms(without)} "
+            f"({ms(statistics.median(getattr(off, client)))})",
+            ratio(with_, without),
+        )
+
+
 async def main(argv: list[str]) -> None:
     args = options(argv)
     if args.profile:
@@ -413,6 +440,7 @@ async def main(argv: list[str]) -> None:
     )
     await clicks_and_cards(report, args)
     await rates(report, args)
+    await checkpoint_costs(report)
     report.load_after = os.getloadavg()
     print(report.text())
     if args.markdown:

@@ -21,9 +21,12 @@ from bench.stage import agent_settings
 
 
 async def main(database_url: str, workspace: Path, count: int, *, drives: bool) -> None:
-    backend = await open_backend(database_url)
+    settings = agent_settings(database_url, workspace)
+    # the worker's pool, prepared statements and all (WorkerConfig's default)
+    backend = await open_backend(
+        database_url, prepared_statements=settings.database_prepared_statements
+    )
     try:
-        settings = agent_settings(database_url, workspace)
         resumed = await bare_resumes(settings, backend, count)
         driven = await bare_drives(settings, backend, count) if drives else []
         print(json.dumps({"resume": resumed, "drive": driven}), flush=True)

@@ -64,20 +64,23 @@ async def bare_io(io: DecisionIo, client: AsyncWebClient, pool: Any) -> None:
         await client.chat_postMessage(channel=CHANNEL, text="bare")
     for _ in range(io.round_trips):
         async with pool.connection() as conn, conn.cursor() as cur:
-            await cur.execute("SELECT 1")
+            await cur.execute("SELECT 1", prepare=False)  # as the store's statements
             await cur.fetchall()
 
 
 async def main(
     database_url: str, workspace: Path, prefix: str, count: int, io: DecisionIo | None
 ) -> None:
-    backend = await open_backend(database_url)
+    settings = agent_settings(database_url, workspace)
+    # the worker's pool, prepared statements and all (WorkerConfig's default)
+    backend = await open_backend(
+        database_url, prepared_statements=settings.database_prepared_statements
+    )
     session = aiohttp.ClientSession()
     client = AsyncWebClient(
         token=TEST_BOT_TOKEN, base_url=io.slack_url if io else "", session=session
     )
     try:
-        settings = agent_settings(database_url, workspace)
         graph = bare_graph(settings, backend.checkpointer)
         paused = [await pause(graph, f"{prefix}-{i}") for i in range(count)]
         heap.freeze_startup_objects()  # as the worker (bot.processes)

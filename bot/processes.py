@@ -377,7 +377,9 @@ async def run_web(settings: WebSettings) -> None:
 async def run_worker(settings: WorkerSettings) -> None:
     """The ``worker`` process: advance runs, and prune finished runs' old checkpoints
     (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM."""
-    backend = await open_backend(settings.database_url)
+    backend = await open_backend(
+        settings.database_url, prepared_statements=settings.database_prepared_statements
+    )
     bus = open_bus(settings)
     session = open_session()
     served: MetricsServer | None = None

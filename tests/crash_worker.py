@@ -199,7 +199,9 @@ async def main(
     crash_at: str | None, owner: str | None, ready_file: Path | None, channel: str | None
 ) -> None:
     settings = read_settings(WorkerSettings)
-    backend = await open_backend(settings.database_url)
+    backend = await open_backend(
+        settings.database_url, prepared_statements=settings.database_prepared_statements
+    )
     bus = (
         RedisBus(settings.redis_url, channel=channel)
         if channel and settings.redis_url

@@ -13,15 +13,19 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge import wording
+from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
+from agent_bridge.postgres_db import PostgresDatabase, _on
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from agent_bridge.store_sql import SELECT_RUN
 from bot import ids
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from slack_sandbox.delivery import form_body, payload_body
@@ -156,14 +160,50 @@ async def test_a_flushed_redis_loses_nothing(harness: Harness) -> None:
 
 
 async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
-    """Safe behind a transaction-pooling proxy (PgBouncer): statements are never
-    prepared, however often they run (psycopg would prepare after 5 by default)."""
+    """Safe behind a transaction-pooling proxy (PgBouncer): with the worker's
+    ``DATABASE_PREPARED_STATEMENTS=false`` (``open_backend``'s default, and every other
+    process's), no statement is prepared, the checkpointer's included, however often
+    it runs (psycopg would prepare after 5 by default)."""
     pool = pg_backend.db.pool
     async with pool.connection() as conn:
+        saver = AsyncPostgresSaver(conn=conn)
         for _ in range(10):
             await conn.execute("SELECT run_id FROM runs WHERE run_id = %s", ("x",))
+            await saver.aget_tuple({"configurable": {"thread_id": "x", "checkpoint_ns": ""}})
         cursor = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
         assert (await cursor.fetchone())["n"] == 0
+
+
+async def test_the_worker_prepares_the_checkpointers_statements_never_the_stores(
+    pg_url: str,
+) -> None:
+    """With prepared statements (the worker's default), LangGraph's saver's statements are
+    prepared at their first use and the store's never are: a release adding a column
+    while the worker runs would otherwise fail its next ``SELECT *`` ("cached plan must
+    not change result type", SQLSTATE 0A000)."""
+    backend = await open_backend(pg_url, prepared_statements=True)
+    assert isinstance(backend.db, PostgresDatabase)
+    try:
+        run = await ApprovalStore(backend.db).create_run(
+            Run(run_id="run-p", thread_id="t-p", task="t", channel_id=CHANNEL, user_id=REQUESTER)
+        )
+        async with backend.db.pool.connection() as conn:
+            saver = AsyncPostgresSaver(conn=conn)
+            await saver.aget_tuple({"configurable": {"thread_id": "x", "checkpoint_ns": ""}})
+            for _ in range(3):
+                await _on(conn, SELECT_RUN, {"run_id": run.run_id})
+            cursor = await conn.execute(
+                "SELECT statement FROM pg_prepared_statements", prepare=False
+            )
+            prepared = [row["statement"] for row in await cursor.fetchall()]
+            assert any("from checkpoints" in text.lower() for text in prepared)
+            assert not any("from runs" in text.lower() for text in prepared)
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as other:
+                await other.execute("ALTER TABLE runs ADD COLUMN released_later text")
+            rows, _ = await _on(conn, SELECT_RUN, {"run_id": run.run_id})
+            assert rows[0]["released_later"] is None
+    finally:
+        await backend.close()
 
 
 async def test_a_bounded_transaction_ends_by_its_deadline_not_each_statement(
