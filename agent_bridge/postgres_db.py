@@ -8,9 +8,10 @@ it): parsed and planned once per connection, which halved PostgreSQL's CPU time 
 checkpoint read (docs/benchmarks.md). The store's own statements never are
 (``prepare=False``): many select ``*``, and a prepared one would fail in every process
 still running when a release adds a column ("cached plan must not change result type").
-Without ``prepared_statements`` nothing is prepared (``prepare_threshold=None``): safe
-behind a transaction-pooling proxy that does not track prepared statements (PgBouncer
-before 1.21, or without ``max_prepared_statements``).
+Without ``prepared_statements`` (the default) nothing is prepared
+(``prepare_threshold=None``): safe behind a transaction-pooling proxy that does not
+track prepared statements (PgBouncer before 1.21, or without
+``max_prepared_statements``), where prepared checkpoint writes failed and hung.
 
 A connection is checked before use without a round trip (``check_socket``: a
 connection the server closed, after a restart or a terminate, is seen on its socket

@@ -218,11 +218,13 @@ class WorkerConfig(ProcessConfig):
     checkpoint_retention_days: float = Field(default=30.0, ge=0)
     """How long the checkpoints of a finished (done or failed) run are kept, days; then
     they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
-    database_prepared_statements: bool = True
-    """PostgreSQL: the checkpointer's statements are prepared on the server, as LangGraph's
-    documentation configures its saver (``agent_bridge.postgres_db``). ``false`` behind a
-    transaction-pooling proxy that does not track prepared statements (PgBouncer before
-    1.21, or without ``max_prepared_statements``)."""
+    database_prepared_statements: bool = False
+    """PostgreSQL: prepare the checkpointer's statements on the server, as LangGraph's
+    documentation configures its saver (``agent_bridge.postgres_db``): about half
+    PostgreSQL's CPU per checkpoint read. Only on a direct connection or a pooler that
+    tracks prepared statements (PgBouncer 1.21+ with ``max_prepared_statements``): behind
+    PgBouncer 1.18 in transaction mode, checkpoint writes failed, hung and could bind to
+    another client's statement, so it is off unless asked for."""
 
 
 def refuse_public(value: str | None) -> str | None:

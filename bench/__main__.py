@@ -414,10 +414,10 @@ async def checkpoint_costs(report: Report) -> None:
         with_ = statistics.median(getattr(on_, server))
         without = statistics.median(getattr(off, server))
         report.add(
-            f"PostgreSQL CPU per {what}, the worker's pool (its saver's statements "
-            f"prepared); the caller's CPU in brackets",
+            f"PostgreSQL CPU per {what}, the saver's statements prepared "
+            f"(`DATABASE_PREPARED_STATEMENTS=true`); the caller's CPU in brackets",
             f"{ms(with_)} ({ms(statistics.median(getattr(on_, client)))})",
-            f"nothing prepared (`DATABASE_PREPARED_STATEMENTS=false`): {ms(without)} "
+            f"nothing prepared (the default): {ms(without)} "
             f"({ms(statistics.median(getattr(off, client)))})",
             ratio(with_, without),
         )

@@ -72,7 +72,7 @@ async def main(
     database_url: str, workspace: Path, prefix: str, count: int, io: DecisionIo | None
 ) -> None:
     settings = agent_settings(database_url, workspace)
-    # the worker's pool, prepared statements and all (WorkerConfig's default)
+    # the worker's pool as configured (DATABASE_PREPARED_STATEMENTS, WorkerConfig's default)
     backend = await open_backend(
         database_url, prepared_statements=settings.database_prepared_statements
     )

@@ -1,6 +1,6 @@
 """PostgreSQL's CPU time per checkpoint read and per resume, with the saver's statements
-prepared (the worker's pool, ``DATABASE_PREPARED_STATEMENTS`` on) and with nothing
-prepared (off, and every other process's pool).
+prepared (a worker's pool with ``DATABASE_PREPARED_STATEMENTS=true``) and with nothing
+prepared (the default, and every other process's pool).
 
 In this process, on the benchmark agent's graph (``bench.latency.bare_graph``) over a
 pool of each kind: ``THREADS`` ``thread_id``s paused on their gated call, then each one's

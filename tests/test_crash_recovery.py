@@ -138,6 +138,29 @@ async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
     ], results
 
 
+async def test_a_worker_with_prepared_statements_drives_a_run_to_its_end(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """``DATABASE_PREPARED_STATEMENTS=true``: the checkpointer's statements are prepared
+    (``tests/test_faults.py``), and a run still starts, pauses on its card, resumes once
+    approved and ends, its tool run once."""
+    log = tmp_path / "worker.log"
+    worker = await start_worker(
+        harness, log, None, LEDGER_AGENT, env_changes={"DATABASE_PREPARED_STATEMENTS": "true"}
+    )
+    try:
+        run = await harness.start_run(
+            {"tool_calls": [{"name": "append_line", "args": {"line": "prepared"}}]}
+        )
+        (request,) = await harness.requests(run, count=1)
+        await harness.click(request, "approve")
+        done = await harness.finished(run)
+    finally:
+        await stop(worker)
+    assert done.state == RunState.DONE, log.read_text()
+    assert ledger_lines(harness.settings.workspace_dir) == ["prepared"]
+
+
 async def test_a_dead_workers_run_is_continued_within_5_s(harness: Harness, tmp_path: Path) -> None:
     """With the default ``LEASE_S`` and a poll interval far longer than that, a second
     worker takes up the run of a worker killed in the middle of a slow tool within 5 s

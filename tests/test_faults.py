@@ -160,10 +160,9 @@ async def test_a_flushed_redis_loses_nothing(harness: Harness) -> None:
 
 
 async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
-    """Safe behind a transaction-pooling proxy (PgBouncer): with the worker's
-    ``DATABASE_PREPARED_STATEMENTS=false`` (``open_backend``'s default, and every other
-    process's), no statement is prepared, the checkpointer's included, however often
-    it runs (psycopg would prepare after 5 by default)."""
+    """Safe behind a transaction-pooling proxy (PgBouncer): by default (every process,
+    the worker without ``DATABASE_PREPARED_STATEMENTS``) no statement is prepared, the
+    checkpointer's included, however often it runs (psycopg would prepare after 5)."""
     pool = pg_backend.db.pool
     async with pool.connection() as conn:
         saver = AsyncPostgresSaver(conn=conn)
@@ -177,7 +176,7 @@ async def test_no_server_side_prepared_statements(pg_backend: Any) -> None:
 async def test_the_worker_prepares_the_checkpointers_statements_never_the_stores(
     pg_url: str,
 ) -> None:
-    """With prepared statements (the worker's default), LangGraph's saver's statements are
+    """With prepared statements (``DATABASE_PREPARED_STATEMENTS=true``), the saver's are
     prepared at their first use and the store's never are: a release adding a column
     while the worker runs would otherwise fail its next ``SELECT *`` ("cached plan must
     not change result type", SQLSTATE 0A000)."""
