@@ -87,9 +87,8 @@ def paired_ratio(scaling: Scaling, product: Figure, baseline: Figure) -> str:
     0 in every round (a 2nd process that gained nothing)."""
     if any(baseline(r) <= 0 for r in scaling.rounds):
         return NONE
-    low, high = scaling.spread(lambda r: product(r) / baseline(r))
-    middle = scaling.median(lambda r: product(r) / baseline(r))
-    return f"{middle:.2f}{TIMES} ({low:.2f}-{high:.2f})"
+    ratios = [product(r) / baseline(r) for r in scaling.rounds]
+    return f"{statistics.median(ratios):.2f}{TIMES} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def violations(harness: Harness, phase: str) -> str:

@@ -21,7 +21,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from agent_bridge.postgres_db import open_pool
 from bench.latency import bare_graph, pause
 from bench.stage import Stage
-from bench.throughput import machine_busy_s
+from bench.throughput import CpuMeter
 
 THREADS = 60
 """``thread_id``s paused per round and pool kind."""
@@ -40,16 +40,11 @@ class Costs:
     resume_client: list[float] = field(default_factory=list)
 
 
-class _Meter:
-    """The machine's and this process's CPU time from its start, seconds."""
-
-    def __init__(self) -> None:
-        self.machine, self.here = machine_busy_s(), time.process_time()
-
-    def read(self, calls: int) -> tuple[float, float]:
-        """(PostgreSQL's, this process's) CPU seconds per call since the start."""
-        here = time.process_time() - self.here
-        return (machine_busy_s() - self.machine - here) / calls, here / calls
+def per_call(meter: CpuMeter, calls: int) -> tuple[float, float]:
+    """(PostgreSQL's: the machine's less this process's, this process's) CPU seconds per
+    call since ``meter`` was created."""
+    machine, here = meter.spent()
+    return (machine - here) / calls, here / calls
 
 
 async def one_round(stage: Stage, prepared: bool, count: int, costs: Costs) -> None:
@@ -60,17 +55,17 @@ async def one_round(stage: Stage, prepared: bool, count: int, costs: Costs) -> N
         paused = [
             await pause(graph, f"prepared-{prepared}-{i}-{time.time_ns()}") for i in range(count)
         ]
-        meter = _Meter()
+        meter = CpuMeter()
         for config, _ in paused:
             for _ in range(READS):
                 await graph.aget_state(config, subgraphs=True)
-        server, client = meter.read(count * READS)
+        server, client = per_call(meter, count * READS)
         costs.read_server.append(server)
         costs.read_client.append(client)
-        meter = _Meter()
+        meter = CpuMeter()
         for config, command in paused:
             await graph.ainvoke(command, config, durability="sync")
-        server, client = meter.read(count)
+        server, client = per_call(meter, count)
         costs.resume_server.append(server)
         costs.resume_client.append(client)
     finally:

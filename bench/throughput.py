@@ -94,6 +94,18 @@ def machine_busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_S
 
 
+class CpuMeter:
+    """CPU time from this meter's creation: the whole machine's (``machine_busy_s``) and
+    this process's (``time.process_time``), seconds."""
+
+    def __init__(self) -> None:
+        self._machine, self._here = machine_busy_s(), time.process_time()
+
+    def spent(self) -> tuple[float, float]:
+        """(the machine's, this process's) CPU seconds since the meter was created."""
+        return machine_busy_s() - self._machine, time.process_time() - self._here
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU time of process ``pid`` so far, seconds (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -139,14 +151,14 @@ async def product_rate(
                 await click_all(harness, chunk, [REVIEWER] * len(chunk), "approve")
             await until(all_decided, poll_s=0.01)
             cpu_before = sum(process_cpu_s(pid) for pid in pids)
-            busy_before, here_before = machine_busy_s(), time.process_time()
+            meter = CpuMeter()
             went = time.time()
         finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
         await until(all_applied, poll_s=0.005)
         elapsed = time.time() - went
-        busy, here = machine_busy_s() - busy_before, time.process_time() - here_before
+        busy, here = meter.spent()
         cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
     await until(all_ended, poll_s=0.05)
     io = None
@@ -194,7 +206,7 @@ async def bare_rate(
         line = await resumer.stdout.readline()
         if line.strip() != b"ready":
             raise RuntimeError(f"a bare resumer failed to start: {line!r}")
-    busy_before, here_before = machine_busy_s(), time.process_time()
+    meter = CpuMeter()
     started = time.time()
     for resumer in resumers:
         assert resumer.stdin is not None
@@ -204,8 +216,7 @@ async def bare_rate(
     for resumer in resumers:
         assert resumer.stdout is not None
         reports.append(json.loads(await resumer.stdout.readline()))
-    # as the last resumer reported its end
-    busy, here = machine_busy_s() - busy_before, time.process_time() - here_before
+    busy, here = meter.spent()  # as the last resumer reported its end
     for resumer in resumers:
         await resumer.wait()
     ended = max(r["ended"] for r in reports)
@@ -240,11 +251,6 @@ class Scaling:
         """The median over the rounds of ``figure`` (a ratio is taken within each round,
         so a machine slower in one round than the next moves both its sides)."""
         return statistics.median(figure(r) for r in self.rounds)
-
-    def spread(self, figure: Callable[[Round], float]) -> tuple[float, float]:
-        """The lowest and highest ``figure`` of the rounds."""
-        values = [figure(r) for r in self.rounds]
-        return min(values), max(values)
 
 
 async def measure(
