@@ -373,7 +373,8 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         return
     report.add("I/O per decision (1 worker, read from its /metrics)", io.described())
     bare_io = (
-        f"bare resume + {floor_io.slack_calls} `chat.postMessage` + "
+        'bare checkpoint read + resume with `durability="sync"` + '
+        f"{floor_io.slack_calls} `chat.postMessage` + "
         f"{floor_io.round_trips} `SELECT 1`"
     )
     report.add(

@@ -7,11 +7,13 @@ on stdin, then resumes them all with bare ``Command(resume=...)``, ``CONCURRENCY
 time, and prints one JSON line: ``{"count", "ended" (wall clock, s), "cpu_s"}``
 (``cpu_s``: this process's user + system CPU time over the resumes).
 
-With ``--slack-url URL --slack-calls N --round-trips M`` each resume is followed by the
-I/O a decision makes in the product, done bare: ``N`` ``chat.postMessage`` calls with
-slack_sdk's ``AsyncWebClient`` (one HTTP session) and ``M`` ``SELECT 1`` on the pool
-(the floor of the worker's figures: what the same Slack calls and round trips cost with
-nothing of the product around them).
+With ``--slack-url URL --slack-calls N --round-trips M`` each resume is a drive's, as
+docs/architecture.md invariant 3 has it (the checkpoint's state read first, with
+``aget_state``, then the resume with ``durability="sync"``, each step saved before the
+next), and is followed by the I/O a decision makes in the product, done bare: ``N``
+``chat.postMessage`` calls with slack_sdk's ``AsyncWebClient`` (one HTTP session) and
+``M`` ``SELECT 1`` on the pool (the floor of the worker's figures: what the same steps,
+Slack calls and round trips cost with nothing of the product around them).
 """
 
 from __future__ import annotations
@@ -92,9 +94,12 @@ async def main(
 
         async def resume(config: RunnableConfig, command: Command[Any]) -> None:
             async with limit:
-                await graph.ainvoke(command, config)
-                if io is not None:
-                    await bare_io(io, client, pool)
+                if io is None:
+                    await graph.ainvoke(command, config)
+                    return
+                await graph.aget_state(config, subgraphs=True)
+                await graph.ainvoke(command, config, durability="sync")
+                await bare_io(io, client, pool)
 
         before = cpu_s()
         await asyncio.gather(*(resume(c, k) for c, k in paused))

@@ -6,8 +6,9 @@
   and the workers' CPU time per decision (``/proc/<pid>/stat``, user + system);
 - baseline: the same number of ``thread_id``s resumed with bare ``Command(resume)``
   by the same number of ``bench.bare_resumer`` processes;
-- floor: one, then two bare resumers doing, after each resume, the Slack calls and
-  database round trips one decision made in the product (read from the worker's
+- floor: one, then two bare resumers doing invariant 3's steps (the checkpoint read
+  before the resume, ``durability="sync"``), then the Slack calls and database round
+  trips one decision made in the product (read from the worker's
   ``/metrics``, ``bench.io_counts``), bare: what that I/O costs with nothing of the
   product around it, and what a 2nd process gains when the sandbox Slack, which bare
   resumes never call, shares the 2 cores too;
