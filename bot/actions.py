@@ -258,6 +258,7 @@ class ActionListeners:
             still_approvers=await self.guard.current_approvers(request, installation=installation),
             known=request,
         )
+        await self.recorder.signal(outcome)  # acked before the listener ran (ack_first)
         await self._answer(payload, outcome)
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:

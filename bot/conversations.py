@@ -150,6 +150,7 @@ class ConversationListeners:
             team_id=actor.team_id,
             version=request.version,
         )
+        await self.recorder.signal(outcome)  # the event was acked before its listener ran
         if isinstance(outcome, Recorded):
             logger.info(
                 "run=%s request=%s answered by %s in its Slack thread (reply %s)",

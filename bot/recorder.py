@@ -1,7 +1,9 @@
 """Recording a reviewer's decision and redrawing the cards it changes.
 
 ``record`` is the hot path of a click: one compare-and-set in the database (the first
-valid decision wins, docs/architecture.md invariant 2), then a signal to the workers.
+valid decision wins, docs/architecture.md invariant 2); ``signal`` then tells the
+workers, once Slack has its answer (the signal is only a doorbell: a stalled Redis must
+never hold back an ack, and a signal lost is found by the workers' sweep).
 Approvals and edits are counted towards the tool's ``required_approvals`` (quorum) on the
 version of the call the person saw; a reject or respond decides at once.
 ``refresh`` hands the redraw to the card owner, the same path the worker redraws by.
@@ -45,8 +47,8 @@ class DecisionRecorder:
         still_approvers: frozenset[str] | None = None,
         known: ApprovalRequest | None = None,
     ) -> Recording:
-        """Record ``decision`` if the request is still pending; signal the workers once it
-        is decided.
+        """Record ``decision`` if the request is still pending (the caller signals the
+        workers with ``signal`` once Slack has its answer).
 
         The decision must have passed ``agent_bridge.decisions.check_decision`` and the
         person ``bot.guard.Guard``.
@@ -100,8 +102,14 @@ class DecisionRecorder:
                 decision.type,
                 user_id,
             )
-            await self.bus.publish(Signal(kind="decision_recorded", run_id=request.run_id))
         return outcome
+
+    async def signal(self, outcome: Recording) -> None:
+        """Tell the workers that ``outcome`` decided its request (``Recorded``), so its run
+        resumes at once; nothing for any other outcome. A Redis failure is logged
+        (``RedisBus.publish``) and the workers' sweep finds the decision instead."""
+        if isinstance(outcome, Recorded):
+            await self.bus.publish(Signal(kind="decision_recorded", run_id=outcome.request.run_id))
 
     async def refresh(self, request: ApprovalRequest) -> None:
         """Redraw ``request``'s card and its batch's pending siblings (``CardOwner.redraw``)."""

@@ -8,7 +8,8 @@ submission must be for a view the product opened for this same user, request and
 decision (its ``private_metadata`` is an ``OpenedView`` key; ``view.id`` must match), and
 the person must still be allowed (``bot.guard.Guard``); the call must still be the
 version the form was drawn from. The decision is checked once, by
-``agent_bridge.decisions.check_decision``. Redrawing cards comes after the ack.
+``agent_bridge.decisions.check_decision``. The workers' signal and the card's redraw come
+after the ack: Redis has its own timeouts, which the deadline below does not bound.
 
 The database work before the ack runs under a deadline (``SUBMISSION_DB_S``,
 ``agent_bridge.deadline``), so the ack leaves within Slack's 3 s whatever the database
@@ -156,9 +157,10 @@ class SubmissionListeners:
             await ack()
             return
         state = payload.view.state
+        outcome: Recorded | Counted | None = None
         try:
             with within(SUBMISSION_DB_S):
-                errors, request = await self._check_and_record(payload, context, build)
+                errors, outcome = await self._check_and_record(payload, context, build)
         except StoreTooSlowError as exc:
             logger.error(
                 "view %s by %s not recorded in time: %s",
@@ -166,12 +168,12 @@ class SubmissionListeners:
                 payload.user.id,
                 exc,
             )
-            errors, request = {GENERAL_KEY: wording.STORE_SLOW_PLAIN}, None
+            errors = {GENERAL_KEY: wording.STORE_SLOW_PLAIN}
         except StoreUnavailableError as exc:
             logger.error(
                 "view %s by %s not recorded: %s", payload.view.callback_id, payload.user.id, exc
             )
-            errors, request = {GENERAL_KEY: wording.STORE_DOWN_PLAIN}, None
+            errors = {GENERAL_KEY: wording.STORE_DOWN_PLAIN}
         except Exception:
             # The edge of the app: whatever went wrong, the reviewer gets an answer.
             logger.exception(
@@ -180,21 +182,24 @@ class SubmissionListeners:
                 payload.view.private_metadata,
                 payload.user.id,
             )
-            errors, request = {GENERAL_KEY: wording.FAILED_PLAIN}, None
+            errors = {GENERAL_KEY: wording.FAILED_PLAIN}
         if errors:
             await ack(response_action="errors", errors=field_errors(errors, state))
             return
-        await ack()
-        if request is not None:
-            try:
-                await self.recorder.refresh(request)
-            except StoreUnavailableError as exc:  # recorded already: only the redraw waits
-                logger.warning("request=%s card not redrawn: %s", request.request_id, exc)
+        await ack()  # Slack's answer first: the workers' signal and the redraw come after
+        if outcome is None:
+            return
+        await self.recorder.signal(outcome)
+        try:
+            await self.recorder.refresh(outcome.request)
+        except StoreUnavailableError as exc:  # recorded already: only the redraw waits
+            logger.warning("request=%s card not redrawn: %s", outcome.request.request_id, exc)
 
     async def _check_and_record(
         self, payload: ViewSubmission, context: Any, build: Build
-    ) -> tuple[dict[str, str], ApprovalRequest | None]:
-        """Return ``(errors, recorded request)``; errors keyed by argument or block."""
+    ) -> tuple[dict[str, str], Recorded | Counted | None]:
+        """Return ``(errors, what was recorded)``; errors keyed by argument or block, and
+        nothing recorded unless there are none."""
         decision_type = ids.CALLBACK_DECISIONS.get(payload.view.callback_id, "")
         opened = await self.views.opened_view(payload.view.private_metadata)
         request = await self.store.get_request(opened.request_id) if opened else None
@@ -239,7 +244,7 @@ class SubmissionListeners:
             version=opened.version,
         )
         if isinstance(outcome, Recorded | Counted):
-            return {}, outcome.request
+            return {}, outcome
         if isinstance(outcome, AlreadyDecided):
             return {GENERAL_KEY: already_decided_plain(outcome.request)}, None
         if isinstance(outcome, CallChanged):

@@ -5,8 +5,9 @@ deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web,
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -28,7 +29,7 @@ from agent_bridge.store import ApprovalStore
 from agent_bridge.store_sql import SELECT_RUN
 from bot import ids
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
-from slack_sandbox.delivery import form_body, payload_body
+from slack_sandbox.delivery import ACK_DEADLINE_S, form_body, payload_body
 from slack_sandbox.modals import TRIGGER_TTL_S
 from tests import services
 from tests.harness import CHANNEL, DBA, REQUESTER, REVIEWER, Harness
@@ -352,6 +353,74 @@ class TestSlowDatabase:
         view = await harness.open_modal(write, "edit")  # once it answers, a click works
         assert view["callback_id"] == ids.EDIT_CALLBACK
         assert harness.sandbox.violations == []  # no views.open with an expired trigger
+
+
+@pytest.fixture
+def stalled_redis() -> Iterator[str]:
+    """A Redis URL whose server takes connections and never answers (a Redis stalled by a
+    long script, or a half-dead network path): the kernel completes the handshake."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)  # never accepted, never answered
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    finally:
+        listener.close()
+
+
+class TestStalledRedis:
+    """The web process's Redis never answers; the workers' does."""
+
+    @pytest.fixture
+    def harness_options(self, stalled_redis: str) -> dict[str, Any]:
+        return {"web_redis_url": stalled_redis}
+
+    async def test_a_submission_is_answered_in_time_and_its_run_resumes_by_the_sweep(
+        self, harness: Harness
+    ) -> None:
+        """The database is slow for 1.2 s too, inside the submission's 2 s budget: the
+        workers' signal (Redis: its own 2 s timeout) must come after the ack, or the
+        ack is late while the decision is recorded (issue 11's "acked after Slack's 3 s,
+        recorded anyway")."""
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        view = await harness.open_modal(sql, "reject", user_id=DBA)
+        url = harness.settings.database_url
+        async with await psycopg.AsyncConnection.connect(url) as holder:
+            await holder.execute(
+                "SELECT 1 FROM approval_requests WHERE request_id = %s FOR NO KEY UPDATE",
+                (sql.request_id,),
+            )
+
+            async def release_once_the_submission_waits() -> None:
+                await harness.wait_for(lambda: _lock_waiters(url), timeout_s=5.0)
+                await asyncio.sleep(1.2)  # the injected fault: how long the lock is held
+                await holder.rollback()
+
+            releaser = asyncio.create_task(release_once_the_submission_waits())
+            submitted = time.monotonic()
+            status, body = await harness.sandbox.submit_view(
+                view_id=view["id"], user_id=DBA, values={ids.REASON_BLOCK: REASON}
+            )
+            answered_s = time.monotonic() - submitted
+            await releaser
+        assert status == 200 and not body, body  # the form closed: recorded
+        assert answered_s < ACK_DEADLINE_S, answered_s
+        assert harness.sandbox.violations == []  # nothing answered after Slack's 3 s
+        decided = await harness.decided(sql)
+        assert decided.decided_by == DBA and decided.decision is not None
+        await harness.click(write, "approve")  # no signal reaches a worker: the sweep does
+        assert (await harness.finished(run)).state == RunState.DONE
+
+
+async def _lock_waiters(url: str) -> bool:
+    """Whether another backend of this database waits on a lock now."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        found = await conn.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+        return await found.fetchone() is not None
 
 
 async def test_no_request_waits_for_auth_test(harness: Harness) -> None:
