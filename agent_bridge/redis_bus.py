@@ -12,7 +12,9 @@ import asyncio
 import logging
 from urllib.parse import urlsplit
 
+import psycopg
 import redis.asyncio as redis
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
@@ -21,6 +23,7 @@ from agent_bridge.bus import Signal
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "agent_bridge:signals:"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT_S = 2.0
 RECONNECT_BACKOFF_MAX_S = 5.0
 
@@ -32,17 +35,23 @@ def signal_channel(database_url: str) -> str:
 
     Only the database's host, port and name are used, never its user or password:
     ``postgresql://u:secret@db.internal:5432/approvals`` gives
-    ``agent_bridge:signals:db.internal:5432/approvals``; ``sqlite:///path`` its path.
+    ``agent_bridge:signals:db.internal:5432/approvals``; ``sqlite:///path`` its path. A
+    PostgreSQL URL is read as libpq reads it (``conninfo_to_dict``), so a host given as a
+    query parameter counts too (``postgresql:///approvals?host=/cloudsql/acme-prod:db``,
+    libpq's form for a Unix socket or Cloud SQL; two such deployments differ only there).
     """
     parts = urlsplit(database_url)
-    where = parts.hostname or ""
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None:
-        where += f":{port}"
-    return f"{CHANNEL_PREFIX}{where}{parts.path or '/'}"
+    if parts.scheme in POSTGRES_SCHEMES:
+        try:
+            conninfo = conninfo_to_dict(database_url)
+        except psycopg.ProgrammingError:
+            conninfo = {}  # unreadable: the worker's own connection says why
+        host = str(conninfo.get("host") or "")
+        where = host if host.startswith("/") else host.lower()
+        if conninfo.get("port"):
+            where += f":{conninfo['port']}"
+        return f"{CHANNEL_PREFIX}{where}/{conninfo.get('dbname') or ''}"
+    return f"{CHANNEL_PREFIX}{parts.path or '/'}"
 
 
 class RedisBus:

@@ -112,6 +112,26 @@ def test_the_channel_names_the_database_never_its_credentials() -> None:
     url = "postgresql://app:s3cret@db.internal:6432/approvals?sslmode=require"
     assert signal_channel(url) == "agent_bridge:signals:db.internal:6432/approvals"
     assert signal_channel("sqlite:///var/lib/app.db") == "agent_bridge:signals:/var/lib/app.db"
+    assert signal_channel("postgresql:///approvals") == "agent_bridge:signals:/approvals"
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (  # libpq's URI form for Cloud SQL or a Unix socket: the host is a query parameter
+            "postgresql://app:s3cret@/approvals?host=/cloudsql/acme-prod:europe-west1:db",
+            "postgresql://app:s3cret@/approvals?host=/cloudsql/acme-staging:europe-west1:db",
+        ),
+        ("postgresql:///approvals?host=/srv/a/run", "postgres:///approvals?host=/srv/b/run"),
+        ("postgresql://db.a:5432/approvals", "postgresql:///approvals?host=db.b&port=5432"),
+    ],
+)
+def test_deployments_whose_databases_differ_only_in_a_host_parameter_get_two_channels(
+    ours: str, theirs: str
+) -> None:
+    channels = signal_channel(ours), signal_channel(theirs)
+    assert channels[0] != channels[1], channels
+    assert not any("s3cret" in c or "app@" in c for c in channels)
 
 
 def test_both_processes_use_the_deployment_channel_or_signal_channel(
