@@ -37,6 +37,10 @@ STORE_DOWN_PLAIN = (
 STORE_SLOW_PLAIN = (
     "Not recorded: the approval database did not answer in time. Please submit again in a moment."
 )
+STORE_SLOW_DECISION_TEXT = (
+    ":warning: Your decision was *not* recorded: the approval database did not answer in "
+    "time. Please click again in a moment."
+)
 STORE_SLOW_TEXT = (
     ":warning: The form was not opened: the approval database did not answer in time. "
     "Please click again in a moment."

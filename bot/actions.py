@@ -88,6 +88,14 @@ async def ack_first(ack: Ack, next: Callable[[], Awaitable[None]]) -> None:
     await next()
 
 
+DECISION_DB_S = 2.0
+"""How long an Approve or Ignore click may wait on the database, seconds. The click was
+acked already (``ack_first``); past this the reviewer is told nothing was recorded and may
+click again, PostgreSQL aborts the compare-and-set (a bounded transaction,
+``ApprovalStore._change_audited``), and its pooled connection is free again: clicks on a
+card whose row another transaction holds must not take every connection of the web
+process."""
+
 MODAL_DB_S = 1.5
 """How long a modal-opening click may wait on the database before ``views.open``,
 seconds: its ``trigger_id`` expires 3 s after the click
@@ -144,17 +152,22 @@ class ActionListeners:
             return
         try:
             if decision_type in AT_ONCE:
-                request = await self._authorized(payload, decision_type, request_id, context)
-                if request is not None:
-                    decision = Decision(type=AT_ONCE[decision_type])
-                    await self._decide(
-                        payload, request, decision, version, installation_of(context)
-                    )
+                with within(DECISION_DB_S):
+                    request = await self._authorized(payload, decision_type, request_id, context)
+                    outcome = None
+                    if request is not None:
+                        decision = Decision(type=AT_ONCE[decision_type])
+                        outcome = await self._decide(
+                            payload, request, decision, version, installation_of(context)
+                        )
+                if outcome is not None:  # the store's answer: signalled, redrawn or told after
+                    await self.recorder.signal(outcome)
+                    await self._answer(payload, outcome)
             else:
                 await self._open_modal(payload, request_id, decision_type, version, context)
         except StoreUnavailableError as exc:
-            # A form not opened in time (MODAL_DB_S) says so; anything else was an outage.
-            slow = isinstance(exc, StoreTooSlowError) and decision_type not in AT_ONCE
+            # Not in time (DECISION_DB_S, MODAL_DB_S) says so; anything else was an outage.
+            slow = isinstance(exc, StoreTooSlowError)
             logger.error(
                 "request=%s %s click by %s not %s: %s",
                 request_id,
@@ -163,7 +176,7 @@ class ActionListeners:
                 "answered in time" if slow else "recorded",
                 exc,
             )
-            await self.tell(payload, wording.STORE_SLOW_TEXT if slow else wording.STORE_DOWN_TEXT)
+            await self.tell(payload, _not_recorded_text(decision_type, slow=slow))
 
     async def on_view_args(self, body: dict[str, Any], context: Any) -> None:
         """ "View full arguments" (acked already, ``ack_first``): a read-only modal with
@@ -237,19 +250,20 @@ class ActionListeners:
         decision: Decision,
         version: str,
         installation: Installation,
-    ) -> None:
+    ) -> Recording | None:
         """Record a decision that needs no form (approve: counted towards the quorum;
-        ignore: decided at once)."""
+        ignore: decided at once); return what was recorded, or ``None`` if the clicker
+        was told why not."""
         refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
             await self.tell(payload, escape(" ".join(refused.values())))
-            return
+            return None
         if decision.type != "approve" and version != request.version:
             # approve's compare-and-set checks the version itself (ApprovalStore.approve)
             await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
             await self._refresh(request)
-            return
-        outcome = await self.recorder.record(
+            return None
+        return await self.recorder.record(
             request.request_id,
             decision,
             user_id=payload.user.id,
@@ -258,8 +272,6 @@ class ActionListeners:
             still_approvers=await self.guard.current_approvers(request, installation=installation),
             known=request,
         )
-        await self.recorder.signal(outcome)  # acked before the listener ran (ack_first)
-        await self._answer(payload, outcome)
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
         """Redraw what changed, and tell the clicker privately when nothing did."""
@@ -381,3 +393,11 @@ class ActionListeners:
             logger.warning("modal for %s not opened: %s", payload.user.id, exc)
             await self.tell(payload, wording.FORM_NOT_OPENED_TEXT)
             return None
+
+
+def _not_recorded_text(decision_type: str, *, slow: bool) -> str:
+    """What a click told of a database that failed it: a decision not recorded (in time,
+    or at all), or a form not opened in time."""
+    if not slow:
+        return wording.STORE_DOWN_TEXT
+    return wording.STORE_SLOW_DECISION_TEXT if decision_type in AT_ONCE else wording.STORE_SLOW_TEXT

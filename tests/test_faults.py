@@ -22,12 +22,13 @@ from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
-from agent_bridge.postgres_db import PostgresDatabase, _on
+from agent_bridge.postgres_db import POOL_MAX_SIZE, PostgresDatabase, _on
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
 from agent_bridge.store_sql import SELECT_RUN
 from bot import ids
+from bot.actions import DECISION_DB_S
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from slack_sandbox.delivery import ACK_DEADLINE_S, form_body, payload_body
 from slack_sandbox.modals import TRIGGER_TTL_S
@@ -333,6 +334,39 @@ class TestSlowDatabase:
         decided = await harness.decided(sql)  # recorded before the answer
         assert decided.decision is not None and decided.decision.type == "reject"
         assert decided.decided_by == DBA
+        assert harness.sandbox.violations == []
+
+    async def test_approve_clicks_behind_a_held_row_lock_are_told_in_time_and_free_the_pool(
+        self, harness: Harness
+    ) -> None:
+        """As many Approve clicks as the web process has connections, on a card whose row
+        another transaction holds: each is told it was not recorded, by the click's
+        deadline (``DECISION_DB_S``), and gives its connection back, so another request's
+        form opens while the lock is still held."""
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        async with rows_locked(
+            harness.settings.database_url, [write.request_id], "FOR NO KEY UPDATE"
+        ):
+            clicked = time.monotonic()
+            for _ in range(POOL_MAX_SIZE):
+                status, _ = await harness.click(write, "approve")
+                assert status == 200  # acked before the listener ran
+
+            async def all_told() -> list[dict[str, Any]] | None:
+                told = harness.sandbox.ephemerals(user_id=REVIEWER)
+                return told if len(told) >= POOL_MAX_SIZE else None
+
+            told = await harness.wait_for(all_told)
+            assert time.monotonic() - clicked < DECISION_DB_S + 3.0  # not for the lock's life
+            assert {m["text"] for m in told} == {wording.STORE_SLOW_DECISION_TEXT}
+            view = await harness.open_modal(sql, "reject", user_id=DBA)  # the pool is free
+            assert view["callback_id"] == ids.REJECT_CALLBACK
+            stored = await harness.store.get_request(write.request_id)
+            assert stored is not None and stored.state == ApprovalState.PENDING
+            assert stored.approved_by == []  # nothing half-recorded
+        await harness.click(write, "approve")  # once the lock is gone, a click records
+        assert (await harness.decided(write)).decided_by == REVIEWER
         assert harness.sandbox.violations == []
 
     async def test_a_form_is_not_opened_past_its_trigger_when_the_database_cannot_answer(
