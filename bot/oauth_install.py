@@ -11,6 +11,7 @@ and every Web API call for it uses its token (``bot.workspaces.TeamClients``). S
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,19 +19,28 @@ from typing import Any
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_sdk.oauth.installation_store import Bot
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent_bridge.deadline import within
+from agent_bridge.errors import StoreUnavailableError
 from bot.manifest import BOT_SCOPES as MANIFEST_SCOPES
 from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.slack_gateway import SlackGateway
 from bot.workspaces import TeamClients
 
+logger = logging.getLogger(__name__)
+
 INSTALL_PATH = "/slack/install"
 """Where an admin's browser starts an install (Bolt's flow redirects it to Slack)."""
 BOT_SCOPES: Sequence[str] = tuple(sorted(MANIFEST_SCOPES))
 """The bot scopes an install asks for: the manifest's (``bot.manifest.BOT_SCOPES``)."""
+AUTHORIZE_DB_S = 1.0
+"""How long a request's read of its workspace's installation may wait on the database,
+seconds: it runs before the ack, which Slack needs within 3 s
+(https://docs.slack.dev/interactivity/handling-user-interaction#acknowledgment_response)."""
 
 
 def authorize_url_of(api_url: str) -> str:
@@ -87,6 +97,12 @@ class StoreAuthorize(AsyncAuthorize):
     (docs/architecture.md, invariant 6). A workspace without an installation gets
     ``None``, which Bolt answers with its "installation no longer available" message.
 
+    The read runs before the ack, so under a deadline (``AUTHORIZE_DB_S``): a database
+    that cannot answer in time (a migration's lock on the table, an outage) is answered
+    from the installation this process last read for the workspace, so its requests are
+    still acked in time; with none read yet, the error goes to Bolt, which answers at
+    once with an error instead of past Slack's 3 s.
+
     Args:
         installations: Where installations are kept.
     """
@@ -94,6 +110,7 @@ class StoreAuthorize(AsyncAuthorize):
     def __init__(self, installations: AsyncInstallationStore) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.installations = installations
+        self._last_read: dict[tuple[str | None, str | None], Bot] = {}
 
     async def __call__(
         self,
@@ -106,8 +123,13 @@ class StoreAuthorize(AsyncAuthorize):
         actor_team_id: str | None = None,
         actor_user_id: str | None = None,
     ) -> AuthorizeResult | None:
-        """The installation of workspace ``team_id`` as Bolt's ``AuthorizeResult``."""
-        bot = await self.installations.async_find_bot(enterprise_id=enterprise_id, team_id=team_id)
+        """The installation of workspace ``team_id`` as Bolt's ``AuthorizeResult``.
+
+        Raises:
+            StoreUnavailableError: The database did not answer in time, and no
+                installation of the workspace was read before.
+        """
+        bot = await self._bot(enterprise_id, team_id)
         if bot is None:
             return None
         return AuthorizeResult(
@@ -119,6 +141,27 @@ class StoreAuthorize(AsyncAuthorize):
             bot_scopes=bot.bot_scopes,
             user_id=user_id,
         )
+
+    async def _bot(self, enterprise_id: str | None, team_id: str | None) -> Bot | None:
+        """The workspace's installation, read now, or the last one read if the database
+        cannot answer within ``AUTHORIZE_DB_S``."""
+        key = (enterprise_id, team_id)
+        try:
+            with within(AUTHORIZE_DB_S):
+                bot = await self.installations.async_find_bot(
+                    enterprise_id=enterprise_id, team_id=team_id
+                )
+        except StoreUnavailableError as exc:
+            last = self._last_read.get(key)
+            if last is None:
+                raise
+            logger.warning("team %s authorized from its last read installation: %s", team_id, exc)
+            return last
+        if bot is None:
+            self._last_read.pop(key, None)  # uninstalled: never served again
+        else:
+            self._last_read[key] = bot
+        return bot
 
 
 def bolt_options(oauth: AsyncOAuthSettings) -> dict[str, Any]:

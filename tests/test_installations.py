@@ -4,20 +4,23 @@ run against PostgreSQL and SQLite (same SQL, both real)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from slack_bolt.error import BoltError
 from slack_sdk.oauth.installation_store.models.installation import Installation
 
 from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.backend import open_backend
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackRefusedError
 from bot.installations import InstallationStore
-from bot.oauth_install import StoreAuthorize, authorize_url_of
+from bot.oauth_install import AUTHORIZE_DB_S, StoreAuthorize, authorize_url_of
 from bot.oauth_states import OAuthStateStore
 from bot.uninstalls import UninstallListeners, predates
 from bot.workspaces import NOT_INSTALLED, TeamClients
@@ -139,6 +142,33 @@ async def test_each_workspace_gets_its_own_token_and_an_uninstalled_one_none(
         "U9",
     )
     assert await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9") is None
+
+
+async def test_authorize_is_bounded_and_answers_from_the_last_read_when_the_table_is_locked(
+    pg_url: str,
+) -> None:
+    backend = await open_backend(pg_url)
+    await backend.release()
+    installations = InstallationStore(backend.db)
+    await installations.async_save(installation("T1", "xoxb-1"))
+    await installations.async_save(installation("T2", "xoxb-2"))
+    authorize = StoreAuthorize(installations)
+    first = await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9")
+    assert first is not None and first.bot_token == "xoxb-1"
+    try:
+        async with await psycopg.AsyncConnection.connect(pg_url) as holder:
+            await holder.execute("LOCK TABLE slack_installations IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            again = await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9")
+            assert again is not None and again.bot_token == "xoxb-1"  # the last read
+            with pytest.raises(StoreUnavailableError):  # never read here: no answer to give
+                await authorize(context={}, enterprise_id=None, team_id="T2", user_id="U9")
+            assert time.monotonic() - started < 2 * AUTHORIZE_DB_S + 1.0  # both bounded
+            await holder.rollback()
+        await installations.async_delete_all(enterprise_id=None, team_id="T1")
+        assert await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9") is None
+    finally:
+        await backend.close()
 
 
 def test_the_authorize_page_is_beside_the_web_api() -> None:

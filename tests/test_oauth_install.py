@@ -11,11 +11,13 @@ other keeps working.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
+import psycopg
 import pytest
 from slack_sdk.oauth import OAuthStateUtils
 from yarl import URL
@@ -30,6 +32,7 @@ from bot.installations import InstallationStore
 from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.oauth_install import INSTALL_PATH
 from slack_sandbox import Sandbox
+from slack_sandbox.delivery import ACK_DEADLINE_S
 from tests import services
 from tests.clocks import ShiftedClock
 from tests.harness import CHANNEL, REQUESTER, REVIEWER, TEST_SIGNING_SECRET, Harness
@@ -327,3 +330,26 @@ async def test_the_oauth_web_is_ready_and_serves_metrics_beside_the_install_rout
         async with session.get(harness.server.url + INSTALL_PATH, allow_redirects=False) as start:
             assert start.status == 302
     assert not [c for c in harness.sandbox.calls if c["method"] == "auth.test" and not c["ok"]]
+
+
+async def test_a_click_is_acked_in_time_while_the_installations_table_is_locked(
+    harness: Harness, beta: Sandbox
+) -> None:
+    """A migration, ``VACUUM FULL`` or ``REINDEX`` holds ``ACCESS EXCLUSIVE`` on the
+    installations table, which every request reads before its ack
+    (``StoreAuthorize``): the read is bounded, the installation last read answers for
+    it, and the Approve click is acked and recorded."""
+    assert (await install(harness, harness.sandbox, REQUESTER))[0] == 200
+    run = await start_run(harness.sandbox, harness, user_id=REQUESTER, channel=CHANNEL)
+    write, _ = await harness.requests(run, count=2)
+    url = harness.settings.database_url
+    async with await psycopg.AsyncConnection.connect(url) as holder:
+        await holder.execute("LOCK TABLE slack_installations IN ACCESS EXCLUSIVE MODE")
+        clicked = time.monotonic()
+        status, _ = await harness.click(write, "approve")
+        acked_s = time.monotonic() - clicked
+        decided = await harness.decided(write)  # recorded, the lock still held
+        await holder.rollback()
+    assert status == 200 and acked_s < ACK_DEADLINE_S, acked_s
+    assert decided.decided_by == REVIEWER
+    assert harness.sandbox.violations == []  # nothing answered after Slack's 3 s
