@@ -160,7 +160,7 @@ class ActionListeners:
                         outcome = await self._decide(
                             payload, request, decision, version, installation_of(context)
                         )
-                if outcome is not None:  # the store's answer: signalled, redrawn or told after
+                if outcome is not None:  # past the deadline: signal, then redraw or tell
                     await self.recorder.signal(outcome)
                     await self._answer(payload, outcome)
             else:
