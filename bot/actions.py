@@ -89,12 +89,12 @@ async def ack_first(ack: Ack, next: Callable[[], Awaitable[None]]) -> None:
 
 
 DECISION_DB_S = 2.0
-"""How long an Approve or Ignore click may wait on the database, seconds. The click was
-acked already (``ack_first``); past this the reviewer is told nothing was recorded and may
-click again, PostgreSQL aborts the compare-and-set (a bounded transaction,
-``ApprovalStore._change_audited``), and its pooled connection is free again: clicks on a
-card whose row another transaction holds must not take every connection of the web
-process."""
+"""How long an Approve or Ignore click's record may wait on the database, seconds. The
+click was acked already (``ack_first``); past this the reviewer is told nothing was
+recorded and may click again, PostgreSQL aborts the compare-and-set (a bounded
+transaction, ``ApprovalStore._change_audited``), and its pooled connection is free again:
+clicks on a card whose row another transaction holds must not take every connection of
+the web process."""
 
 MODAL_DB_S = 1.5
 """How long a modal-opening click may wait on the database before ``views.open``,
@@ -152,17 +152,15 @@ class ActionListeners:
             return
         try:
             if decision_type in AT_ONCE:
-                with within(DECISION_DB_S):
-                    request = await self._authorized(payload, decision_type, request_id, context)
-                    outcome = None
-                    if request is not None:
-                        decision = Decision(type=AT_ONCE[decision_type])
-                        outcome = await self._decide(
-                            payload, request, decision, version, installation_of(context)
-                        )
-                if outcome is not None:  # past the deadline: signal, then redraw or tell
-                    await self.recorder.signal(outcome)
-                    await self._answer(payload, outcome)
+                request = await self._authorized(payload, decision_type, request_id, context)
+                if request is not None:
+                    decision = Decision(type=AT_ONCE[decision_type])
+                    outcome = await self._decide(
+                        payload, request, decision, version, installation_of(context)
+                    )
+                    if outcome is not None:  # then: the signal, and the redraw or a word
+                        await self.recorder.signal(outcome)
+                        await self._answer(payload, outcome)
             else:
                 await self._open_modal(payload, request_id, decision_type, version, context)
         except StoreUnavailableError as exc:
@@ -253,7 +251,16 @@ class ActionListeners:
     ) -> Recording | None:
         """Record a decision that needs no form (approve: counted towards the quorum;
         ignore: decided at once); return what was recorded, or ``None`` if the clicker
-        was told why not."""
+        was told why not.
+
+        Only the record runs under ``DECISION_DB_S``: the approvers still allowed are read
+        before it with no deadline, since a user group Slack lists too slowly under one
+        counts as unreadable and would drop its members' earlier approvals from the
+        quorum (``Guard.current_approvers``).
+
+        Raises:
+            StoreTooSlowError: Not recorded within ``DECISION_DB_S``; nothing was.
+        """
         refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
             await self.tell(payload, escape(" ".join(refused.values())))
@@ -263,15 +270,17 @@ class ActionListeners:
             await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
             await self._refresh(request)
             return None
-        return await self.recorder.record(
-            request.request_id,
-            decision,
-            user_id=payload.user.id,
-            team_id=payload.actor_team_id,
-            version=version,
-            still_approvers=await self.guard.current_approvers(request, installation=installation),
-            known=request,
-        )
+        still_approvers = await self.guard.current_approvers(request, installation=installation)
+        with within(DECISION_DB_S):
+            return await self.recorder.record(
+                request.request_id,
+                decision,
+                user_id=payload.user.id,
+                team_id=payload.actor_team_id,
+                version=version,
+                still_approvers=still_approvers,
+                known=request,
+            )
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
         """Redraw what changed, and tell the clicker privately when nothing did."""

@@ -10,6 +10,7 @@ fail-closed group reads.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Ru
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
+from bot.actions import DECISION_DB_S
 from bot.directory import Directory
 from slack_sandbox import BotUnreachable, live_mentions
 from tests.clocks import ManualClock
@@ -408,6 +410,30 @@ class TestGroupCacheTtl:
         assert "(S0DBA) could not be read from Slack" in json.dumps(body["errors"])
         assert harness.sandbox.violations == []  # answered within Slack's 3 s
         assert (await current(harness, sql)).state == ApprovalState.PENDING
+
+    async def test_an_approve_click_waits_for_a_slow_group_and_keeps_earlier_approvals(
+        self, harness: Harness
+    ) -> None:
+        """Slack lists the group past a click's record deadline (``DECISION_DB_S``, which
+        bounds only the record): the click is authorized once the list comes, and the
+        earlier approval of the group's other member still counts towards the quorum."""
+        await people(harness)
+        run = await harness.start_run(DEMO_TASK)
+        _, sql = await harness.requests(run, count=2)
+        await harness.click(sql, "approve", user_id=DBA)
+        await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+        TICKS.now = 61  # past the cache's TTL: the next click reads the group again...
+        stall = harness.sandbox.stall_next("usergroups.users.list")  # ...and Slack is slow
+        await harness.click(sql, "approve", user_id=SECOND_DBA)
+        await harness.wait_for(lambda: _reached(stall))
+        await asyncio.sleep(DECISION_DB_S)  # the injected fault: how long Slack holds it
+        stall.released.set()
+        decided = await harness.decided(sql)
+        assert decided.decided_by == SECOND_DBA and decided.approved_by == [DBA, SECOND_DBA]
+
+
+async def _reached(stall: Any) -> bool:
+    return bool(stall.reached.is_set())
 
 
 async def _notes(harness: Harness, user_id: str, count: int) -> list[dict[str, Any]] | None:
