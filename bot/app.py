@@ -46,7 +46,7 @@ from bot.guard import Guard
 from bot.home import HomePublisher
 from bot.http_limits import BODY_READ_TIMEOUT_S, MAX_BODY_BYTES
 from bot.manifest import EVENTS_PATH as EVENTS_PATH
-from bot.oauth_install import bolt_options, oauth_gateway
+from bot.oauth_install import StoreAuthorize, bolt_options, oauth_gateway
 from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
@@ -116,8 +116,9 @@ def create_app(
         session=client.session,
         retry_handlers=client.retry_handlers,
     )
-    if oauth is not None and installation is None:
-        options = bolt_options(oauth)
+    authorize = StoreAuthorize(oauth.installation_store) if oauth is not None else None
+    if oauth is not None and authorize is not None and installation is None:
+        options = bolt_options(oauth, authorize)
     elif installation is not None and oauth is None:
         options = {"authorize": authorize_as(installation)}
     else:
@@ -131,8 +132,10 @@ def create_app(
     app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
     slack = oauth_gateway(oauth, client) if oauth else single_workspace(client)
-    if oauth:
-        UninstallListeners(store=store, installations=oauth.installation_store).register(app)
+    if oauth and authorize:
+        UninstallListeners(
+            store=store, installations=oauth.installation_store, forget=authorize.forget
+        ).register(app)
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)

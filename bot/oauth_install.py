@@ -12,7 +12,8 @@ and every Web API call for it uses its token (``bot.workspaces.TeamClients``). S
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,10 @@ AUTHORIZE_DB_S = 1.0
 """How long a request's read of its workspace's installation may wait on the database,
 seconds: it runs before the ack, which Slack needs within 3 s
 (https://docs.slack.dev/interactivity/handling-user-interaction#acknowledgment_response)."""
+LAST_READ_MAX_S = 60.0
+"""How old an installation read may be to answer for a database that cannot, seconds: an
+uninstall another web process recorded meanwhile stops being served by then (one this
+process records is forgotten at once, ``StoreAuthorize.forget``)."""
 
 
 def authorize_url_of(api_url: str) -> str:
@@ -105,12 +110,22 @@ class StoreAuthorize(AsyncAuthorize):
 
     Args:
         installations: Where installations are kept.
+        clock: Monotonic seconds (the age of a read, ``LAST_READ_MAX_S``).
     """
 
-    def __init__(self, installations: AsyncInstallationStore) -> None:
+    def __init__(
+        self, installations: AsyncInstallationStore, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.installations = installations
-        self._last_read: dict[tuple[str | None, str | None], Bot] = {}
+        self.clock = clock
+        self._last_read: dict[tuple[str | None, str | None], tuple[float, Bot]] = {}
+
+    def forget(self, team_id: str) -> None:
+        """Never answer for workspace ``team_id`` from an earlier read again (it left:
+        ``bot.uninstalls``)."""
+        for key in [k for k in self._last_read if k[1] == team_id]:
+            del self._last_read[key]
 
     async def __call__(
         self,
@@ -143,8 +158,8 @@ class StoreAuthorize(AsyncAuthorize):
         )
 
     async def _bot(self, enterprise_id: str | None, team_id: str | None) -> Bot | None:
-        """The workspace's installation, read now, or the last one read if the database
-        cannot answer within ``AUTHORIZE_DB_S``."""
+        """The workspace's installation, read now, or the last one read (within
+        ``LAST_READ_MAX_S``) if the database cannot answer within ``AUTHORIZE_DB_S``."""
         key = (enterprise_id, team_id)
         try:
             with within(AUTHORIZE_DB_S):
@@ -152,22 +167,22 @@ class StoreAuthorize(AsyncAuthorize):
                     enterprise_id=enterprise_id, team_id=team_id
                 )
         except StoreUnavailableError as exc:
-            last = self._last_read.get(key)
-            if last is None:
+            read_at, last = self._last_read.get(key, (None, None))
+            if read_at is None or last is None or self.clock() - read_at > LAST_READ_MAX_S:
                 raise
             logger.warning("team %s authorized from its last read installation: %s", team_id, exc)
             return last
         if bot is None:
             self._last_read.pop(key, None)  # uninstalled: never served again
         else:
-            self._last_read[key] = bot
+            self._last_read[key] = (self.clock(), bot)
         return bot
 
 
-def bolt_options(oauth: AsyncOAuthSettings) -> dict[str, Any]:
-    """``AsyncApp``'s arguments for OAuth: the flow's settings, and ``StoreAuthorize``
-    (Bolt takes an ``AsyncAuthorize`` instance beside OAuth settings)."""
-    return {"oauth_settings": oauth, "authorize": StoreAuthorize(oauth.installation_store)}
+def bolt_options(oauth: AsyncOAuthSettings, authorize: StoreAuthorize) -> dict[str, Any]:
+    """``AsyncApp``'s arguments for OAuth: the flow's settings, and ``authorize`` (Bolt
+    takes an ``AsyncAuthorize`` instance beside OAuth settings)."""
+    return {"oauth_settings": oauth, "authorize": authorize}
 
 
 def oauth_gateway(oauth: AsyncOAuthSettings, client: AsyncWebClient) -> SlackGateway:

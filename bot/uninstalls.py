@@ -22,6 +22,7 @@ through the OAuth pages within one second are not something people do).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -96,11 +97,21 @@ class UninstallListeners:
     Args:
         store: The approval store (the workspace's requests are closed in it).
         installations: Where installations are kept.
+        forget: Called with the workspace's ``team_id`` once its installation is deleted
+            (``bot.oauth_install.StoreAuthorize.forget``: no request of it is authorized
+            from an earlier read).
     """
 
-    def __init__(self, *, store: ApprovalStore, installations: AsyncInstallationStore) -> None:
+    def __init__(
+        self,
+        *,
+        store: ApprovalStore,
+        installations: AsyncInstallationStore,
+        forget: Callable[[str], None],
+    ) -> None:
         self.store = store
         self.installations = installations
+        self.forget = forget
 
     def register(self, app: AsyncApp) -> None:
         """Attach the listeners to ``app``."""
@@ -134,6 +145,7 @@ class UninstallListeners:
             await self.installations.async_delete_all(
                 enterprise_id=callback.enterprise_id, team_id=team_id
             )
+            self.forget(team_id)
             closed = await self.store.close_workspace(team_id, note=uninstalled_note(team_id))
         except StoreUnavailableError as exc:
             # Slack does not retry an acked event: the admin reinstalls or uninstalls again.

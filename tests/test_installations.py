@@ -20,7 +20,12 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackRefusedError
 from bot.installations import InstallationStore
-from bot.oauth_install import AUTHORIZE_DB_S, StoreAuthorize, authorize_url_of
+from bot.oauth_install import (
+    AUTHORIZE_DB_S,
+    LAST_READ_MAX_S,
+    StoreAuthorize,
+    authorize_url_of,
+)
 from bot.oauth_states import OAuthStateStore
 from bot.uninstalls import UninstallListeners, predates
 from bot.workspaces import NOT_INSTALLED, TeamClients
@@ -147,26 +152,38 @@ async def test_each_workspace_gets_its_own_token_and_an_uninstalled_one_none(
 async def test_authorize_is_bounded_and_answers_from_the_last_read_when_the_table_is_locked(
     pg_url: str,
 ) -> None:
+    """The installation last read answers for a database that cannot, for
+    ``LAST_READ_MAX_S`` and until the workspace leaves; the read is bounded either way."""
     backend = await open_backend(pg_url)
     await backend.release()
     installations = InstallationStore(backend.db)
-    await installations.async_save(installation("T1", "xoxb-1"))
-    await installations.async_save(installation("T2", "xoxb-2"))
-    authorize = StoreAuthorize(installations)
-    first = await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9")
-    assert first is not None and first.bot_token == "xoxb-1"
+    for team_id in ("T1", "T2", "T3"):
+        await installations.async_save(installation(team_id, f"xoxb-{team_id}"))
+    now = [0.0]
+    authorize = StoreAuthorize(installations, clock=lambda: now[0])
+
+    async def token(team_id: str) -> str | None:
+        found = await authorize(context={}, enterprise_id=None, team_id=team_id, user_id="U9")
+        return found.bot_token if found else None
+
+    assert [await token(t) for t in ("T1", "T3")] == ["xoxb-T1", "xoxb-T3"]  # read now
     try:
         async with await psycopg.AsyncConnection.connect(pg_url) as holder:
             await holder.execute("LOCK TABLE slack_installations IN ACCESS EXCLUSIVE MODE")
             started = time.monotonic()
-            again = await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9")
-            assert again is not None and again.bot_token == "xoxb-1"  # the last read
+            assert await token("T1") == "xoxb-T1"  # the last read, the lock still held
             with pytest.raises(StoreUnavailableError):  # never read here: no answer to give
-                await authorize(context={}, enterprise_id=None, team_id="T2", user_id="U9")
-            assert time.monotonic() - started < 2 * AUTHORIZE_DB_S + 1.0  # both bounded
+                await token("T2")
+            authorize.forget("T3")  # T3 left (bot.uninstalls)
+            with pytest.raises(StoreUnavailableError):
+                await token("T3")
+            now[0] = LAST_READ_MAX_S + 1  # T1's read is too old to answer for it now
+            with pytest.raises(StoreUnavailableError):
+                await token("T1")
+            assert time.monotonic() - started < 4 * AUTHORIZE_DB_S + 1.0  # each bounded
             await holder.rollback()
         await installations.async_delete_all(enterprise_id=None, team_id="T1")
-        assert await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9") is None
+        assert await token("T1") is None
     finally:
         await backend.close()
 
@@ -252,7 +269,10 @@ async def test_an_uninstall_with_a_time_that_is_not_whole_seconds_still_leaves(
     as malformed with the tokens kept."""
     installations = InstallationStore(store.db, clock=store.clock)
     await installations.async_save(installation("T1", "xoxb-1"))
-    listeners = UninstallListeners(store=store, installations=installations)
+    forgotten: list[str] = []
+    listeners = UninstallListeners(
+        store=store, installations=installations, forget=forgotten.append
+    )
     acked: list[object] = []
 
     async def ack(*args: object, **kwargs: object) -> None:
@@ -267,3 +287,4 @@ async def test_an_uninstall_with_a_time_that_is_not_whole_seconds_still_leaves(
     await listeners.on_leaving(ack, body)
     assert acked
     assert await installations.async_find_bot(enterprise_id=None, team_id="T1") is None
+    assert forgotten == ["T1"]  # StoreAuthorize answers for it from no earlier read
