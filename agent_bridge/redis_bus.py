@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "agent_bridge:signals:"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+WHERE_PARAMETERS = ("hostaddr", "service")
+"""libpq's other parameters naming the server (an IP address beside ``host``; a
+``pg_service.conf`` entry), in a channel name after the host and port."""
 CONNECT_TIMEOUT_S = 2.0
 RECONNECT_BACKOFF_MAX_S = 5.0
 
@@ -38,7 +41,8 @@ def signal_channel(database_url: str) -> str:
     ``agent_bridge:signals:db.internal:5432/approvals``; ``sqlite:///path`` its path. A
     PostgreSQL URL is read as libpq reads it (``conninfo_to_dict``), so a host given as a
     query parameter counts too (``postgresql:///approvals?host=/cloudsql/acme-prod:db``,
-    libpq's form for a Unix socket or Cloud SQL; two such deployments differ only there).
+    libpq's form for a Unix socket or Cloud SQL; two such deployments differ only there),
+    and so do ``hostaddr`` and ``service`` (``WHERE_PARAMETERS``).
     """
     parts = urlsplit(database_url)
     if parts.scheme in POSTGRES_SCHEMES:
@@ -50,6 +54,9 @@ def signal_channel(database_url: str) -> str:
         where = host if host.startswith("/") else host.lower()
         if conninfo.get("port"):
             where += f":{conninfo['port']}"
+        for key in WHERE_PARAMETERS:  # also say where the server is; never a secret
+            if conninfo.get(key):
+                where += f"?{key}={conninfo[key]}"
         return f"{CHANNEL_PREFIX}{where}/{conninfo.get('dbname') or ''}"
     return f"{CHANNEL_PREFIX}{parts.path or '/'}"
 

@@ -124,6 +124,11 @@ def test_the_channel_names_the_database_never_its_credentials() -> None:
         ),
         ("postgresql:///approvals?host=/srv/a/run", "postgres:///approvals?host=/srv/b/run"),
         ("postgresql://db.a:5432/approvals", "postgresql:///approvals?host=db.b&port=5432"),
+        ("postgresql:///approvals?service=prod", "postgresql:///approvals?service=staging"),
+        (
+            "postgresql://db/approvals?hostaddr=10.0.0.1",
+            "postgresql://db/approvals?hostaddr=10.0.0.2",
+        ),
     ],
 )
 def test_deployments_whose_databases_differ_only_in_a_host_parameter_get_two_channels(
