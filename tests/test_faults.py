@@ -15,6 +15,7 @@ import psycopg
 import pytest
 import redis
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.conninfo import conninfo_to_dict
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge import wording
@@ -427,7 +428,7 @@ class TestStalledRedis:
             )
 
             async def release_once_the_submission_waits() -> None:
-                await harness.wait_for(lambda: _lock_waiters(url), timeout_s=5.0)
+                await harness.wait_for(lambda: waiting_on_lock(url, ""), timeout_s=5.0)
                 await asyncio.sleep(1.2)  # the injected fault: how long the lock is held
                 await holder.rollback()
 
@@ -445,16 +446,6 @@ class TestStalledRedis:
         assert decided.decided_by == DBA and decided.decision is not None
         await harness.click(write, "approve")  # no signal reaches a worker: the sweep does
         assert (await harness.finished(run)).state == RunState.DONE
-
-
-async def _lock_waiters(url: str) -> bool:
-    """Whether another backend of this database waits on a lock now."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        found = await conn.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        return await found.fetchone() is not None
 
 
 async def test_no_request_waits_for_auth_test(harness: Harness) -> None:
@@ -622,6 +613,20 @@ async def rows_locked(url: str, request_ids: list[str], strength: str) -> AsyncI
         )
         assert len(await locked.fetchall()) == len(request_ids)
         yield
+
+
+WAITING_ON_LOCK = """SELECT count(*) AS waiting FROM pg_stat_activity
+    WHERE datname = %(db)s AND wait_event_type = 'Lock' AND query ILIKE %(query)s"""
+
+
+async def waiting_on_lock(url: str, query_start: str) -> bool:
+    """Whether a session of ``url``'s database waits on a lock in a statement beginning
+    with ``query_start``."""
+    db = conninfo_to_dict(url)["dbname"]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(WAITING_ON_LOCK, {"db": db, "query": f"{query_start}%"})
+        row = await cur.fetchone()
+        return bool(row and row[0])
 
 
 def terminate_connections(name: str) -> None:

@@ -18,9 +18,8 @@ from agent_bridge.store import ApprovalStore
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.harness import Harness
-from tests.test_faults import rows_locked
+from tests.test_faults import rows_locked, waiting_on_lock
 from tests.test_run_driver import driver_for, new_run
-from tests.test_web_stop import waiting_on_lock
 
 OWNER = "test-failing-worker"
 TWO_CALLS = json.dumps(

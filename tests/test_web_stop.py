@@ -12,28 +12,12 @@ import asyncio
 import signal
 from pathlib import Path
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot.app import EVENTS_PATH
 from tests.harness import REVIEWER, Harness
-from tests.test_faults import rows_locked
+from tests.test_faults import rows_locked, waiting_on_lock
 from tests.web_process import EXIT_TIMEOUT_S, answers, start_web_process
-
-WAITING_ON_LOCK = """SELECT count(*) AS waiting FROM pg_stat_activity
-    WHERE datname = %(db)s AND wait_event_type = 'Lock' AND query ILIKE %(query)s"""
-
-
-async def waiting_on_lock(url: str, query_start: str) -> bool:
-    """Whether a session of ``url``'s database waits on a lock in a statement beginning
-    with ``query_start``."""
-    db = conninfo_to_dict(url)["dbname"]
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        cur = await conn.execute(WAITING_ON_LOCK, {"db": db, "query": f"{query_start}%"})
-        row = await cur.fetchone()
-        return bool(row and row[0])
 
 
 async def test_sigterm_while_an_acked_click_waits_on_the_database_records_it(
