@@ -116,8 +116,9 @@ def create_app(
         session=client.session,
         retry_handlers=client.retry_handlers,
     )
-    authorize = StoreAuthorize(oauth.installation_store) if oauth is not None else None
-    if oauth is not None and authorize is not None and installation is None:
+    authorize: StoreAuthorize | None = None  # OAuth mode's, which uninstalls tell
+    if oauth is not None and installation is None:
+        authorize = StoreAuthorize(oauth.installation_store)
         options = bolt_options(oauth, authorize)
     elif installation is not None and oauth is None:
         options = {"authorize": authorize_as(installation)}
@@ -132,7 +133,7 @@ def create_app(
     app.use(bind_actor)
     app.use(DedupeMiddleware(deduper))
     slack = oauth_gateway(oauth, client) if oauth else single_workspace(client)
-    if oauth and authorize:
+    if oauth is not None and authorize is not None:
         UninstallListeners(
             store=store, installations=oauth.installation_store, forget=authorize.forget
         ).register(app)
