@@ -687,7 +687,9 @@ class ApprovalStore:
         """Count ``user_id``'s approval of the call's ``version`` (the one on the card they
         clicked); record the decision once ``required_approvals`` distinct people have.
         Earlier approvals by people not in ``still_approvers`` (if given: they left the
-        approvers since) are dropped first.
+        approvers since) are dropped first; with ``known``, only of the approvals it held,
+        which ``still_approvers`` was judged from: one counted after that read, by a click
+        racing this one, was authorized by its own click and stays.
 
         A compare-and-set on the request's ``revision``, retried when another approval
         lands first, with its audit event in the same transaction. ``known``, the request
@@ -740,6 +742,7 @@ class ApprovalStore:
         still_approvers: frozenset[str] | None = None,
         known: ApprovalRequest | None = None,
     ) -> Recording:
+        judged = frozenset(known.approved_by) if known is not None else None
         for _ in range(APPROVAL_ATTEMPTS):
             current = known or await self.get_request(request_id)
             if current is None:
@@ -756,7 +759,11 @@ class ApprovalStore:
                 return refusal
             pending_edit = edit or current.pending_edit
             earlier = [
-                u for u in current.approved_by if still_approvers is None or u in still_approvers
+                u
+                for u in current.approved_by
+                if still_approvers is None
+                or u in still_approvers
+                or (judged is not None and u not in judged)  # not judged: counted since
             ]
             approved_by = [user_id] if edit else [*earlier, user_id]
             decide = len(approved_by) >= current.approvals_required(pending_edit)

@@ -135,6 +135,31 @@ async def test_an_edit_replaces_the_call_and_restarts_its_approvals(store: Appro
     assert events[2].edited_args == {"path": "b.txt", "content": "y"}
 
 
+async def test_a_racing_approval_is_kept_and_only_one_judged_gone_is_dropped(
+    store: ApprovalStore,
+) -> None:
+    """Three approvals needed; UA and UX approved. UB's and UC's clicks read the card at
+    once (approved by UA and UX), and the guard judged UX gone (left the approvers): both
+    pass ``still_approvers`` {UA}. UC's compare-and-set lands first; UB's is retried on a
+    fresh read, where UC's approval, counted after UB's read and authorized by UC's own
+    click, stays, and UX's is still dropped."""
+    request = await stored_quorum(store, required=3)
+    for user_id in ("UA", "UX"):
+        await store.approve("q1", user_id=user_id, team_id="T1", version=request.version)
+    seen = await store.get_request("q1")  # what both clicks read
+    assert seen is not None and seen.approved_by == ["UA", "UX"]
+    still = frozenset({"UA"})
+    first = await store.approve(
+        "q1", user_id="UC", team_id="T1", version=seen.version, still_approvers=still, known=seen
+    )
+    assert isinstance(first, Counted) and first.request.approved_by == ["UA", "UC"]
+    second = await store.approve(
+        "q1", user_id="UB", team_id="T1", version=seen.version, still_approvers=still, known=seen
+    )
+    assert isinstance(second, Recorded)
+    assert second.request.approved_by == ["UA", "UC", "UB"]
+
+
 async def test_with_one_required_approval_an_edit_is_decided_at_once(
     store: ApprovalStore,
 ) -> None:
