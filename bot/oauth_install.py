@@ -120,10 +120,12 @@ class StoreAuthorize(AsyncAuthorize):
         self.installations = installations
         self.clock = clock
         self._last_read: dict[tuple[str | None, str | None], tuple[float, Bot]] = {}
+        self._forgotten: dict[str, int] = {}  # times each workspace left, so far
 
     def forget(self, team_id: str) -> None:
         """Never answer for workspace ``team_id`` from an earlier read again (it left:
-        ``bot.uninstalls``)."""
+        ``bot.uninstalls``), nor from a read in flight now (it may predate the delete)."""
+        self._forgotten[team_id] = self._forgotten.get(team_id, 0) + 1
         for key in [k for k in self._last_read if k[1] == team_id]:
             del self._last_read[key]
 
@@ -161,6 +163,7 @@ class StoreAuthorize(AsyncAuthorize):
         """The workspace's installation, read now, or the last one read (within
         ``LAST_READ_MAX_S``) if the database cannot answer within ``AUTHORIZE_DB_S``."""
         key = (enterprise_id, team_id)
+        left = self._forgotten.get(team_id or "", 0)
         try:
             with within(AUTHORIZE_DB_S):
                 bot = await self.installations.async_find_bot(
@@ -174,7 +177,7 @@ class StoreAuthorize(AsyncAuthorize):
             return last
         if bot is None:
             self._last_read.pop(key, None)  # uninstalled: never served again
-        else:
+        elif self._forgotten.get(team_id or "", 0) == left:  # it did not leave meanwhile
             self._last_read[key] = (self.clock(), bot)
         return bot
 

@@ -29,6 +29,8 @@ from bot.oauth_install import (
 from bot.oauth_states import OAuthStateStore
 from bot.uninstalls import UninstallListeners, predates
 from bot.workspaces import NOT_INSTALLED, TeamClients
+from tests.harness import Harness
+from tests.test_faults import waiting_on_lock
 
 NOW = 1_000.0
 
@@ -184,6 +186,38 @@ async def test_authorize_is_bounded_and_answers_from_the_last_read_when_the_tabl
             await holder.rollback()
         await installations.async_delete_all(enterprise_id=None, team_id="T1")
         assert await token("T1") is None
+    finally:
+        await backend.close()
+
+
+async def test_a_read_in_flight_when_its_workspace_leaves_never_answers_for_it_later(
+    pg_url: str,
+) -> None:
+    """A request's read of the installation is held up (a lock) while the workspace
+    leaves (``StoreAuthorize.forget``); the read then returns the row as it was: it must
+    not become the installation that answers for the database later."""
+    backend = await open_backend(pg_url)
+    await backend.release()
+    installations = InstallationStore(backend.db)
+    await installations.async_save(installation("T1", "xoxb-T1"))
+    authorize = StoreAuthorize(installations)
+
+    async def token() -> str | None:
+        found = await authorize(context={}, enterprise_id=None, team_id="T1", user_id="U9")
+        return found.bot_token if found else None
+
+    try:
+        async with await psycopg.AsyncConnection.connect(pg_url) as holder:
+            await holder.execute("LOCK TABLE slack_installations IN ACCESS EXCLUSIVE MODE")
+            in_flight = asyncio.create_task(token())
+            await Harness.wait_for(lambda: waiting_on_lock(pg_url, "SELECT"))  # it waits
+            authorize.forget("T1")  # T1 left meanwhile
+            await holder.rollback()
+            assert await in_flight == "xoxb-T1"  # that one request, read before it left
+            await holder.execute("LOCK TABLE slack_installations IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreUnavailableError):  # nothing answers for T1 now
+                await token()
+            await holder.rollback()
     finally:
         await backend.close()
 
