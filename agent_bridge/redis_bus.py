@@ -19,11 +19,11 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from agent_bridge.bus import Signal
+from agent_bridge.db import dialect_of
 
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "agent_bridge:signals:"
-POSTGRES_SCHEMES = ("postgresql", "postgres")
 WHERE_PARAMETERS = ("hostaddr", "service")
 """libpq's other parameters naming the server (an IP address beside ``host``; a
 ``pg_service.conf`` entry), in a channel name after the host and port."""
@@ -44,8 +44,7 @@ def signal_channel(database_url: str) -> str:
     libpq's form for a Unix socket or Cloud SQL; two such deployments differ only there),
     and so do ``hostaddr`` and ``service`` (``WHERE_PARAMETERS``).
     """
-    parts = urlsplit(database_url)
-    if parts.scheme in POSTGRES_SCHEMES:
+    if dialect_of(database_url) == "postgres":  # never urlsplit: libpq takes more than it
         try:
             conninfo = conninfo_to_dict(database_url)
         except psycopg.ProgrammingError:
@@ -58,7 +57,7 @@ def signal_channel(database_url: str) -> str:
             if conninfo.get(key):
                 where += f"?{key}={conninfo[key]}"
         return f"{CHANNEL_PREFIX}{where}/{conninfo.get('dbname') or ''}"
-    return f"{CHANNEL_PREFIX}{parts.path or '/'}"
+    return f"{CHANNEL_PREFIX}{urlsplit(database_url).path or '/'}"
 
 
 class RedisBus:

@@ -113,6 +113,9 @@ def test_the_channel_names_the_database_never_its_credentials() -> None:
     assert signal_channel(url) == "agent_bridge:signals:db.internal:6432/approvals"
     assert signal_channel("sqlite:///var/lib/app.db") == "agent_bridge:signals:/var/lib/app.db"
     assert signal_channel("postgresql:///approvals") == "agent_bridge:signals:/approvals"
+    # libpq takes an unescaped '[' in a password, which urlsplit refuses (IPv6 brackets)
+    with_bracket = "postgresql://app:pa[ss@127.0.0.1:5432/approvals"
+    assert signal_channel(with_bracket) == "agent_bridge:signals:127.0.0.1:5432/approvals"
 
 
 @pytest.mark.parametrize(
