@@ -162,7 +162,12 @@ class CardOwner:
         await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link)
 
     async def redraw(
-        self, request_id: str, *, siblings: bool = True, known: ApprovalRequest | None = None
+        self,
+        request_id: str,
+        *,
+        siblings: bool = True,
+        known: ApprovalRequest | None = None,
+        run: Run | None = None,
     ) -> ApprovalRequest | None:
         """Redraw the request's card from the store's current state and, with
         ``siblings`` (its interrupt's progress changed), its pending siblings in a batch of
@@ -177,14 +182,20 @@ class CardOwner:
         (``drawn_revision`` < ``revision``). Slack failures are logged, not raised: what
         changed is already recorded.
 
-        The run is read once: what a card shows of it (task, requester, thread) is set
-        before its first card is posted.
+        The run is read once, or not at all when the caller gives it: what a card shows
+        of it (task, requester, thread) is set before its first card is posted, but for
+        the link to its thread, so a run given without that link is read again for a
+        card posted outside the thread.
 
         Args:
             request_id: The request whose card to redraw.
             siblings: Whether its batch's pending cards are redrawn too.
-            known: The request as the caller last read it, if it has it (only its run and
-                interrupt are used, which never change: the state drawn is read fresh).
+            known: The request as the caller last read or wrote it, if it has it. Its run
+                and interrupt are used, which never change; alone in its batch
+                (``batch_size`` 1), it is also drawn as it is, without reading the batch:
+                the revisions read as it is marked drawn say whether the store has
+                changed since, and if so the card is drawn again from a fresh read.
+            run: The request's run, if the caller has it.
 
         Returns:
             The request as it is now on Slack (``message_ts`` changes when its deleted
@@ -193,10 +204,7 @@ class CardOwner:
         first = known if known is not None else await self.store.get_request(request_id)
         if first is None:
             return None
-        run, batch = await asyncio.gather(  # two reads, neither needing the other
-            self.store.get_run(first.run_id),
-            self.store.requests_for_interrupt(first.interrupt_id),
-        )
+        run, batch = await self._run_and_batch(first, known is not None, run)
         drawn: ApprovalRequest | None = None
         seen: dict[str, int] | None = None
         after: dict[str, int] | None = None  # the revisions as the last card was marked
@@ -233,6 +241,26 @@ class CardOwner:
             await self._redraw_pointer(drawn, run)
             self._changed(drawn)
         return drawn
+
+    async def _run_and_batch(
+        self, first: ApprovalRequest, given: bool, run: Run | None
+    ) -> tuple[Run, list[ApprovalRequest]]:
+        """What ``redraw`` draws from: ``first``'s run and its interrupt's batch, each
+        read unless the caller gave it (``given``: ``first`` is the caller's own)."""
+        if run is not None and run.run_id != first.run_id:
+            run = None
+        if given and first.batch_size == 1:
+            batch = [first]
+        elif run is None:
+            return await asyncio.gather(  # two reads, neither needing the other
+                self.store.get_run(first.run_id),
+                self.store.requests_for_interrupt(first.interrupt_id),
+            )
+        else:
+            batch = await self.store.requests_for_interrupt(first.interrupt_id)
+        if run is None or (run.thread_link is None and any(_elsewhere(r, run) for r in batch)):
+            run = await self.store.get_run(first.run_id)
+        return run, batch
 
     def _changed(self, request: ApprovalRequest) -> None:
         if self.on_change is not None:

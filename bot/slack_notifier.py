@@ -104,8 +104,10 @@ class SlackNotifier:
             logger.warning("run=%s requester not told: %s", run.run_id, failed)
 
     async def approval_updated(self, request: ApprovalRequest, *, run: Run) -> None:
-        """See ``Notifier.approval_updated``: redrawn from the store's current state."""
-        await self.cards.redraw(request.request_id, known=request)
+        """See ``Notifier.approval_updated``: redrawn from the store's current state
+        (a request alone in its batch from ``request`` itself, checked against the
+        store as it is marked drawn: ``CardOwner.redraw``)."""
+        await self.cards.redraw(request.request_id, known=request, run=run)
 
     async def reminder(self, request: ApprovalRequest, *, run: Run) -> None:
         """See ``Notifier.reminder``: posted where the card is (in its Slack thread, or under

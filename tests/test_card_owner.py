@@ -17,7 +17,8 @@ import pytest
 
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
-from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
+from agent_bridge.db import Database
+from agent_bridge.models import ApprovalRequest, Decision, Recorded, Run, RunState
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -219,6 +220,97 @@ async def test_a_redraw_from_older_state_that_lands_last_is_drawn_again(
     assert "Approved" in blocks and '"actions"' not in blocks
     stored = await store.get_request("r1")
     assert stored is not None and stored.drawn_revision == stored.revision
+
+
+class ReadCountingStore(ApprovalStore):
+    """A store counting the reads a redraw may skip: the run, the interrupt's batch."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.reads: list[str] = []
+
+    async def get_run(self, run_id: str) -> Run:
+        self.reads.append("run")
+        return await super().get_run(run_id)
+
+    async def requests_for_interrupt(self, interrupt_id: str) -> list[ApprovalRequest]:
+        self.reads.append("batch")
+        return await super().requests_for_interrupt(interrupt_id)
+
+
+@pytest.fixture
+async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, MemoryGateway, Run]]:
+    """One pending card alone in its batch (``batch_size`` 1), posted on the gateway's
+    twin, on a store counting its reads."""
+    backend = await open_backend(store_url)
+    await backend.release()
+    store = ReadCountingStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    lone = make_request("r1").model_copy(update={"batch_size": 1})
+    (request,) = await store.add_requests([lone])
+    slack = MemoryGateway()
+    await CardOwner(store=store, slack=slack).post(request, run)
+    store.reads.clear()
+    yield store, slack, run
+    await backend.close()
+
+
+def lone_card_blocks(slack: MemoryGateway) -> str:
+    (blocks,) = slack.messages.values()
+    return json.dumps(blocks)
+
+
+async def test_a_lone_card_redrawn_from_its_change_reads_neither_its_batch_nor_its_run(
+    lone_card: tuple[ReadCountingStore, MemoryGateway, Run],
+) -> None:
+    """The click's redraw (and the worker's, after a result) has the request as its
+    write returned it, and the worker has the run: nothing is read before drawing."""
+    store, slack, run = lone_card
+    recorded = await store.record_decision("r1", Decision(type="reject"), user_id="U2")
+    assert isinstance(recorded, Recorded)
+    await CardOwner(store=store, slack=slack).redraw("r1", known=recorded.request, run=run)
+    assert store.reads == []
+    assert "Rejected" in lone_card_blocks(slack)
+    assert '"actions"' not in lone_card_blocks(slack)
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
+
+
+async def test_a_lone_card_given_older_than_the_store_is_drawn_again_from_the_store(
+    lone_card: tuple[ReadCountingStore, MemoryGateway, Run],
+) -> None:
+    """A caller's copy drawn as it is, but the store changed since (a decision came
+    between the caller's read and its redraw): the revisions read as the card is marked
+    drawn say so, and the card is drawn again from the store."""
+    store, slack, run = lone_card
+    older = await store.get_request("r1")
+    assert older is not None
+    await store.record_decision("r1", Decision(type="reject"), user_id="U2")
+    await CardOwner(store=store, slack=slack).redraw("r1", known=older, run=run)
+    assert store.reads == ["batch"]
+    assert "Rejected" in lone_card_blocks(slack)
+    assert '"actions"' not in lone_card_blocks(slack)
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
+
+
+async def test_a_run_given_without_its_thread_link_is_read_for_a_card_outside_the_thread(
+    lone_card: tuple[ReadCountingStore, MemoryGateway, Run],
+) -> None:
+    """A card in another channel links back to its run's thread; a run given by a
+    caller that has not seen the link (set when the card was posted) is read again."""
+    store, slack, run = lone_card
+    await store.set_run_thread_ts(run.run_id, "1.0")
+    await store.set_run_thread_link(run.run_id, "https://sandbox.slack.test/archives/C1/p10")
+    moved = await store.get_request("r1")
+    assert moved is not None
+    elsewhere = moved.model_copy(update={"channel_id": "C0APPROVALS"})
+    given = run.model_copy(update={"thread_ts": "1.0"})  # as a driver has it: no link
+    store.reads.clear()
+    await CardOwner(store=store, slack=slack).redraw("r1", known=elsewhere, run=given)
+    assert store.reads[0] == "run"
 
 
 async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(
