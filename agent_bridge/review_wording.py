@@ -73,6 +73,16 @@ def cannot_check_text(groups: str) -> str:
     )
 
 
+def approvals_unjudged_text(groups: str) -> str:
+    """An approval that would count with earlier ones nobody can check now (an approver
+    group could not be read); it fails closed, keeping theirs."""
+    return (
+        f":warning: Nothing was recorded: the approver groups ({groups}) could not be read "
+        "from Slack just now, so whether the earlier approvals of this request still count "
+        "cannot be checked, and yours cannot be counted with them. Please try again shortly."
+    )
+
+
 MENTION_IN_THREAD_TEXT = (
     "A mention in a thread does not start a run (nor answer this one). To start a run, "
     "mention me in a new message or use `/agent <task>`; to decide, use the card's buttons."

@@ -46,7 +46,7 @@ from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.authorization import Installation
 from bot.blocks import already_decided_text
-from bot.errors import PayloadError, SlackCallError
+from bot.errors import ApprovalsUnjudgedError, PayloadError, SlackCallError
 from bot.guard import Guard, actor_of, clicked_of, installation_of
 from bot.modals import (
     render_edit_modal,
@@ -270,7 +270,13 @@ class ActionListeners:
             await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
             await self._refresh(request)
             return None
-        still_approvers = await self.guard.current_approvers(request, installation=installation)
+        try:
+            still_approvers = await self.guard.current_approvers(
+                request, actor=actor_of(payload), installation=installation
+            )
+        except ApprovalsUnjudgedError as exc:
+            await self.tell(payload, review_wording.approvals_unjudged_text(", ".join(exc.groups)))
+            return None
         with within(DECISION_DB_S):
             return await self.recorder.record(
                 request.request_id,

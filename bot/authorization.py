@@ -21,15 +21,22 @@ in this order; the first failure is the answer, in plain words
    only when all of it was resolved: if the approvers' groups could not be read, nobody
    is authorized by them (it fails closed); a backup list that could not be read does
    not lock out approvers who are known.
+
+Earlier approvals of a quorum count only while their people are still approvers
+(``still_approving``): someone a list no longer names is dropped, but only when every
+group that could hold them was read; if one could not be, the click that would count
+with them is refused instead (it fails closed, and drops nobody's approval).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_bridge import review_wording
 from agent_bridge.models import ApprovalRequest
 from bot.directory import Members
+from bot.errors import ApprovalsUnjudgedError
 from bot.mrkdwn import inline_code
 
 TOOL_NAME_MAX_CHARS = 100
@@ -159,3 +166,25 @@ def refusal(
             ", ".join(g for m in unresolved for g in m.unresolved)
         )
     return review_wording.not_approver_text(name)
+
+
+def still_approving(request: ApprovalRequest, lists: Sequence[Members]) -> frozenset[str]:
+    """Of ``request.approved_by``, the people the approver ``lists`` (its approvers and,
+    once escalated, its backup approvers, as resolved now) still name.
+
+    A list's ``users`` holds only people it surely names (user IDs it lists, members of
+    the groups read), so they count whether or not the rest of it was read. Someone
+    named by none is dropped when every group was read, or when Slack says the groups
+    not read do not exist (nobody is in them).
+
+    Raises:
+        ApprovalsUnjudgedError: Someone is named by none of the lists read and a group
+            that could hold them was not read (a passing failure): counting the click
+            now would drop their approval on a guess.
+    """
+    named = frozenset().union(*(m.users for m in lists))
+    gone = [u for u in request.approved_by if u not in named]
+    unread = tuple(g for m in lists for g in m.unresolved if g not in m.unknown)
+    if gone and unread:
+        raise ApprovalsUnjudgedError(unread)
+    return frozenset(u for u in request.approved_by if u in named)

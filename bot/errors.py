@@ -62,3 +62,20 @@ class SlackRefusedError(SlackCallError):
 
     Retrying the same call fails again; the message names Slack's error code.
     """
+
+
+class ApprovalsUnjudgedError(BotError):
+    """Whether an earlier approval of a request still counts cannot be told: the person
+    is named by none of the approver lists read, and an approver group Slack did not
+    list (a passing failure, not a group Slack says does not exist) may hold them.
+
+    Nothing is recorded; the clicker is told so and may click again once Slack lists
+    the group (``bot.guard.Guard.current_approvers``).
+
+    Attributes:
+        groups: The user group IDs Slack did not list.
+    """
+
+    def __init__(self, groups: tuple[str, ...]) -> None:
+        super().__init__(f"approver groups not read: {', '.join(groups)}")
+        self.groups = groups

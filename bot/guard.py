@@ -21,8 +21,10 @@ from bot.authorization import (
     backup_ids,
     needs_members,
     refusal,
+    still_approving,
 )
 from bot.directory import Directory, Members
+from bot.errors import ApprovalsUnjudgedError
 from bot.payloads import BlockActions, MessageCallback, ViewSubmission
 
 logger = logging.getLogger(__name__)
@@ -162,16 +164,42 @@ class Guard:
         )
 
     async def current_approvers(
-        self, request: ApprovalRequest, *, installation: Installation
+        self, request: ApprovalRequest, *, actor: Actor, installation: Installation
     ) -> frozenset[str] | None:
         """Who of ``request.approved_by`` may still approve it (a DBA who left the group
-        since approving no longer counts); ``None``: all of them (anyone may decide)."""
+        since approving no longer counts: ``bot.authorization.still_approving``);
+        ``None``: all of them (anyone may decide).
+
+        Raises:
+            ApprovalsUnjudgedError: An approver group Slack did not list may hold
+                someone who approved earlier; ``actor``'s approval is refused, and the
+                refusal kept in the audit trail.
+            StoreUnavailableError: The refusal could not be kept.
+        """
         if request.rules.approvers is None or not request.approved_by:
             return None
         members, backup = await self._lists(request, installation)
-        lists = [m for m in (members, backup) if m is not None and m.resolved]
-        known = frozenset().union(*(m.users for m in lists))
-        return frozenset(u for u in request.approved_by if u in known)
+        try:
+            return still_approving(request, [m for m in (members, backup) if m is not None])
+        except ApprovalsUnjudgedError as exc:
+            why = review_wording.approvals_unjudged_text(", ".join(exc.groups))
+            logger.warning(
+                "run=%s interrupt=%s request=%s approve by %s (team %s) refused: %s",
+                request.run_id,
+                request.interrupt_id,
+                request.request_id,
+                actor.user_id,
+                actor.team_id,
+                exc,
+            )
+            await self.store.record_refusal(
+                request,
+                user_id=actor.user_id,
+                team_id=actor.team_id,
+                action="approve",
+                reason=review_wording.plain(why),
+            )
+            raise
 
     async def _lists(
         self, request: ApprovalRequest, installation: Installation

@@ -8,8 +8,9 @@ from agent_bridge import review_wording
 from agent_bridge.binding import call_hash, version_hash
 from agent_bridge.decisions import plan_resume
 from agent_bridge.models import ApprovalRequest, ApprovalState, Decision, ReviewRules
-from bot.authorization import Actor, Clicked, Installation, refusal
+from bot.authorization import Actor, Clicked, Installation, refusal, still_approving
 from bot.directory import Directory, Members
+from bot.errors import ApprovalsUnjudgedError
 from bot.testing import MemoryGateway
 from tests.clocks import ManualClock
 from tests.test_store import make_request
@@ -151,6 +152,35 @@ def test_after_escalation_the_backup_may_decide_too() -> None:
     assert "not an approver" in (why(Actor("UBACK", "T1"), "approve", pending, members=DBAS) or "")
     escalated = request(rules=rules, escalated_at=5.0)
     assert why(Actor("UBACK", "T1"), "approve", escalated, members=backup) is None
+
+
+@pytest.mark.parametrize(
+    ("lists", "still"),
+    [
+        ([DBAS], {"UDBA"}),  # UGONE left the group: dropped
+        (
+            [Members(users=frozenset({"UDBA"}), unresolved=("S0OLD",), unknown=("S0OLD",))],
+            {"UDBA"},
+        ),  # a group Slack says does not exist holds nobody: UGONE dropped
+        (
+            [DBAS, Members(users=frozenset({"UGONE"}), unresolved=("S0BACKUP",))],
+            {"UDBA", "UGONE"},
+        ),  # named surely by a list read in part: kept
+    ],
+)
+def test_earlier_approvals_count_while_their_people_are_still_named(
+    lists: list[Members], still: set[str]
+) -> None:
+    assert still_approving(request(approved_by=["UDBA", "UGONE"]), lists) == still
+
+
+def test_an_earlier_approval_an_unread_group_may_hold_refuses_the_click() -> None:
+    unread = Members(users=frozenset({"UBACKUP"}), unresolved=("S0DBA",))
+    with pytest.raises(ApprovalsUnjudgedError) as raised:
+        still_approving(request(approved_by=["UDBA"]), [unread])
+    assert raised.value.groups == ("S0DBA",)
+    # Nobody to judge (the one approval is named surely): nothing is refused.
+    assert still_approving(request(approved_by=["UBACKUP"]), [unread]) == {"UBACKUP"}
 
 
 async def test_group_members_are_cached_for_the_ttl_then_read_again() -> None:

@@ -484,6 +484,43 @@ async def test_approvers_slack_cannot_list_authorize_nobody(harness: Harness) ->
         assert stored.state == ApprovalState.PENDING and stored.approved_by == []
 
 
+async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_refused(
+    harness: Harness,
+) -> None:
+    """A backup approver clicks Approve on an escalated card while Slack fails to list
+    the approvers' group (the backup group is cached): whether the DBA who approved
+    earlier is still in it cannot be told, so the click is refused, saying so, and the
+    DBA's approval stays; once Slack lists the group again, the click counts."""
+    await people(harness)
+    clock = ManualClock(time.time())
+    harness.store.clock = clock  # the worker's store decides what is due
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    clock.now += 601  # past escalate_after_s: the backup group may decide too
+    await harness.wait_for(lambda: _replies(harness, sql, "you may decide it now"))
+    await harness.click(sql, "approve", user_id=DBA)  # both groups read, and cached
+    await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+    # Slack reports a change to S0DBA, which keeps DBA (the app forgets the group), and
+    # then cannot list it.
+    assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
+    harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
+    await harness.click(sql, "approve", user_id=BACKUP)  # authorized through S0BACKUP
+    note = await told(harness, BACKUP, "earlier approvals")
+    assert "(S0DBA) could not be read" in note["text"] and "Nothing was recorded" in note["text"]
+    stored = await current(harness, sql)
+    assert stored.state == ApprovalState.PENDING and stored.approved_by == [DBA]
+    refused = [
+        e
+        for e in await read_events(harness.store.db, user_id=BACKUP)
+        if e.kind == AuditKind.REFUSED and e.request_id == sql.request_id
+    ]
+    assert refused and "earlier approvals" in (refused[-1].reason or "")
+    harness.sandbox.fail_next("usergroups.users.list", times=0)  # Slack answers again
+    await harness.click(sql, "approve", user_id=BACKUP)
+    decided = await harness.decided(sql)
+    assert decided.decided_by == BACKUP and decided.approved_by == [DBA, BACKUP]
+
+
 async def _approved_by(
     harness: Harness, request: ApprovalRequest, who: list[str]
 ) -> ApprovalRequest | None:
