@@ -116,6 +116,13 @@ class Guard:
         )
         if why is None:
             return None
+        await self._keep_refusal(actor, action, request, why)
+        return why
+
+    async def _keep_refusal(
+        self, actor: Actor, action: str, request: ApprovalRequest, why: str
+    ) -> None:
+        """Log a refusal and append it to the audit trail."""
         logger.info(
             "run=%s interrupt=%s request=%s %s by %s (team %s) refused: %s",
             request.run_id,
@@ -133,7 +140,6 @@ class Guard:
             action=action,
             reason=review_wording.plain(why),
         )
-        return why
 
     async def may_decide(
         self, actor: Actor, request: ApprovalRequest, *, installation: Installation
@@ -183,22 +189,7 @@ class Guard:
             return still_approving(request, [m for m in (members, backup) if m is not None])
         except ApprovalsUnjudgedError as exc:
             why = review_wording.approvals_unjudged_text(", ".join(exc.groups))
-            logger.warning(
-                "run=%s interrupt=%s request=%s approve by %s (team %s) refused: %s",
-                request.run_id,
-                request.interrupt_id,
-                request.request_id,
-                actor.user_id,
-                actor.team_id,
-                exc,
-            )
-            await self.store.record_refusal(
-                request,
-                user_id=actor.user_id,
-                team_id=actor.team_id,
-                action="approve",
-                reason=review_wording.plain(why),
-            )
+            await self._keep_refusal(actor, "approve", request, why)
             raise
 
     async def _lists(

@@ -257,9 +257,12 @@ async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, Me
     await backend.close()
 
 
-def lone_card_blocks(slack: MemoryGateway) -> str:
+async def assert_drawn_rejected(store: ApprovalStore, slack: MemoryGateway) -> None:
+    """The lone card shows its rejection, with no buttons, and is marked drawn so."""
     (blocks,) = slack.messages.values()
-    return json.dumps(blocks)
+    assert "Rejected" in json.dumps(blocks) and '"actions"' not in json.dumps(blocks)
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
 
 
 async def test_a_lone_card_redrawn_from_its_change_reads_neither_its_batch_nor_its_run(
@@ -272,10 +275,7 @@ async def test_a_lone_card_redrawn_from_its_change_reads_neither_its_batch_nor_i
     assert isinstance(recorded, Recorded)
     await CardOwner(store=store, slack=slack).redraw("r1", known=recorded.request, run=run)
     assert store.reads == []
-    assert "Rejected" in lone_card_blocks(slack)
-    assert '"actions"' not in lone_card_blocks(slack)
-    stored = await store.get_request("r1")
-    assert stored is not None and stored.drawn_revision == stored.revision
+    await assert_drawn_rejected(store, slack)
 
 
 async def test_a_lone_card_given_older_than_the_store_is_drawn_again_from_the_store(
@@ -290,10 +290,7 @@ async def test_a_lone_card_given_older_than_the_store_is_drawn_again_from_the_st
     await store.record_decision("r1", Decision(type="reject"), user_id="U2")
     await CardOwner(store=store, slack=slack).redraw("r1", known=older, run=run)
     assert store.reads == ["batch"]
-    assert "Rejected" in lone_card_blocks(slack)
-    assert '"actions"' not in lone_card_blocks(slack)
-    stored = await store.get_request("r1")
-    assert stored is not None and stored.drawn_revision == stored.revision
+    await assert_drawn_rejected(store, slack)
 
 
 async def test_a_run_given_without_its_thread_link_is_read_for_a_card_outside_the_thread(
