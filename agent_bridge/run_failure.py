@@ -61,6 +61,9 @@ class RunFailures:
                 error,
             )
             return []
+        # As stored: the drive that failed may have posted the run's Slack thread since
+        # the claim the caller's copy is from, and the failure goes in that thread.
+        run = await self.store.get_run(run.run_id)
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
         note = run_failed_note(run.run_id)

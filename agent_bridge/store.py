@@ -603,7 +603,7 @@ class ApprovalStore:
 
     async def unmark_reminded(self, request_id: str) -> None:
         """Forget a reminder whose post failed, so the next sweep posts it."""
-        await self.db.execute(UNMARK_REMINDED, {"request_id": request_id})
+        await self.db.execute(UNMARK_REMINDED, {"request_id": request_id, "now": self.clock()})
 
     async def due_expiries(self, *, limit: int = SWEEP_BATCH) -> list[ApprovalRequest]:
         """Return pending requests whose review time is over, the longest over first, at

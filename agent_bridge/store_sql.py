@@ -110,9 +110,15 @@ SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
     ORDER BY expires_at - review_timeout_s / 2 LIMIT :limit"""
 """Uses the expression index ``approval_requests_reminder`` (same expression, same
 predicate): only requests whose half-time has come are read."""
-MARK_REMINDED = """UPDATE approval_requests SET reminded_at = :now
+MARK_REMINDED = """UPDATE approval_requests
+    SET reminded_at = :now, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND reminded_at IS NULL"""
-UNMARK_REMINDED = "UPDATE approval_requests SET reminded_at = NULL WHERE request_id = :request_id"
+UNMARK_REMINDED = """UPDATE approval_requests
+    SET reminded_at = NULL, revision = revision + 1, changed_at = :now
+    WHERE request_id = :request_id"""
+"""A reminder shows on its card ("Reminder sent"), so marking one (or taking it back)
+bumps ``revision`` as every change a card shows does: a card drawn from a copy read
+before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags."""
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
     ORDER BY expires_at LIMIT :limit"""

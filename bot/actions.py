@@ -270,13 +270,16 @@ class ActionListeners:
             await self.tell(payload, review_wording.CALL_CHANGED_TEXT)
             await self._refresh(request)
             return None
-        try:
-            still_approvers = await self.guard.current_approvers(
-                request, actor=actor_of(payload), installation=installation
-            )
-        except ApprovalsUnjudgedError as exc:
-            await self.tell(payload, review_wording.approvals_unjudged_text(", ".join(exc.groups)))
-            return None
+        still_approvers = None  # an Ignore decides alone: no earlier approval to judge
+        if decision.type == "approve":
+            try:
+                still_approvers = await self.guard.current_approvers(
+                    request, actor=actor_of(payload), installation=installation
+                )
+            except ApprovalsUnjudgedError as exc:
+                groups = ", ".join(exc.groups)
+                await self.tell(payload, review_wording.approvals_unjudged_text(groups))
+                return None
         with within(DECISION_DB_S):
             return await self.recorder.record(
                 request.request_id,

@@ -184,7 +184,7 @@ def still_approving(request: ApprovalRequest, lists: Sequence[Members]) -> froze
     """
     named = frozenset().union(*(m.users for m in lists))
     gone = [u for u in request.approved_by if u not in named]
-    unread = tuple(g for m in lists for g in m.unresolved if g not in m.unknown)
+    unread = tuple(dict.fromkeys(g for m in lists for g in m.unresolved if g not in m.unknown))
     if gone and unread:
         raise ApprovalsUnjudgedError(unread)
     return frozenset(u for u in request.approved_by if u in named)

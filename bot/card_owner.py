@@ -184,8 +184,9 @@ class CardOwner:
 
         The run is read once, or not at all when the caller gives it: what a card shows
         of it (task, requester, thread) is set before its first card is posted, but for
-        the link to its thread, so a run given without that link is read again for a
-        card posted outside the thread.
+        its Slack thread, so a run given without the thread (as claimed, before its
+        drive posted it), or without the thread's link for a card posted outside the
+        thread, is read again.
 
         Args:
             request_id: The request whose card to redraw.
@@ -258,7 +259,7 @@ class CardOwner:
             )
         else:
             batch = await self.store.requests_for_interrupt(first.interrupt_id)
-        if run is None or (run.thread_link is None and any(_elsewhere(r, run) for r in batch)):
+        if run is None or not _shows_thread(run, batch):
             run = await self.store.get_run(first.run_id)
         return run, batch
 
@@ -374,6 +375,15 @@ class CardOwner:
             await self.slack.delete_message(team_id=run.team_id, channel_id=channel_id, ts=ts)
         except SlackCallError as exc:
             logger.warning("run=%s duplicate re-post %s not deleted: %s", run.run_id, ts, exc)
+
+
+def _shows_thread(run: Run, batch: list[ApprovalRequest]) -> bool:
+    """Whether a caller's ``run`` knows all a card of ``batch`` shows of the run's Slack
+    thread: a run as it was claimed, before its drive posted the thread, does not; nor
+    one without the thread's link, for a card outside the thread."""
+    if run.thread_ts is None:
+        return False
+    return run.thread_link is not None or not any(_elsewhere(r, run) for r in batch)
 
 
 def _elsewhere(request: ApprovalRequest, run: Run) -> bool:

@@ -241,16 +241,19 @@ class ReadCountingStore(ApprovalStore):
 @pytest.fixture
 async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, MemoryGateway, Run]]:
     """One pending card alone in its batch (``batch_size`` 1), posted on the gateway's
-    twin, on a store counting its reads."""
+    twin in its run's Slack thread, on a store counting its reads."""
     backend = await open_backend(store_url)
     await backend.release()
     store = ReadCountingStore(backend.db)
     run = await store.create_run(
         Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
     )
-    lone = make_request("r1").model_copy(update={"batch_size": 1})
-    (request,) = await store.add_requests([lone])
     slack = MemoryGateway()
+    thread_ts = await slack.post_message(team_id=None, channel_id="C1", text="run", blocks=[])
+    await store.set_run_thread_ts(run.run_id, thread_ts)
+    run = run.model_copy(update={"thread_ts": thread_ts})
+    lone = make_request("r1").model_copy(update={"batch_size": 1, "thread_ts": thread_ts})
+    (request,) = await store.add_requests([lone])
     await CardOwner(store=store, slack=slack).post(request, run)
     store.reads.clear()
     yield store, slack, run
@@ -259,10 +262,10 @@ async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, Me
 
 async def assert_drawn_rejected(store: ApprovalStore, slack: MemoryGateway) -> None:
     """The lone card shows its rejection, with no buttons, and is marked drawn so."""
-    (blocks,) = slack.messages.values()
-    assert "Rejected" in json.dumps(blocks) and '"actions"' not in json.dumps(blocks)
     stored = await store.get_request("r1")
     assert stored is not None and stored.drawn_revision == stored.revision
+    blocks = json.dumps(slack.messages[("C1", stored.message_ts or "")]["blocks"])
+    assert "Rejected" in blocks and '"actions"' not in blocks
 
 
 async def test_a_lone_card_redrawn_from_its_change_reads_neither_its_batch_nor_its_run(
@@ -299,15 +302,63 @@ async def test_a_run_given_without_its_thread_link_is_read_for_a_card_outside_th
     """A card in another channel links back to its run's thread; a run given by a
     caller that has not seen the link (set when the card was posted) is read again."""
     store, slack, run = lone_card
-    await store.set_run_thread_ts(run.run_id, "1.0")
     await store.set_run_thread_link(run.run_id, "https://sandbox.slack.test/archives/C1/p10")
     moved = await store.get_request("r1")
     assert moved is not None
     elsewhere = moved.model_copy(update={"channel_id": "C0APPROVALS"})
-    given = run.model_copy(update={"thread_ts": "1.0"})  # as a driver has it: no link
     store.reads.clear()
-    await CardOwner(store=store, slack=slack).redraw("r1", known=elsewhere, run=given)
+    await CardOwner(store=store, slack=slack).redraw("r1", known=elsewhere, run=run)  # no link
     assert store.reads[0] == "run"
+
+
+async def test_a_run_given_as_claimed_before_its_thread_was_posted_is_read(
+    lone_card: tuple[ReadCountingStore, MemoryGateway, Run],
+) -> None:
+    """A worker's run as it claimed it may predate its Slack thread (a failure in the
+    drive that posted it): it is read again, so the card shows the thread."""
+    store, slack, run = lone_card
+    request = await store.get_request("r1")
+    store.reads.clear()
+    claimed = run.model_copy(update={"thread_ts": None})
+    await CardOwner(store=store, slack=slack).redraw("r1", known=request, run=claimed)
+    assert store.reads == ["run"]
+
+
+async def test_a_copy_read_before_a_reminder_does_not_wipe_the_reminder_off_its_card(
+    store_url: str,
+) -> None:
+    """A worker holds a pending request read before the reminder sweep marked it (as
+    ``RunDriver._post_approvals`` holds the run's posted cards while it posts others);
+    the reminder's own redraw shows "Reminder sent"; then the worker redraws from its
+    copy. The reminder bumped the revision, so the copy is seen to be old and the card
+    is drawn again from the store: the line stays."""
+    backend = await open_backend(store_url)
+    await backend.release()
+    store = ApprovalStore(backend.db)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    timed = make_request("r1").model_copy(
+        update={
+            "batch_size": 1,
+            "review_timeout_s": 3600,
+            "timeout_decision": Decision(type="reject"),
+        }
+    )
+    (request,) = await store.add_requests([timed])
+    slack = MemoryGateway()
+    cards = CardOwner(store=store, slack=slack)
+    await cards.post(request, run)
+    held = await store.get_request("r1")  # the worker's copy
+    assert held is not None
+    assert await store.mark_reminded("r1")  # the reminder sweep...
+    await cards.redraw("r1", siblings=False)  # ...and its redraw
+    assert "Reminder sent" in json.dumps(list(slack.messages.values()))
+    await SlackNotifier(slack=slack, cards=cards).approval_updated(held, run=run)
+    assert "Reminder sent" in json.dumps(list(slack.messages.values()))
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.drawn_revision == stored.revision
+    await backend.close()
 
 
 async def test_a_card_that_missed_its_redraw_is_redrawn_by_the_worker_sweep(

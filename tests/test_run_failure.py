@@ -11,9 +11,12 @@ import json
 import time
 from pathlib import Path
 
-from agent_bridge.models import ApprovalState, RunState
+import pytest
+
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
+from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
@@ -21,6 +24,8 @@ from tests.harness import Harness
 from tests.test_faults import rows_locked, waiting_on_lock
 from tests.test_run_driver import driver_for, new_run
 
+FIXTURES = Path(__file__).parent / "fixtures"
+APPROVALS = "C0APPROVAL"
 OWNER = "test-failing-worker"
 TWO_CALLS = json.dumps(
     {
@@ -133,3 +138,61 @@ async def _waiting_on_locks(harness: Harness, count: int) -> bool:
         "AND wait_event_type = 'Lock'"
     )
     return len(rows) >= count
+
+
+class TestFailingInItsFirstDrive:
+    """``/agent`` queues a run with no Slack thread; its first drive posts the thread and
+    the first card (in #approvals, linking back to the thread), then Slack refuses the
+    second card for good, and the worker fails the run with the run as it claimed it,
+    before the thread existed."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(update={"policy": FIXTURES / "cards_elsewhere_policy.yml"})
+
+    async def fail_in_first_drive(self, harness: Harness) -> tuple[Run, ApprovalRequest]:
+        """The failed run, as stored, and its first card, as posted (pending)."""
+        pointer = harness.sandbox.stall_next("chat.postMessage", key_contains="pointer:")
+        run = await harness.start_run(TWO_CALLS)
+        assert run.thread_ts is None  # as the worker claims it
+        await asyncio.wait_for(pointer.reached.wait(), 20)
+        first = await harness.wait_for(lambda: _first_posted(harness, run))
+        harness.sandbox.fail_next("chat.postMessage", status=400)  # the next card: refused
+        assert LINK_TEXT in _card_text(harness, first)
+        pointer.released.set()
+        ended = await harness.finished(run)
+        assert ended.state == RunState.FAILED and ended.thread_ts and ended.thread_link
+        return ended, first
+
+    async def test_its_closed_card_keeps_the_link_to_the_runs_thread(
+        self, harness: Harness
+    ) -> None:
+        _, first = await self.fail_in_first_drive(harness)
+
+        async def closed_and_drawn() -> ApprovalRequest | None:
+            card = await harness.store.get_request(first.request_id)
+            drawn = card and card.drawn_revision == card.revision
+            return card if card and card.state == ApprovalState.CANCELLED and drawn else None
+
+        await harness.wait_for(closed_and_drawn)
+        text = _card_text(harness, first)
+        assert '"actions"' not in text and LINK_TEXT in text
+
+    async def test_its_failure_is_told_in_the_runs_thread(self, harness: Harness) -> None:
+        ended, _ = await self.fail_in_first_drive(harness)
+        failed = [
+            m for m in harness.sandbox.messages(ended.channel_id) if "run failed" in m["text"]
+        ]
+        assert failed and all(m.get("thread_ts") == ended.thread_ts for m in failed), failed
+
+
+LINK_TEXT = "Open the run's thread"
+
+
+async def _first_posted(harness: Harness, run: Run) -> ApprovalRequest | None:
+    found = [r for r in await harness.store.requests_for_run(run.run_id) if r.message_ts]
+    return found[0] if found else None
+
+
+def _card_text(harness: Harness, request: ApprovalRequest) -> str:
+    return json.dumps(harness.sandbox.message(APPROVALS, request.message_ts or "")["blocks"])

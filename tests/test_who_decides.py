@@ -521,6 +521,43 @@ async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_r
     assert decided.decided_by == BACKUP and decided.approved_by == [DBA, BACKUP]
 
 
+class TestIgnoreWithAnUnreadGroup:
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(
+            update={
+                "agent": "tests.interrupt_graphs:inbox",
+                "policy": FIXTURES / "inbox_quorum_policy.yml",
+            }
+        )
+
+    async def test_an_ignore_decides_though_earlier_approvals_cannot_be_judged(
+        self, harness: Harness
+    ) -> None:
+        """Ignore decides alone (no quorum): a group Slack cannot list, whose member
+        approved earlier, does not stop the backup approver's Ignore."""
+        await people(harness)
+        clock = ManualClock(time.time())
+        harness.store.clock = clock
+        run = await harness.start_run("run the inbox graph")
+        (request,) = await harness.requests(run, count=1)
+        await harness.click(request, "approve", user_id=DBA)
+        await harness.wait_for(lambda: _approved_by(harness, request, [DBA]))
+        clock.now += 601  # escalated: the backup approver may decide too
+
+        async def escalated() -> ApprovalRequest | None:
+            stored = await current(harness, request)
+            return stored if stored.escalated_at else None
+
+        await harness.wait_for(escalated)
+        assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
+        harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
+        await harness.click(request, "ignore", user_id=BACKUP)
+        decided = await harness.decided(request)
+        assert decided.decided_by == BACKUP
+        assert not [n for n in harness.sandbox.ephemerals(user_id=BACKUP) if "Nothing" in n["text"]]
+
+
 async def _approved_by(
     harness: Harness, request: ApprovalRequest, who: list[str]
 ) -> ApprovalRequest | None:
