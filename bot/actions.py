@@ -277,8 +277,7 @@ class ActionListeners:
                     request, actor=actor_of(payload), installation=installation
                 )
             except ApprovalsUnjudgedError as exc:
-                groups = ", ".join(exc.groups)
-                await self.tell(payload, review_wording.approvals_unjudged_text(groups))
+                await self.tell(payload, exc.answer)
                 return None
         with within(DECISION_DB_S):
             return await self.recorder.record(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent_bridge import review_wording
 from agent_bridge.notifier import NotifyError
 
 
@@ -79,3 +80,8 @@ class ApprovalsUnjudgedError(BotError):
     def __init__(self, groups: tuple[str, ...]) -> None:
         super().__init__(f"approver groups not read: {', '.join(groups)}")
         self.groups = groups
+
+    @property
+    def answer(self) -> str:
+        """What the clicker is told, and the audit trail keeps (mrkdwn)."""
+        return review_wording.approvals_unjudged_text(", ".join(self.groups))

@@ -188,8 +188,7 @@ class Guard:
         try:
             return still_approving(request, [m for m in (members, backup) if m is not None])
         except ApprovalsUnjudgedError as exc:
-            why = review_wording.approvals_unjudged_text(", ".join(exc.groups))
-            await self._keep_refusal(actor, "approve", request, why)
+            await self._keep_refusal(actor, "approve", request, exc.answer)
             raise
 
     async def _lists(
