@@ -323,6 +323,23 @@ class ApprovalRequest(BaseModel):
             }
         )
 
+    def posted_at(self, now: float) -> ApprovalRequest:
+        """This request as its first post at ``now`` (Unix time, seconds) makes it: its
+        review time limit and its escalation count from then, as ``SET_MESSAGE`` stores
+        them; a request posted before keeps its own. The card's first drawing is drawn
+        from this copy, so it already says when the limit ends."""
+        escalate_after_s = self.rules.escalate_after_s
+        return self.model_copy(
+            update={
+                "expires_at": self.expires_at
+                if self.expires_at is not None or self.review_timeout_s is None
+                else now + self.review_timeout_s,
+                "escalates_at": self.escalates_at
+                if self.escalates_at is not None or escalate_after_s is None
+                else now + escalate_after_s,
+            }
+        )
+
     @property
     def current_args(self) -> dict[str, Any]:
         """The arguments the call would run with now: a pending edit's, else the proposed."""

@@ -431,14 +431,22 @@ class ApprovalStore:
         rows = await self.db.fetch_all(SELECT_PENDING_POSTED, {"limit": limit})
         return [request_from_row(r) for r in rows]
 
-    async def set_message(self, request_id: str, *, channel_id: str, message_ts: str) -> None:
+    async def set_message(
+        self,
+        request_id: str,
+        *,
+        channel_id: str,
+        message_ts: str,
+        posted_at: float | None = None,
+    ) -> None:
         """Remember where the request's Slack message is; a review time limit starts
-        counting at the first post."""
+        counting at the first post: at ``posted_at`` (Unix time, seconds; ``None``: now),
+        the time the card's first drawing counted from (``ApprovalRequest.posted_at``)."""
         params = {
             "request_id": request_id,
             "channel_id": channel_id,
             "message_ts": message_ts,
-            "now": self.clock(),
+            "now": self.clock() if posted_at is None else posted_at,
         }
         async with self.db.transaction() as tx:
             row = await tx.fetch_one(SET_MESSAGE, params)

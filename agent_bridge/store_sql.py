@@ -112,13 +112,16 @@ SELECT_DUE_REMINDERS = """SELECT * FROM approval_requests
 predicate): only requests whose half-time has come are read."""
 MARK_REMINDED = """UPDATE approval_requests
     SET reminded_at = :now, revision = revision + 1, changed_at = :now
-    WHERE request_id = :request_id AND reminded_at IS NULL"""
+    WHERE request_id = :request_id AND state = 'pending' AND reminded_at IS NULL"""
 UNMARK_REMINDED = """UPDATE approval_requests
     SET reminded_at = NULL, revision = revision + 1, changed_at = :now
-    WHERE request_id = :request_id"""
+    WHERE request_id = :request_id AND reminded_at IS NOT NULL"""
 """A reminder shows on its card ("Reminder sent"), so marking one (or taking it back)
 bumps ``revision`` as every change a card shows does: a card drawn from a copy read
-before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags."""
+before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags.
+Only a pending request is marked (one decided meanwhile gets no reminder), and only a
+mark is taken back. A reopened request keeps its mark: its time limit still counts from
+its first post, and it was reminded of it once."""
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
     ORDER BY expires_at LIMIT :limit"""

@@ -91,11 +91,13 @@ class CardOwner:
         """
         siblings = await self.store.requests_for_interrupt(request.interrupt_id)
         current = next((r for r in siblings if r.request_id == request.request_id), request)
+        posted_at = self.store.clock()
+        current = current.posted_at(posted_at)  # its first drawing shows its time limit
         channel_id = current.channel_id or run.channel_id
         if _elsewhere(current, run) and run.thread_link is None:
             run = await self._link_thread(run)
         text, blocks = draw_card(current, siblings, run)
-        ts = await self.outbox.post_once(
+        card = await self.outbox.post_once(
             run,
             card_key(current.request_id),
             channel_id=channel_id,
@@ -103,13 +105,16 @@ class CardOwner:
             blocks=blocks,
             thread_ts=current.thread_ts,
         )
-        await self.store.set_message(current.request_id, channel_id=channel_id, message_ts=ts)
-        posted = current.model_copy(update={"channel_id": channel_id, "message_ts": ts})
+        await self.store.set_message(
+            current.request_id, channel_id=channel_id, message_ts=card.ts, posted_at=posted_at
+        )
+        posted = current.model_copy(update={"channel_id": channel_id, "message_ts": card.ts})
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
         revisions = await self.store.mark_drawn(current)  # and its batch as it is now
-        if revisions != {r.request_id: r.revision for r in siblings}:
-            # its batch changed while it was posted (its progress, or itself): draw anew
+        if not card.now or revisions != {r.request_id: r.revision for r in siblings}:
+            # adopted (drawn by a dead worker, its time limit counted from now), or its
+            # batch changed while it was posted (its progress, or itself): draw anew
             return await self.redraw(current.request_id, siblings=False) or posted
         self._changed(posted)
         return posted
@@ -146,7 +151,7 @@ class CardOwner:
             link = None
         text, blocks = render_pointer(request.redacted(), link=link)
         try:
-            ts = await self.outbox.post_once(
+            pointer = await self.outbox.post_once(
                 run,
                 pointer_key(request.request_id),
                 channel_id=run.channel_id,
@@ -159,7 +164,7 @@ class CardOwner:
                 "run=%s request=%s pointer not posted: %s", run.run_id, request.request_id, exc
             )
             return
-        await self.store.set_pointer(request.request_id, pointer_ts=ts, card_link=link)
+        await self.store.set_pointer(request.request_id, pointer_ts=pointer.ts, card_link=link)
 
     async def redraw(
         self,

@@ -15,6 +15,7 @@ they land in the order they are made (docs/architecture.md, "Messages exactly on
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from agent_bridge.models import Run
@@ -31,6 +32,17 @@ and ours may differ, and reading a little more costs nothing."""
 def metadata_key(run_id: str, key: str) -> str:
     """The key a message's metadata names: unique across runs."""
     return f"{run_id}/{key}"
+
+
+@dataclass(frozen=True)
+class Posted:
+    """Where ``Outbox.post_once`` left a message."""
+
+    ts: str
+    """The message's ``ts``."""
+    now: bool
+    """Whether this call posted it (``False``: it was posted before, its ``ts`` recorded
+    or found in Slack, drawn from what was known then)."""
 
 
 class Outbox:
@@ -54,8 +66,8 @@ class Outbox:
         text: str,
         blocks: list[dict[str, Any]],
         thread_ts: str | None = None,
-    ) -> str:
-        """Post the run's message ``key`` unless it is in Slack already; return its ``ts``.
+    ) -> Posted:
+        """Post the run's message ``key`` unless it is in Slack already.
 
         Args:
             run: The run the message belongs to (its workspace, its ID).
@@ -66,14 +78,15 @@ class Outbox:
             thread_ts: Its Slack thread, if it is a reply.
 
         Returns:
-            The message's ``ts``: found, adopted or newly posted.
+            The message's ``ts``, and whether this call posted it (else it was recorded,
+            or found in Slack and adopted).
 
         Raises:
             SlackCallError: Slack failed (the intention stays; a retry looks first).
         """
         notice = await self.store.intend_notice(run.run_id, key)
         if notice.message_ts is not None:
-            return notice.message_ts
+            return Posted(notice.message_ts, now=False)
         tagged = metadata_key(run.run_id, key)
         if not notice.fresh:
             found = await self.slack.find_message(
@@ -86,7 +99,7 @@ class Outbox:
             if found is not None:
                 logger.info("run=%s message %s found in Slack, adopted", run.run_id, key)
                 await self.store.set_notice_ts(run.run_id, key, found)
-                return found
+                return Posted(found, now=False)
         ts = await self.slack.post_message(
             team_id=run.team_id,
             channel_id=channel_id,
@@ -96,4 +109,4 @@ class Outbox:
             key=tagged,
         )
         await self.store.set_notice_ts(run.run_id, key, ts)
-        return ts
+        return Posted(ts, now=True)

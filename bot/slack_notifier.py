@@ -193,6 +193,7 @@ class SlackNotifier:
         thread_ts: str | None = None,
     ) -> str:
         text, blocks = message
-        return await self.outbox.post_once(
+        posted = await self.outbox.post_once(
             run, key, channel_id=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
         )
+        return posted.ts

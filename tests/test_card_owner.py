@@ -27,7 +27,9 @@ from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
 from agent_bridge.wording import run_failed_note
 from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
-from bot.card_owner import CardOwner
+from bot.card_owner import CardOwner, card_key
+from bot.cards import draw_card
+from bot.outbox import metadata_key
 from bot.slack_notifier import SlackNotifier
 from bot.testing import MemoryGateway
 from tests.clocks import ManualClock
@@ -91,6 +93,24 @@ class TestPerCall:
         assert done.state == RunState.DONE
         texts = harness.slack_thread_texts(done)
         assert sum(t.startswith("Reminder:") for t in texts) == 1
+
+    async def test_a_card_with_a_time_limit_shows_its_deadline_from_its_first_post(
+        self, harness: Harness
+    ) -> None:
+        """The limit starts counting at the first post, and the first drawing already
+        says when it ends (no later change is needed to show it)."""
+        run = await harness.start_run(WRITE_ONLY)
+        (card,) = await harness.requests(run, count=1)
+        assert card.expires_at is not None
+        blocks = card_json(harness, card.channel_id, card.message_ts)
+        assert f"<!date^{int(card.expires_at)}^" in blocks
+        assert "If no one decides by" in blocks
+        redraws = [
+            c
+            for c in harness.sandbox.calls
+            if c["method"] == "chat.update" and c["args"]["ts"] == card.message_ts
+        ]
+        assert redraws == []  # drawn right the first time, not mended by a redraw
 
 
 class TestPerCallWithoutTimeLimit:
@@ -258,6 +278,58 @@ async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, Me
     store.reads.clear()
     yield store, slack, run
     await backend.close()
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[ApprovalStore]:
+    """A fresh, empty store."""
+    backend = await open_backend(store_url)
+    await backend.release()
+    yield ApprovalStore(backend.db)
+    await backend.close()
+
+
+async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_limit(
+    store: ApprovalStore,
+) -> None:
+    """A worker died after its card landed and before it recorded where: the next one
+    adopts the card (no second post), and its time limit, counted from the adoption,
+    is drawn on it (the dead worker's drawing counted from its own post)."""
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    slack = MemoryGateway()
+    thread_ts = await slack.post_message(team_id=None, channel_id="C1", text="run", blocks=[])
+    await store.set_run_thread_ts(run.run_id, thread_ts)
+    run = run.model_copy(update={"thread_ts": thread_ts})
+    timed = make_request("r1").model_copy(
+        update={
+            "batch_size": 1,
+            "thread_ts": thread_ts,
+            "review_timeout_s": 3600.0,
+            "timeout_decision": Decision(type="reject"),
+        }
+    )
+    (request,) = await store.add_requests([timed])
+    await store.intend_notice(run.run_id, card_key("r1"))  # the dead worker's post...
+    text, blocks = draw_card(request.posted_at(time.time() - 900), [request], run)
+    await slack.post_message(
+        team_id=None,
+        channel_id="C1",
+        text=text,
+        blocks=blocks,
+        thread_ts=thread_ts,
+        key=metadata_key(run.run_id, card_key("r1")),
+    )  # ...landed, unrecorded
+
+    posted = await CardOwner(store=store, slack=slack).post(request, run)
+
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.expires_at is not None
+    assert len(slack.messages) == 2  # the run's message and the one card
+    shown = json.dumps(slack.messages[("C1", posted.message_ts or "")]["blocks"])
+    assert f"<!date^{int(stored.expires_at)}^" in shown
+    assert stored.drawn_revision == stored.revision
 
 
 async def assert_drawn_rejected(store: ApprovalStore, slack: MemoryGateway) -> None:

@@ -271,6 +271,28 @@ async def test_a_review_time_limit_counts_from_the_first_post(store: ApprovalSto
     assert await store.expire("r1", note="Expired") is None  # once
 
 
+async def test_only_a_pending_request_is_marked_reminded_and_only_a_mark_is_taken_back(
+    store: ApprovalStore,
+) -> None:
+    """A request decided between ``due_reminders`` and ``mark_reminded`` gets no
+    reminder, so it is not marked as having had one (reopened, it would say "Reminder
+    sent" and never be reminded); taking back a mark that was never made changes nothing
+    (its card would be redrawn for no change)."""
+    await store.create_run(make_run())
+    request = make_request("r1").model_copy(
+        update={"review_timeout_s": 60.0, "timeout_decision": Decision(type="reject")}
+    )
+    await store.add_requests([request])
+    await store.set_message("r1", channel_id="C1", message_ts="1.1")
+    await store.unmark_reminded("r1")
+    unmarked = await store.get_request("r1")
+    assert unmarked is not None and unmarked.revision == 0  # nothing to take back
+    await store.record_decision("r1", Decision(type="approve"), user_id="U1")
+    assert not await store.mark_reminded("r1")
+    decided = await store.get_request("r1")
+    assert decided is not None and decided.reminded_at is None and decided.revision == 1
+
+
 async def test_an_intention_is_recorded_once_and_keeps_its_ts(store: ApprovalStore) -> None:
     await store.create_run(make_run())
     first = await store.intend_notice("run-1", "tool:c1")
