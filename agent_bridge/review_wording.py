@@ -83,6 +83,40 @@ def approvals_unjudged_text(groups: str) -> str:
     )
 
 
+ADMIN_MUST_ACT = (
+    "Trying again will not help: tell the app's admin (the app needs the `usergroups:read` "
+    "scope and a valid token, in a Slack plan with user groups)."
+)
+
+
+def approvers_refused_text(groups: str) -> str:
+    """Slack refuses to list an approver group (``groups``: each with Slack's error code),
+    for a reason that does not pass by itself; it fails closed."""
+    return (
+        f":warning: Nothing was recorded: Slack refuses to list the approver groups "
+        f"({groups}), so nobody can decide this request. {ADMIN_MUST_ACT}"
+    )
+
+
+def approvals_refused_text(groups: str) -> str:
+    """``approvals_unjudged_text`` when Slack refuses to list the groups (``groups``: each
+    with Slack's error code) for a reason that does not pass by itself."""
+    return (
+        f":warning: Nothing was recorded: Slack refuses to list the approver groups "
+        f"({groups}), so whether the earlier approvals of this request still count cannot "
+        f"be checked, and yours cannot be counted with them. {ADMIN_MUST_ACT}"
+    )
+
+
+def requesters_refused_text(groups: str) -> str:
+    """Slack refuses to list a requester group (``groups``: each with Slack's error code)
+    for a reason that does not pass by itself; it fails closed."""
+    return (
+        f":warning: Nothing was queued: Slack refuses to list the groups allowed to start "
+        f"runs ({groups}). {ADMIN_MUST_ACT}"
+    )
+
+
 MENTION_IN_THREAD_TEXT = (
     "A mention in a thread does not start a run (nor answer this one). To start a run, "
     "mention me in a new message or use `/agent <task>`; to decide, use the card's buttons."

@@ -30,7 +30,7 @@ with them is refused instead (it fails closed, and drops nobody's approval).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agent_bridge import review_wording
@@ -161,6 +161,9 @@ def refusal(
     unknown = [g for m in unresolved for g in m.unknown]
     if unknown:
         return review_wording.unknown_groups_text(", ".join(unknown))
+    refused = [pair for m in unresolved for pair in m.refused]
+    if refused:  # an admin must act: trying again will not help
+        return review_wording.approvers_refused_text(refused_groups(refused))
     if unresolved:
         return review_wording.cannot_check_text(
             ", ".join(g for m in unresolved for g in m.unresolved)
@@ -186,5 +189,13 @@ def still_approving(request: ApprovalRequest, lists: Sequence[Members]) -> froze
     gone = [u for u in request.approved_by if u not in named]
     unread = tuple(dict.fromkeys(g for m in lists for g in m.unresolved if g not in m.unknown))
     if gone and unread:
-        raise ApprovalsUnjudgedError(unread)
+        refused = dict(pair for m in lists for pair in m.refused)
+        raise ApprovalsUnjudgedError(unread, refused=refused_groups(refused.items()))
     return frozenset(u for u in request.approved_by if u in named)
+
+
+def refused_groups(refused: Iterable[tuple[str, str]]) -> str:
+    """``Members.refused`` as people read it, e.g. ``S0DBA (`missing_scope`)``; each
+    group once ("" for none). Slack's codes are shown in code spans, escaped."""
+    named = dict(refused)
+    return ", ".join(f"{group} ({inline_code(code, 60)})" for group, code in named.items())

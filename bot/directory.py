@@ -54,16 +54,33 @@ class Members:
         unresolved: Groups that could not be read; non-empty means nobody may be
             authorized by this list.
         unknown: Those of ``unresolved`` that Slack says do not exist.
+        refused: See below.
     """
 
     users: frozenset[str]
     unresolved: tuple[str, ...] = ()
     unknown: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
+    """``(group, Slack's error code)`` for those of ``unresolved`` Slack refused to list
+    for a reason that does not pass by itself (``missing_scope``, ``invalid_auth``,
+    ``paid_teams_only``: the app's scopes, token or plan), groups it does not know aside:
+    an admin must act, so nobody is told to try again."""
 
     @property
     def resolved(self) -> bool:
         """Whether every group of the list was read."""
         return not self.unresolved
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why Slack did not list a group."""
+
+    code: str
+    """Slack's error code, ``unreachable`` (no answer) or ``TIMED_OUT``."""
+    lasting: bool
+    """Whether asking again cannot help (Slack refused the call itself, not a 429, a
+    5xx or no answer: ``bot.slack_gateway.translate``)."""
 
 
 class Directory:
@@ -98,6 +115,7 @@ class Directory:
         users: set[str] = set()
         unresolved: list[str] = []
         unknown: list[str] = []
+        refused: list[tuple[str, str]] = []
         for principal in principals:
             if not is_group(principal):
                 users.add(principal)
@@ -107,9 +125,16 @@ class Directory:
                 users |= group
                 continue
             unresolved.append(principal)
-            if group in UNKNOWN_GROUP_CODES:
+            if group.code in UNKNOWN_GROUP_CODES:
                 unknown.append(principal)
-        return Members(users=frozenset(users), unresolved=tuple(unresolved), unknown=tuple(unknown))
+            elif group.lasting:
+                refused.append((principal, group.code))
+        return Members(
+            users=frozenset(users),
+            unresolved=tuple(unresolved),
+            unknown=tuple(unknown),
+            refused=tuple(refused),
+        )
 
     async def name_of(self, team_id: str | None, user_id: str) -> str | None:
         """The name Slack shows for ``user_id``, or ``None`` if Slack would not say
@@ -140,8 +165,8 @@ class Directory:
         """Drop a group from the cache (Slack reported a membership change)."""
         self._groups.pop((team_id, usergroup_id), None)
 
-    async def _group(self, team_id: str | None, usergroup_id: str) -> frozenset[str] | str:
-        """The group's members, or the error code Slack answered instead."""
+    async def _group(self, team_id: str | None, usergroup_id: str) -> frozenset[str] | Unread:
+        """The group's members, or why Slack did not list them."""
         cached = self._groups.get((team_id, usergroup_id))
         now = self.clock()
         if cached is not None and now - cached[0] < self.ttl_s:
@@ -156,11 +181,11 @@ class Directory:
         except SlackCallError as exc:
             logger.warning("user group %s of team %s not read: %s", usergroup_id, team_id, exc)
             self.forget(team_id, usergroup_id)  # never decide on members Slack disowned
-            return exc.code or "unreachable"
+            return Unread(exc.code or "unreachable", lasting=not exc.retryable)
         except TimeoutError:
             logger.warning(
                 "user group %s of team %s not read before the answer was due", usergroup_id, team_id
             )
-            return TIMED_OUT
+            return Unread(TIMED_OUT, lasting=False)
         self._groups[(team_id, usergroup_id)] = (now, found)
         return found

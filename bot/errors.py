@@ -71,17 +71,23 @@ class ApprovalsUnjudgedError(BotError):
     list (a passing failure, not a group Slack says does not exist) may hold them.
 
     Nothing is recorded; the clicker is told so and may click again once Slack lists
-    the group (``bot.guard.Guard.current_approvers``).
+    the group (``bot.guard.Guard.current_approvers``), or, if Slack refuses to list it
+    (the app's scopes, token or plan), told that an admin must act.
 
     Attributes:
         groups: The user group IDs Slack did not list.
+        refused: Those Slack refused to list, with its error codes, as people read them
+            (``bot.authorization.refused_groups``); empty if none was.
     """
 
-    def __init__(self, groups: tuple[str, ...]) -> None:
+    def __init__(self, groups: tuple[str, ...], *, refused: str = "") -> None:
         super().__init__(f"approver groups not read: {', '.join(groups)}")
         self.groups = groups
+        self.refused = refused
 
     @property
     def answer(self) -> str:
         """What the clicker is told, and the audit trail keeps (mrkdwn)."""
+        if self.refused:
+            return review_wording.approvals_refused_text(self.refused)
         return review_wording.approvals_unjudged_text(", ".join(self.groups))

@@ -28,7 +28,7 @@ from agent_bridge.errors import BridgeError
 from agent_bridge.models import DEFAULT_AGENT, Run
 from agent_bridge.store import ApprovalStore
 from bot.actions import Ack
-from bot.authorization import Installation
+from bot.authorization import Installation, refused_groups
 from bot.directory import Directory
 from bot.errors import PayloadError, SlackCallError
 from bot.guard import installation_of
@@ -211,6 +211,8 @@ class StartListeners:
                 members = await self.directory.members(team_id, rules.requesters)
                 if members.unknown:
                     return review_wording.requesters_unknown_text(", ".join(members.unknown))
+                if members.refused:  # an admin must act: trying again will not help
+                    return review_wording.requesters_refused_text(refused_groups(members.refused))
                 if not members.resolved:
                     return review_wording.requesters_unresolved_text(", ".join(members.unresolved))
                 if user_id not in members.users:

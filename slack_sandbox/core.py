@@ -32,6 +32,8 @@ class Failure:
     status: int
     retry_after_s: int
     remaining: int
+    error: str | None = None
+    """Slack's ``error`` to answer with (``ok: false``) instead of the status's own."""
 
 
 @dataclass

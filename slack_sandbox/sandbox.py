@@ -252,16 +252,24 @@ class Sandbox(Acting):
     # -- failures ---------------------------------------------------------------------
 
     def fail_next(
-        self, method: str, *, status: int = 429, retry_after_s: int = 1, times: int = 1
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        retry_after_s: int = 1,
+        times: int = 1,
+        error: str | None = None,
     ) -> None:
         """Make the next ``times`` calls of Web API ``method`` answer HTTP ``status``.
 
         Any method name works, known or not (``usergroups.users.list`` too). 429
         comes with ``Retry-After: retry_after_s`` and ``error: ratelimited``; any other
-        status with ``error: internal_error``. The call is recorded in ``calls``.
+        status with ``error: internal_error``, or ``error`` if given (e.g.
+        ``status=200, error="missing_scope"``: Slack refusing a call the app's token
+        may not make). The call is recorded in ``calls``.
         """
         self._core.failures[method] = Failure(
-            status=status, retry_after_s=retry_after_s, remaining=times
+            status=status, retry_after_s=retry_after_s, remaining=times, error=error
         )
 
     def set_latency(self, low_s: float, high_s: float, *, seed: int | None = None) -> None:

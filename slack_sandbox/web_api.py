@@ -92,7 +92,9 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
             token = auth.removeprefix("Bearer ").strip()
         failure = core.take_failure(method)
         if failure is not None:
-            return _injected(core, method, args, failure.status, failure.retry_after_s)
+            return _injected(
+                core, method, args, failure.status, failure.retry_after_s, failure.error
+            )
         if method in APP_TOKEN_METHODS:
             if token is None or token != core.app_token:
                 # Slack tells a known token of the wrong kind from an unknown one.
@@ -152,9 +154,14 @@ def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any
 
 
 def _injected(
-    core: Core, method: str, args: dict[str, Any], status: int, retry_after_s: int
+    core: Core,
+    method: str,
+    args: dict[str, Any],
+    status: int,
+    retry_after_s: int,
+    error: str | None = None,
 ) -> web.Response:
-    error = "ratelimited" if status == 429 else "internal_error"
+    error = error or ("ratelimited" if status == 429 else "internal_error")
     core.calls.append({"method": method, "args": args, "ok": False, "error": error})
     headers = {"Retry-After": str(retry_after_s)} if status == 429 else {}
     return web.json_response({"ok": False, "error": error}, status=status, headers=headers)

@@ -183,6 +183,31 @@ def test_an_earlier_approval_an_unread_group_may_hold_refuses_the_click() -> Non
     assert still_approving(request(approved_by=["UBACKUP"]), [unread]) == {"UBACKUP"}
 
 
+def test_groups_slack_refuses_to_list_send_the_clicker_to_the_admin() -> None:
+    """A lasting refusal (the app's scope, token or plan) is not "try again shortly"."""
+    refused = Members(
+        users=frozenset(), unresolved=("S0DBA",), refused=(("S0DBA", "missing_scope"),)
+    )
+    text = why(Actor("UDBA", "T1"), "approve", request(), members=refused) or ""
+    assert "Slack refuses to list the approver groups (S0DBA (`missing_scope`))" in text
+    assert "tell the app's admin" in text and "try again shortly" not in text
+    with pytest.raises(ApprovalsUnjudgedError) as raised:
+        still_approving(request(approved_by=["UGONE"]), [refused])
+    answer = raised.value.answer
+    assert "S0DBA (`missing_scope`)" in answer and "earlier approvals" in answer
+    assert "try again shortly" not in answer
+
+
+async def test_a_group_slack_refuses_to_list_is_told_apart_from_an_outage() -> None:
+    slack = MemoryGateway()  # no such groups: no_such_subteam
+    directory = Directory(slack=slack)
+    ghost = await directory.members("T1", ["S0GHOST"])
+    assert (ghost.unknown, ghost.refused) == (("S0GHOST",), ())
+    slack.outage = 1
+    down = await directory.members("T1", ["S0GHOST"])
+    assert (down.unresolved, down.unknown, down.refused) == (("S0GHOST",), (), ())
+
+
 async def test_group_members_are_cached_for_the_ttl_then_read_again() -> None:
     slack = MemoryGateway(usergroups={"S0DBA": ["UDBA"]})
     clock = ManualClock()

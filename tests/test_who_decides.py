@@ -484,6 +484,23 @@ async def test_approvers_slack_cannot_list_authorize_nobody(harness: Harness) ->
         assert stored.state == ApprovalState.PENDING and stored.approved_by == []
 
 
+async def test_approvers_slack_refuses_to_list_send_the_reviewer_to_the_admin(
+    harness: Harness,
+) -> None:
+    """The app's token lacks ``usergroups:read`` (a careless admin): the DBA is refused,
+    told an admin must act (trying again will not help), and nothing is recorded."""
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    harness.sandbox.fail_next("usergroups.users.list", status=200, error="missing_scope", times=9)
+    await harness.click(sql, "approve", user_id=DBA)
+    note = await told(harness, DBA, "Slack refuses to list the approver groups")
+    assert "S0DBA (`missing_scope`)" in note["text"] and "tell the app's admin" in note["text"]
+    assert "try again shortly" not in note["text"]
+    stored = await current(harness, sql)
+    assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+
+
 async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_refused(
     harness: Harness,
 ) -> None:

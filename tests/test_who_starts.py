@@ -106,5 +106,19 @@ async def test_requester_groups_slack_does_not_know_let_no_one_start(harness: Ha
     assert await run_count(harness) == 0
 
 
+async def test_requester_groups_slack_refuses_to_list_send_the_requester_to_the_admin(
+    harness: Harness,
+) -> None:
+    """The app's token lacks ``usergroups:read`` (a careless admin): nobody may start,
+    and the requester is told an admin must act, not to try again."""
+    await setup_people(harness)
+    harness.sandbox.fail_next("usergroups.users.list", status=200, error="missing_scope", times=9)
+    await command(harness, REQUESTER)
+    note = await told(harness, REQUESTER, "Slack refuses to list the groups allowed to start runs")
+    assert "S0REQ (`missing_scope`)" in note["text"] and "tell the app's admin" in note["text"]
+    assert "try again shortly" not in note["text"]
+    assert await run_count(harness) == 0
+
+
 async def _runs_at_least(harness: Harness, count: int) -> bool:
     return await run_count(harness) >= count
