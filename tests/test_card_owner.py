@@ -258,6 +258,16 @@ class ReadCountingStore(ApprovalStore):
         return await super().requests_for_interrupt(interrupt_id)
 
 
+async def run_in_its_thread(store: ApprovalStore, slack: MemoryGateway) -> Run:
+    """A stored run whose first message is posted on the gateway's twin (its thread)."""
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
+    )
+    thread_ts = await slack.post_message(team_id=None, channel_id="C1", text="run", blocks=[])
+    await store.set_run_thread_ts(run.run_id, thread_ts)
+    return run.model_copy(update={"thread_ts": thread_ts})
+
+
 @pytest.fixture
 async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, MemoryGateway, Run]]:
     """One pending card alone in its batch (``batch_size`` 1), posted on the gateway's
@@ -265,14 +275,9 @@ async def lone_card(store_url: str) -> AsyncIterator[tuple[ReadCountingStore, Me
     backend = await open_backend(store_url)
     await backend.release()
     store = ReadCountingStore(backend.db)
-    run = await store.create_run(
-        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
-    )
     slack = MemoryGateway()
-    thread_ts = await slack.post_message(team_id=None, channel_id="C1", text="run", blocks=[])
-    await store.set_run_thread_ts(run.run_id, thread_ts)
-    run = run.model_copy(update={"thread_ts": thread_ts})
-    lone = make_request("r1").model_copy(update={"batch_size": 1, "thread_ts": thread_ts})
+    run = await run_in_its_thread(store, slack)
+    lone = make_request("r1").model_copy(update={"batch_size": 1, "thread_ts": run.thread_ts})
     (request,) = await store.add_requests([lone])
     await CardOwner(store=store, slack=slack).post(request, run)
     store.reads.clear()
@@ -295,17 +300,12 @@ async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_l
     """A worker died after its card landed and before it recorded where: the next one
     adopts the card (no second post), and its time limit, counted from the adoption,
     is drawn on it (the dead worker's drawing counted from its own post)."""
-    run = await store.create_run(
-        Run(run_id="run-1", thread_id="thread-run-1", task="t", channel_id="C1", user_id="U1")
-    )
     slack = MemoryGateway()
-    thread_ts = await slack.post_message(team_id=None, channel_id="C1", text="run", blocks=[])
-    await store.set_run_thread_ts(run.run_id, thread_ts)
-    run = run.model_copy(update={"thread_ts": thread_ts})
+    run = await run_in_its_thread(store, slack)
     timed = make_request("r1").model_copy(
         update={
             "batch_size": 1,
-            "thread_ts": thread_ts,
+            "thread_ts": run.thread_ts,
             "review_timeout_s": 3600.0,
             "timeout_decision": Decision(type="reject"),
         }
@@ -318,7 +318,7 @@ async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_l
         channel_id="C1",
         text=text,
         blocks=blocks,
-        thread_ts=thread_ts,
+        thread_ts=run.thread_ts,
         key=metadata_key(run.run_id, card_key("r1")),
     )  # ...landed, unrecorded
 
