@@ -438,15 +438,19 @@ class ApprovalStore:
         channel_id: str,
         message_ts: str,
         posted_at: float | None = None,
+        adopted: bool = False,
     ) -> None:
         """Remember where the request's Slack message is; a review time limit starts
         counting at the first post: at ``posted_at`` (Unix time, seconds; ``None``: now),
-        the time the card's first drawing counted from (``ApprovalRequest.posted_at``)."""
+        the time the card's first drawing counted from (``ApprovalRequest.posted_at``).
+        ``adopted``: the message was found in Slack, drawn by a worker that died posting
+        it; its card is marked as lagging until redrawn (``SET_MESSAGE``)."""
         params = {
             "request_id": request_id,
             "channel_id": channel_id,
             "message_ts": message_ts,
             "now": self.clock() if posted_at is None else posted_at,
+            "adopted": int(adopted),
         }
         async with self.db.transaction() as tx:
             row = await tx.fetch_one(SET_MESSAGE, params)

@@ -75,9 +75,14 @@ SELECT_PENDING_POSTED = """SELECT * FROM approval_requests
 SELECT_LATEST_RUN = "SELECT * FROM runs ORDER BY created_at DESC LIMIT 1"
 SET_MESSAGE = """UPDATE approval_requests SET channel_id = :channel_id, message_ts = :message_ts,
         expires_at = COALESCE(expires_at, :now + review_timeout_s),
-        escalates_at = COALESCE(escalates_at, :now + escalate_after_s)
+        escalates_at = COALESCE(escalates_at, :now + escalate_after_s),
+        revision = revision + CAST(:adopted AS INTEGER),
+        changed_at = CASE WHEN CAST(:adopted AS INTEGER) = 1 THEN :now ELSE changed_at END
     WHERE request_id = :request_id
     RETURNING *"""
+"""With ``adopted`` 1, the message is one a worker that died posting it drew, not a
+drawing of the request as stored: ``revision`` is bumped, so the card lags (listed by
+``SELECT_UNDRAWN_CARDS``) until a redraw of it lands."""
 MOVE_MESSAGE = """UPDATE approval_requests SET message_ts = :message_ts
     WHERE request_id = :request_id AND message_ts = :old_ts"""
 RECORD_DECISION = """UPDATE approval_requests
@@ -95,6 +100,7 @@ REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
+        reminded_at = NULL,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
         description = COALESCE(:description, description),
@@ -120,8 +126,10 @@ UNMARK_REMINDED = """UPDATE approval_requests
 bumps ``revision`` as every change a card shows does: a card drawn from a copy read
 before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags.
 Only a pending request is marked (one decided meanwhile gets no reminder), and only a
-mark is taken back. A reopened request keeps its mark: its time limit still counts from
-its first post, and it was reminded of it once."""
+mark is taken back. A reopened request loses its mark (``REOPEN_REQUEST``): it is a new
+question to its reviewers, reminded of the limit still counting from its first post, and
+a request decided just after its mark, whose reminder was never posted, is not left
+saying "Reminder sent"."""
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
     ORDER BY expires_at LIMIT :limit"""

@@ -106,15 +106,22 @@ class CardOwner:
             thread_ts=current.thread_ts,
         )
         await self.store.set_message(
-            current.request_id, channel_id=channel_id, message_ts=card.ts, posted_at=posted_at
+            current.request_id,
+            channel_id=channel_id,
+            message_ts=card.ts,
+            posted_at=posted_at,
+            adopted=not card.now,
         )
         posted = current.model_copy(update={"channel_id": channel_id, "message_ts": card.ts})
         if _elsewhere(posted, run) and posted.pointer_ts is None:
             await self._point(posted, run)
+        if not card.now:
+            # adopted: drawn by a dead worker (its time limit counted from now, a reviewer
+            # may have decided it): lagging until this redraw, or time-keeping's, lands
+            return await self.redraw(current.request_id, siblings=False) or posted
         revisions = await self.store.mark_drawn(current)  # and its batch as it is now
-        if not card.now or revisions != {r.request_id: r.revision for r in siblings}:
-            # adopted (drawn by a dead worker, its time limit counted from now), or its
-            # batch changed while it was posted (its progress, or itself): draw anew
+        if revisions != {r.request_id: r.revision for r in siblings}:
+            # its batch changed while it was posted (its progress, or itself): draw anew
             return await self.redraw(current.request_id, siblings=False) or posted
         self._changed(posted)
         return posted

@@ -38,6 +38,24 @@ audit event) is still recorded, and the reviewer told why, in time."""
 UNKNOWN_GROUP_CODES = frozenset({"no_such_subteam"})
 """``usergroups.users.list`` errors that mean the group does not exist (a policy mistake,
 not an outage)."""
+ADMIN_CODES = frozenset(
+    {
+        "missing_scope",
+        "not_allowed_token_type",
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "token_expired",
+        "account_inactive",
+        "no_permission",
+        "ekm_access_denied",
+        "paid_teams_only",
+        "not_installed",
+    }
+)
+"""``usergroups.users.list`` errors (https://api.slack.com/methods/usergroups.users.list)
+only an admin can clear: the app's scopes or token, the workspace's plan, the app not
+installed. Any other failure may pass, and the clicker is asked to try again."""
 
 
 def is_group(principal: str) -> bool:
@@ -62,9 +80,9 @@ class Members:
     unknown: tuple[str, ...] = ()
     refused: tuple[tuple[str, str], ...] = ()
     """``(group, Slack's error code)`` for those of ``unresolved`` Slack refused to list
-    for a reason that does not pass by itself (``missing_scope``, ``invalid_auth``,
-    ``paid_teams_only``: the app's scopes, token or plan), groups it does not know aside:
-    an admin must act, so nobody is told to try again."""
+    for a reason only an admin can clear (``ADMIN_CODES``: ``missing_scope``,
+    ``invalid_auth``, ``paid_teams_only``...), groups it does not know aside: nobody is
+    told to try again."""
 
     @property
     def resolved(self) -> bool:
@@ -79,8 +97,7 @@ class Unread:
     code: str
     """Slack's error code, ``unreachable`` (no answer) or ``TIMED_OUT``."""
     lasting: bool
-    """Whether asking again cannot help (Slack refused the call itself, not a 429, a
-    5xx or no answer: ``bot.slack_gateway.translate``)."""
+    """Whether asking again cannot help until an admin acts (``ADMIN_CODES``)."""
 
 
 class Directory:
@@ -181,7 +198,7 @@ class Directory:
         except SlackCallError as exc:
             logger.warning("user group %s of team %s not read: %s", usergroup_id, team_id, exc)
             self.forget(team_id, usergroup_id)  # never decide on members Slack disowned
-            return Unread(exc.code or "unreachable", lasting=not exc.retryable)
+            return Unread(exc.code or "unreachable", lasting=exc.code in ADMIN_CODES)
         except TimeoutError:
             logger.warning(
                 "user group %s of team %s not read before the answer was due", usergroup_id, team_id

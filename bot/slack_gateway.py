@@ -44,8 +44,14 @@ MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
 CHANNEL_UNREACHABLE_CODES = frozenset(
     {"channel_not_found", "not_in_channel", "is_archived", "channel_is_archived"}
 )
+PASSING_CODES = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
+)
 """Slack's ``error`` codes per kind (https://api.slack.com/methods/chat.postMessage#errors,
-https://api.slack.com/methods/chat.update#errors)."""
+https://api.slack.com/methods/chat.update#errors). ``PASSING_CODES`` are Slack's own
+passing trouble, answered ``ok: false`` with HTTP 200 and retried by nothing in slack_sdk
+("a transient issue on our end", "temporarily unavailable", a workspace being migrated
+to an Enterprise organization): an outage, tried again, never a refusal."""
 
 
 class Slack(Protocol):
@@ -169,7 +175,8 @@ def translate(method: str, exc: Exception) -> SlackCallError:
             ``TimeoutError``).
 
     Returns:
-        A ``SlackUnavailableError`` for an outage or a 429/5xx, ``MessageGoneError``,
+        A ``SlackUnavailableError`` for an outage, a 429/5xx or Slack's own passing
+        error (``PASSING_CODES``), ``MessageGoneError``,
         ``ChannelUnreachableError``, or ``SlackRefusedError`` for anything else Slack
         answered about the request itself.
     """
@@ -184,7 +191,7 @@ def translate(method: str, exc: Exception) -> SlackCallError:
     error = data.get("error") if isinstance(data, dict) else None
     code = str(error or f"HTTP {status}")
     message = f"{method} failed: {code} (HTTP {status})"
-    if status == 429 or status >= 500:
+    if status == 429 or status >= 500 or code in PASSING_CODES:
         return SlackUnavailableError(message, method=method, code=code, retryable=True)
     if code in MESSAGE_GONE_CODES:
         return MessageGoneError(message, method=method, code=code, retryable=False)

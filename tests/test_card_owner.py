@@ -18,6 +18,7 @@ import pytest
 from agent_bridge.backend import open_backend
 from agent_bridge.bus import InProcessBus
 from agent_bridge.db import Database
+from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.models import ApprovalRequest, Decision, Recorded, Run, RunState
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.run_driver import RunDriver
@@ -302,15 +303,7 @@ async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_l
     is drawn on it (the dead worker's drawing counted from its own post)."""
     slack = MemoryGateway()
     run = await run_in_its_thread(store, slack)
-    timed = make_request("r1").model_copy(
-        update={
-            "batch_size": 1,
-            "thread_ts": run.thread_ts,
-            "review_timeout_s": 3600.0,
-            "timeout_decision": Decision(type="reject"),
-        }
-    )
-    (request,) = await store.add_requests([timed])
+    (request,) = await store.add_requests([timed_request(run)])
     await store.intend_notice(run.run_id, card_key("r1"))  # the dead worker's post...
     text, blocks = draw_card(request.posted_at(time.time() - 900), [request], run)
     await slack.post_message(
@@ -330,6 +323,86 @@ async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_l
     shown = json.dumps(slack.messages[("C1", posted.message_ts or "")]["blocks"])
     assert f"<!date^{int(stored.expires_at)}^" in shown
     assert stored.drawn_revision == stored.revision
+
+
+def timed_request(run: Run) -> ApprovalRequest:
+    """A request alone in its batch, in its run's Slack thread, with an hour to decide."""
+    return make_request("r1").model_copy(
+        update={
+            "batch_size": 1,
+            "thread_ts": run.thread_ts,
+            "review_timeout_s": 3600.0,
+            "timeout_decision": Decision(type="reject"),
+        }
+    )
+
+
+async def test_an_adopted_timed_card_whose_redraw_fails_lags_for_the_sweep(
+    store: ApprovalStore,
+) -> None:
+    """A card adopted from a dead worker (its deadline drawn from that worker's own post,
+    15 minutes before the one stored) whose redraw fails (Slack is slow: that is how a
+    post is lost) still lags, so the worker's time-keeping draws the stored deadline."""
+    slack = MemoryGateway()
+    run = await run_in_its_thread(store, slack)
+    (request,) = await store.add_requests([timed_request(run)])
+    await store.intend_notice(run.run_id, card_key("r1"))  # the dead worker's post...
+    text, blocks = draw_card(request.posted_at(time.time() - 900), [request], run)
+    await slack.post_message(
+        team_id=None,
+        channel_id="C1",
+        text=text,
+        blocks=blocks,
+        thread_ts=run.thread_ts,
+        key=metadata_key(run.run_id, card_key("r1")),
+    )  # ...landed, unrecorded
+    real_update = slack.update_message
+
+    async def failing_update(**kwargs: Any) -> None:
+        slack.outage = 1  # the redraw meets an outage (past slack_sdk's retries)
+        await real_update(**kwargs)
+
+    slack.update_message = failing_update  # type: ignore[method-assign]
+
+    posted = await CardOwner(store=store, slack=slack).post(request, run)
+
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.expires_at is not None
+    shown = json.dumps(slack.messages[("C1", posted.message_ts or "")]["blocks"])
+    assert f"<!date^{int(stored.expires_at)}^" not in shown  # still the dead worker's
+    lagging = await store.undrawn_cards(changed_before=time.time() + 3600, limit=10)
+    assert [r.request_id for r in lagging] == ["r1"]  # time-keeping will draw it
+
+
+async def test_a_request_decided_just_after_its_reminder_mark_is_reminded_once_reopened(
+    store: ApprovalStore,
+) -> None:
+    """A reviewer decides between the sweep's ``mark_reminded`` and the reminder's post
+    (which posts nothing for a decided request): reopened (the call changed), the card
+    does not say "Reminder sent" and the request is reminded."""
+    clock = ManualClock(time.time())
+    store.clock = clock
+    slack = MemoryGateway()
+    run = await run_in_its_thread(store, slack)
+    (request,) = await store.add_requests([timed_request(run)])
+    cards = CardOwner(store=store, slack=slack)
+    await cards.post(request, run)
+    clock.now += 1801  # half-time: a reminder is due
+    real_mark = store.mark_reminded
+
+    async def mark_then_decided(request_id: str) -> bool:
+        marked = await real_mark(request_id)
+        await store.record_decision(request_id, Decision(type="reject"), user_id="U2")
+        return marked
+
+    store.mark_reminded = mark_then_decided  # type: ignore[method-assign]
+    await ExpiryKeeper(store=store, notifier=SlackNotifier(slack=slack, cards=cards)).sweep()
+
+    texts = [m["text"] for m in slack.messages.values()]
+    assert not any(t.startswith("Reminder") for t in texts)  # decided: none posted
+    reopened = await store.reopen("r1", note="The call changed")
+    assert reopened is not None and reopened.reminded_at is None
+    assert [r.request_id for r in await store.due_reminders()] == ["r1"]
 
 
 async def assert_drawn_rejected(store: ApprovalStore, slack: MemoryGateway) -> None:

@@ -208,6 +208,27 @@ def test_a_proxy_s_plain_text_5xx_is_unavailable(status: int) -> None:
     assert error.code == f"HTTP {status}"
 
 
+@pytest.mark.parametrize(
+    ("code", "passing"),
+    [("internal_error", True), ("fatal_error", True), ("missing_scope", False)],
+)
+def test_slacks_own_passing_errors_are_an_outage_not_a_refusal(code: str, passing: bool) -> None:
+    """Slack answers its own trouble ``ok: false`` with HTTP 200, as it answers a refusal:
+    those codes are tried again, a refusal is not."""
+    response = AsyncSlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="https://slack.com/api/chat.postMessage",
+        req_args={},
+        data={"ok": False, "error": code},
+        headers={},
+        status_code=200,
+    )
+    error = translate("chat.postMessage", SlackApiError(code, response))  # type: ignore[no-untyped-call]
+    assert (isinstance(error, SlackUnavailableError), error.retryable) == (passing, passing)
+    assert error.code == code
+
+
 async def test_a_message_is_found_by_the_key_in_its_metadata(subject: Subject) -> None:
     gateway, channel = subject.gateway, subject.channel_id
     parent = await gateway.post_message(

@@ -501,6 +501,25 @@ async def test_approvers_slack_refuses_to_list_send_the_reviewer_to_the_admin(
     assert stored.state == ApprovalState.PENDING and stored.approved_by == []
 
 
+@pytest.mark.parametrize("code", ["fatal_error", "team_added_to_org"])
+async def test_a_passing_slack_error_never_sends_the_reviewer_to_the_admin(
+    harness: Harness, code: str
+) -> None:
+    """Slack answers ``usergroups.users.list`` with one of its own passing errors
+    (``ok: false``, HTTP 200, retried by nothing in slack_sdk): no admin could help, so
+    the DBA is told the group could not be read and to try again; nothing is recorded."""
+    await people(harness)
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    harness.sandbox.fail_next("usergroups.users.list", status=200, error=code, times=9)
+    await harness.click(sql, "approve", user_id=DBA)
+    note = await told(harness, DBA, "Nothing was recorded")
+    assert "(S0DBA) could not be read" in note["text"] and "try again" in note["text"]
+    assert "tell the app's admin" not in note["text"]
+    stored = await current(harness, sql)
+    assert stored.state == ApprovalState.PENDING and stored.approved_by == []
+
+
 async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_refused(
     harness: Harness,
 ) -> None:
