@@ -100,7 +100,6 @@ REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
-        reminded_at = NULL,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
         description = COALESCE(:description, description),
@@ -126,10 +125,9 @@ UNMARK_REMINDED = """UPDATE approval_requests
 bumps ``revision`` as every change a card shows does: a card drawn from a copy read
 before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags.
 Only a pending request is marked (one decided meanwhile gets no reminder), and only a
-mark is taken back. A reopened request loses its mark (``REOPEN_REQUEST``): it is a new
-question to its reviewers, reminded of the limit still counting from its first post, and
-a request decided just after its mark, whose reminder was never posted, is not left
-saying "Reminder sent"."""
+mark is taken back: a request decided just after its mark, whose reminder is then not
+posted, has it taken back (``SlackNotifier.reminder``). A request is reminded once: a
+reopened one keeps its mark (its limit still counts from its first post)."""
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
     ORDER BY expires_at LIMIT :limit"""

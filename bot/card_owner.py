@@ -281,11 +281,13 @@ class CardOwner:
 
     async def _redraw_pointer(self, request: ApprovalRequest, run: Run) -> None:
         """Show the card's outcome, escalation or reminder on its pointer in the run's
-        thread."""
+        thread; a pending request's pointer as posted needs no redraw, unless it was
+        reopened (``note`` set: the pointer may show the outcome it had)."""
         if request.pointer_ts is None:
             return
         pending = request.state == ApprovalState.PENDING
-        if pending and request.escalated_at is None and request.reminded_at is None:
+        as_posted = request.escalated_at is None and request.reminded_at is None
+        if pending and as_posted and not request.note:
             return
         text, blocks = render_pointer(request.redacted(), link=request.card_link)
         try:

@@ -113,10 +113,14 @@ class SlackNotifier:
         """See ``Notifier.reminder``: posted where the card is (in its Slack thread, or under
         it in ``APPROVALS_CHANNEL``), so the reviewers see it. The card alone is redrawn
         first, so a deleted one is posted again and the reminder goes under it; a request
-        decided meanwhile gets no reminder."""
+        decided meanwhile gets no reminder, and its mark is taken back (reopened, it would
+        say "Reminder sent" and never be reminded)."""
         current = await self.cards.redraw(request.request_id, siblings=False)
-        if current is None or current.state != ApprovalState.PENDING:
-            return  # decided (or gone) meanwhile: nothing to remind of
+        if current is None:
+            return  # gone meanwhile: nothing to remind of
+        if current.state != ApprovalState.PENDING:
+            await self.cards.store.unmark_reminded(current.request_id)
+            return
         await self._post(
             run,
             f"reminder:{current.request_id}",

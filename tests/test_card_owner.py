@@ -398,11 +398,65 @@ async def test_a_request_decided_just_after_its_reminder_mark_is_reminded_once_r
     store.mark_reminded = mark_then_decided  # type: ignore[method-assign]
     await ExpiryKeeper(store=store, notifier=SlackNotifier(slack=slack, cards=cards)).sweep()
 
-    texts = [m["text"] for m in slack.messages.values()]
-    assert not any(t.startswith("Reminder") for t in texts)  # decided: none posted
+    assert reminders(slack) == 0  # decided: none posted, and the mark taken back
     reopened = await store.reopen("r1", note="The call changed")
     assert reopened is not None and reopened.reminded_at is None
     assert [r.request_id for r in await store.due_reminders()] == ["r1"]
+
+
+def reminders(slack: MemoryGateway) -> int:
+    return sum(m["text"].startswith("Reminder") for m in slack.messages.values())
+
+
+async def test_a_reminded_request_reopened_keeps_the_mark_its_posted_reminder_earned(
+    store: ApprovalStore,
+) -> None:
+    """One reminder per request: reopened after its reminder was posted, its card still
+    says "Reminder sent" (it was), and it is never marked again without a post."""
+    clock = ManualClock(time.time())
+    store.clock = clock
+    slack = MemoryGateway()
+    run = await run_in_its_thread(store, slack)
+    (request,) = await store.add_requests([timed_request(run)])
+    cards = CardOwner(store=store, slack=slack)
+    keeper = ExpiryKeeper(store=store, notifier=SlackNotifier(slack=slack, cards=cards))
+    posted = await cards.post(request, run)
+    clock.now += 1801  # half-time: the reminder is due
+    await keeper.sweep()
+    assert reminders(slack) == 1
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    reopened = await store.reopen("r1", note="The call changed")
+    assert reopened is not None and reopened.reminded_at is not None
+    await cards.redraw("r1")
+    clock.now += 60
+    await keeper.sweep()
+    assert await store.due_reminders() == [] and reminders(slack) == 1
+    card = json.dumps(slack.messages[("C1", posted.message_ts or "")]["blocks"])
+    assert "Reminder sent" in card
+
+
+async def test_the_pointer_to_a_reopened_card_stops_showing_its_old_outcome(
+    store: ApprovalStore,
+) -> None:
+    """A card in another channel than its run's thread is rejected, then reopened (the
+    call changed): the thread's line pointing to it no longer says Rejected."""
+    slack = MemoryGateway(channels={"C1", "C2"})
+    run = await run_in_its_thread(store, slack)
+    elsewhere = make_request("r1").model_copy(update={"batch_size": 1, "channel_id": "C2"})
+    (request,) = await store.add_requests([elsewhere])
+    cards = CardOwner(store=store, slack=slack)
+    await cards.post(request, run)
+    await store.record_decision("r1", Decision(type="reject"), user_id="U2")
+    await cards.redraw("r1")
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.pointer_ts is not None
+    assert "Rejected" in slack.messages[("C1", stored.pointer_ts)]["text"]
+
+    await store.reopen("r1", note="The call changed")
+    await cards.redraw("r1")
+
+    pointer = slack.messages[("C1", stored.pointer_ts)]["text"]
+    assert "Rejected" not in pointer and "write_file" in pointer
 
 
 async def assert_drawn_rejected(store: ApprovalStore, slack: MemoryGateway) -> None:
