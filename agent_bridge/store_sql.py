@@ -100,12 +100,17 @@ REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
+        expires_at = CASE WHEN expires_at IS NULL THEN NULL ELSE :now + review_timeout_s END,
+        reminded_at = NULL,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
         description = COALESCE(:description, description),
         allowed_decisions = COALESCE(:allowed_decisions, allowed_decisions)
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
+"""A reopened request is a new question (the call changed, or the graph refused the
+answer): a posted one's review time limit counts again from the reopen, with its own
+reminder, so a timeout decision never applies at once to a call nobody saw."""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING
     RETURNING *"""
@@ -126,8 +131,8 @@ bumps ``revision`` as every change a card shows does: a card drawn from a copy r
 before it is drawn again (``CardOwner.redraw``), and one whose redraw was lost lags.
 Only a pending request is marked (one decided meanwhile gets no reminder), and only a
 mark is taken back: a request decided just after its mark, whose reminder is then not
-posted, has it taken back (``SlackNotifier.reminder``). A request is reminded once: a
-reopened one keeps its mark (its limit still counts from its first post)."""
+posted, has it taken back (``SlackNotifier.reminder``). One reminder per review window:
+a reopen starts a new one (``REOPEN_REQUEST``), whose reminder has its own key."""
 SELECT_DUE_EXPIRIES = """SELECT * FROM approval_requests
     WHERE state = 'pending' AND expires_at IS NOT NULL AND expires_at <= :now
     ORDER BY expires_at LIMIT :limit"""

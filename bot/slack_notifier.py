@@ -40,6 +40,12 @@ FAILED_KEY = "failed"
 """Keys of a run's messages (``bot.outbox``); a tool result's is ``tool:<tool_call_id>``."""
 
 
+def reminder_key(request: ApprovalRequest) -> str:
+    """The outbox key of a request's reminder: one per review window, named by its
+    deadline (a reopen starts a new window: ``REOPEN_REQUEST``)."""
+    return f"reminder:{request.request_id}:{int(request.expires_at or 0)}"
+
+
 class SlackNotifier:
     """Posts runs' progress and approval cards.
 
@@ -123,7 +129,7 @@ class SlackNotifier:
             return
         await self._post(
             run,
-            f"reminder:{current.request_id}",
+            reminder_key(current),
             current.channel_id or run.channel_id,
             render_reminder(current),
             thread_ts=current.thread_ts or current.message_ts,

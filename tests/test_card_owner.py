@@ -374,12 +374,12 @@ async def test_an_adopted_timed_card_whose_redraw_fails_lags_for_the_sweep(
     assert [r.request_id for r in lagging] == ["r1"]  # time-keeping will draw it
 
 
-async def test_a_request_decided_just_after_its_reminder_mark_is_reminded_once_reopened(
+async def test_a_request_decided_just_after_its_reminder_mark_keeps_no_mark(
     store: ApprovalStore,
 ) -> None:
-    """A reviewer decides between the sweep's ``mark_reminded`` and the reminder's post
-    (which posts nothing for a decided request): reopened (the call changed), the card
-    does not say "Reminder sent" and the request is reminded."""
+    """A reviewer decides between the sweep's ``mark_reminded`` and the reminder's post,
+    which posts nothing for a decided request and takes the mark back: the request's
+    state never says a reminder was sent when none was."""
     clock = ManualClock(time.time())
     store.clock = clock
     slack = MemoryGateway()
@@ -398,21 +398,21 @@ async def test_a_request_decided_just_after_its_reminder_mark_is_reminded_once_r
     store.mark_reminded = mark_then_decided  # type: ignore[method-assign]
     await ExpiryKeeper(store=store, notifier=SlackNotifier(slack=slack, cards=cards)).sweep()
 
-    assert reminders(slack) == 0  # decided: none posted, and the mark taken back
-    reopened = await store.reopen("r1", note="The call changed")
-    assert reopened is not None and reopened.reminded_at is None
-    assert [r.request_id for r in await store.due_reminders()] == ["r1"]
+    assert reminders(slack) == 0  # decided: none posted...
+    decided = await store.get_request("r1")
+    assert decided is not None and decided.reminded_at is None  # ...and the mark taken back
 
 
 def reminders(slack: MemoryGateway) -> int:
     return sum(m["text"].startswith("Reminder") for m in slack.messages.values())
 
 
-async def test_a_reminded_request_reopened_keeps_the_mark_its_posted_reminder_earned(
+async def test_a_reminded_request_reopened_is_reminded_again_in_its_new_window(
     store: ApprovalStore,
 ) -> None:
-    """One reminder per request: reopened after its reminder was posted, its card still
-    says "Reminder sent" (it was), and it is never marked again without a post."""
+    """Reopened after its reminder was posted, a request has a new review window: its
+    card shows the new deadline without "Reminder sent", and at the new half-time a
+    second reminder is posted (never a mark without a post)."""
     clock = ManualClock(time.time())
     store.clock = clock
     slack = MemoryGateway()
@@ -426,13 +426,17 @@ async def test_a_reminded_request_reopened_keeps_the_mark_its_posted_reminder_ea
     assert reminders(slack) == 1
     await store.record_decision("r1", Decision(type="approve"), user_id="U2")
     reopened = await store.reopen("r1", note="The call changed")
-    assert reopened is not None and reopened.reminded_at is not None
+    assert reopened is not None and reopened.expires_at == clock.now + 3600
     await cards.redraw("r1")
-    clock.now += 60
-    await keeper.sweep()
-    assert await store.due_reminders() == [] and reminders(slack) == 1
     card = json.dumps(slack.messages[("C1", posted.message_ts or "")]["blocks"])
-    assert "Reminder sent" in card
+    assert f"<!date^{int(reopened.expires_at)}^" in card and "Reminder sent" not in card
+    await keeper.sweep()
+    assert reminders(slack) == 1  # not half-time of the new window yet
+    clock.now += 1801
+    await keeper.sweep()
+    assert reminders(slack) == 2
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.reminded_at is not None
 
 
 async def test_the_pointer_to_a_reopened_card_stops_showing_its_old_outcome(

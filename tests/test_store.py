@@ -293,6 +293,33 @@ async def test_only_a_pending_request_is_marked_reminded_and_only_a_mark_is_take
     assert decided is not None and decided.reminded_at is None and decided.revision == 1
 
 
+async def test_a_reopened_request_gets_a_new_review_window(store: ApprovalStore) -> None:
+    """A request whose time ran out (its timeout decision recorded) is reopened: the
+    call changed, or the graph refused the answer. It is a new question, so its time
+    limit counts again from the reopen: never expired at once, its timeout decision
+    (here an approval) applied to a call nobody saw; and it is reminded in the new
+    window."""
+    now = [1_000.0]
+    store.clock = lambda: now[0]
+    await store.create_run(make_run())
+    request = make_request("r1").model_copy(
+        update={"review_timeout_s": 60.0, "timeout_decision": Decision(type="approve")}
+    )
+    await store.add_requests([request])
+    await store.set_message("r1", channel_id="C1", message_ts="1.1")
+    now[0] += 31
+    assert await store.mark_reminded("r1")
+    now[0] += 30
+    assert await store.expire("r1", note="Expired") is not None
+    now[0] += 5
+    reopened = await store.reopen("r1", note="The call changed")
+    assert reopened is not None and reopened.expires_at == now[0] + 60
+    assert reopened.reminded_at is None
+    assert await store.due_expiries() == []
+    now[0] += 31
+    assert [r.request_id for r in await store.due_reminders()] == ["r1"]
+
+
 async def test_an_intention_is_recorded_once_and_keeps_its_ts(store: ApprovalStore) -> None:
     await store.create_run(make_run())
     first = await store.intend_notice("run-1", "tool:c1")
