@@ -264,7 +264,8 @@ class Sandbox(Acting):
 
         Any method name works, known or not (``usergroups.users.list`` too). 429
         comes with ``Retry-After: retry_after_s`` and ``error: ratelimited``; any other
-        status with ``error: internal_error``, or ``error`` if given (e.g.
+        status with ``error: internal_error`` (Slack's own passing trouble: an outage to
+        the product, whatever the status), or ``error`` if given (e.g.
         ``status=200, error="missing_scope"``: Slack refusing a call the app's token
         may not make). The call is recorded in ``calls``.
         """

@@ -157,7 +157,8 @@ class TestFailingInItsFirstDrive:
         assert run.thread_ts is None  # as the worker claims it
         await asyncio.wait_for(pointer.reached.wait(), 20)
         first = await harness.wait_for(lambda: _first_posted(harness, run))
-        harness.sandbox.fail_next("chat.postMessage", status=400)  # the next card: refused
+        # the next card: refused for good (a passing error, internal_error, would be retried)
+        harness.sandbox.fail_next("chat.postMessage", status=200, error="invalid_blocks")
         assert LINK_TEXT in _card_text(harness, first)
         pointer.released.set()
         ended = await harness.finished(run)
