@@ -36,6 +36,7 @@ from agent_bridge.db import Database
 from agent_bridge.deadline import within
 from agent_bridge.errors import SchemaOutdatedError, StoreUnavailableError
 from agent_bridge.migrations import check_version
+from bot.slack_gateway import PASSING_CODES
 
 READY_PATH = "/readyz"
 PROBE_TIMEOUT_S = 2.0
@@ -151,6 +152,8 @@ class Readiness:
                 return f"unavailable: HTTP {status}"
             data = exc.response.data
             code = data.get("error") if isinstance(data, dict) else None
+            if code in PASSING_CODES:  # Slack's own passing trouble, answered with HTTP 200
+                return f"unavailable: {code}"
             return f"refused: {code or f'HTTP {status}'}"
         except Exception as exc:  # aiohttp's errors, a timeout: Slack not reached
             return _unreachable(exc)

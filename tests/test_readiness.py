@@ -105,3 +105,18 @@ async def test_slack_down_is_a_503_naming_slack_until_it_answers(harness: Harnes
     assert body["checks"]["slack"] == "unavailable: HTTP 500"
     status, body = await get(harness.server.url + "/readyz")  # Slack answers again
     assert (status, body["ready"]) == (200, True)
+
+
+@pytest.mark.parametrize(
+    ("code", "check"), [("fatal_error", "unavailable: fatal_error"), ("invalid_auth", "refused")]
+)
+async def test_slacks_passing_error_reads_as_unavailable_and_a_refusal_as_refused(
+    harness: Harness, code: str, check: str
+) -> None:
+    """Slack answers both ``ok: false`` with HTTP 200: its own passing trouble is an
+    outage to wait out, a refused token is the admin's to fix."""
+    assert harness.server is not None
+    harness.sandbox.fail_next("auth.test", status=200, error=code)
+    status, body = await get(harness.server.url + "/readyz")
+    assert (status, body["failed"]) == (503, ["slack"])
+    assert body["checks"]["slack"].startswith(check)
