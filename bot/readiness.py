@@ -36,7 +36,7 @@ from agent_bridge.db import Database
 from agent_bridge.deadline import within
 from agent_bridge.errors import SchemaOutdatedError, StoreUnavailableError
 from agent_bridge.migrations import check_version
-from bot.slack_gateway import PASSING_CODES
+from bot.slack_client import PASSING_CODES
 
 READY_PATH = "/readyz"
 PROBE_TIMEOUT_S = 2.0

@@ -59,6 +59,15 @@ def make_client(
     )
 
 
+PASSING_CODES = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
+)
+"""Slack's own passing trouble, answered ``ok: false`` with HTTP 200 and retried by
+nothing in slack_sdk ("a transient issue on our end", "temporarily unavailable", a
+workspace being migrated to an Enterprise organization; https://api.slack.com/web
+"Errors"): an outage, waited out or tried again, never a refused call or token."""
+
+
 async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
     """Which workspace (and Enterprise Grid org) ``client``'s bot token is installed in,
     from ``auth.test`` (https://docs.slack.dev/reference/methods/auth.test), asked once
@@ -78,10 +87,11 @@ async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
     except SlackApiError as exc:
         status = exc.response.status_code
         code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
-        if status == 429 or status >= 500:
+        if status == 429 or status >= 500 or code in PASSING_CODES:
             raise ConfigurationError(
-                f"Slack's auth.test answered HTTP {status} past the retries; "
-                "the web process cannot know its installation. Restart it once Slack answers."
+                f"Slack's auth.test answered {code or f'HTTP {status}'} past the retries "
+                "(Slack's own trouble, not the token); the web process cannot know its "
+                "installation. Restart it once Slack answers."
             ) from exc
         raise ConfigurationError(
             f"SLACK_BOT_TOKEN was refused by auth.test: {code or status}. "

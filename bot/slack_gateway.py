@@ -38,20 +38,15 @@ from bot.errors import (
     SlackUnavailableError,
 )
 from bot.mrkdwn import text_object
-from bot.slack_client import REQUEST_TIMEOUT_S
+from bot.slack_client import PASSING_CODES, REQUEST_TIMEOUT_S
 
 MESSAGE_GONE_CODES = frozenset({"message_not_found", "thread_not_found"})
 CHANNEL_UNREACHABLE_CODES = frozenset(
     {"channel_not_found", "not_in_channel", "is_archived", "channel_is_archived"}
 )
-PASSING_CODES = frozenset(
-    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_added_to_org"}
-)
 """Slack's ``error`` codes per kind (https://api.slack.com/methods/chat.postMessage#errors,
-https://api.slack.com/methods/chat.update#errors). ``PASSING_CODES`` are Slack's own
-passing trouble, answered ``ok: false`` with HTTP 200 and retried by nothing in slack_sdk
-("a transient issue on our end", "temporarily unavailable", a workspace being migrated
-to an Enterprise organization): an outage, tried again, never a refusal."""
+https://api.slack.com/methods/chat.update#errors); Slack's own passing trouble is
+``bot.slack_client.PASSING_CODES``."""
 
 
 class Slack(Protocol):

@@ -38,6 +38,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 
 from agent_bridge.errors import ConfigurationError
 from bot.app import is_unreadable
+from bot.slack_gateway import translate
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +184,9 @@ async def connect_socket_mode(
 
     Raises:
         ConfigurationError: Slack refused the app-level token (``invalid_auth``, a bot
-            token: ``not_allowed_token_type``) or could not be reached; slack_sdk's
-            client would otherwise retry forever.
+            token: ``not_allowed_token_type``), could not be reached, or failed on its
+            side (said so, not blamed on the token); slack_sdk's client would otherwise
+            retry forever.
     """
     handler = CheckedSocketModeHandler(
         bolt_app, app_token=app_token, ping_interval=ping_interval_s, logger=logger
@@ -195,11 +197,16 @@ async def connect_socket_mode(
         handler.client.wss_uri = await handler.client.issue_new_wss_url()
     except SlackApiError as exc:
         await handler.close_async()  # type: ignore[no-untyped-call]
-        code = exc.response.get("error") if isinstance(exc.response.data, dict) else None
+        error = translate("apps.connections.open", exc)
+        if error.retryable:  # a 429, a 5xx or Slack's own passing error: not the token
+            raise ConfigurationError(
+                f"Slack's apps.connections.open failed ({error.code}): Slack's own trouble, "
+                "not the token; restart once Slack answers."
+            ) from None
         raise ConfigurationError(
-            f"SLACK_APP_TOKEN was refused by apps.connections.open: "
-            f"{code or exc.response.status_code}. Use an app-level token (xapp-...) with "
-            "connections:write, from api.slack.com: Basic Information."
+            f"SLACK_APP_TOKEN was refused by apps.connections.open: {error.code}. Use an "
+            "app-level token (xapp-...) with connections:write, from api.slack.com: Basic "
+            "Information."
         ) from None
     except (ClientError, TimeoutError) as exc:
         await handler.close_async()  # type: ignore[no-untyped-call]

@@ -300,5 +300,10 @@ async def test_the_installation_is_resolved_once_and_a_refused_token_is_a_clear_
         wrong = make_client(token="xoxb-not-this-app", base_url=sandbox.api_url)
         with pytest.raises(ConfigurationError, match=r"SLACK_BOT_TOKEN was refused.*invalid_auth"):
             await installation_of_token(wrong)
+        # Slack's own passing trouble is said to be Slack's, never blamed on the token.
+        sandbox.fail_next("auth.test", status=200, error="fatal_error")
+        with pytest.raises(ConfigurationError, match=r"fatal_error.*not the token") as caught:
+            await installation_of_token(good)
+        assert "refused" not in str(caught.value)
     finally:
         await sandbox.stop()

@@ -266,6 +266,12 @@ async def test_a_refused_app_token_stops_the_start_with_a_clear_error() -> None:
                 await connect_socket_mode(app, app_token=token)
             assert token not in str(caught.value)
         assert sandbox.socket_mode is not None and sandbox.socket_mode.opened == 0
+        # Slack's own passing trouble is said to be Slack's, not blamed on the token.
+        sandbox.fail_next("apps.connections.open", status=200, error="fatal_error")
+        with pytest.raises(ConfigurationError, match="fatal_error") as caught:
+            await connect_socket_mode(app, app_token=TEST_APP_TOKEN)
+        assert "not the token" in str(caught.value)
+        assert "refused" not in str(caught.value)
     finally:
         await sandbox.stop()
 
