@@ -295,16 +295,15 @@ async def store(store_url: str) -> AsyncIterator[ApprovalStore]:
     await backend.close()
 
 
-async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_limit(
-    store: ApprovalStore,
-) -> None:
-    """A worker died after its card landed and before it recorded where: the next one
-    adopts the card (no second post), and its time limit, counted from the adoption,
-    is drawn on it (the dead worker's drawing counted from its own post)."""
-    slack = MemoryGateway()
+async def card_a_dead_worker_posted(
+    store: ApprovalStore, slack: MemoryGateway
+) -> tuple[Run, ApprovalRequest]:
+    """A timed request whose card a worker posted 15 minutes ago and died before
+    recording where: its intention without a ``ts``, its card in Slack (drawn with that
+    worker's deadline). Returns its run and the request as stored."""
     run = await run_in_its_thread(store, slack)
     (request,) = await store.add_requests([timed_request(run)])
-    await store.intend_notice(run.run_id, card_key("r1"))  # the dead worker's post...
+    await store.intend_notice(run.run_id, card_key("r1"))
     text, blocks = draw_card(request.posted_at(time.time() - 900), [request], run)
     await slack.post_message(
         team_id=None,
@@ -313,7 +312,18 @@ async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_l
         blocks=blocks,
         thread_ts=run.thread_ts,
         key=metadata_key(run.run_id, card_key("r1")),
-    )  # ...landed, unrecorded
+    )
+    return run, request
+
+
+async def test_a_timed_card_a_dead_worker_posted_is_adopted_and_drawn_with_its_limit(
+    store: ApprovalStore,
+) -> None:
+    """A worker died after its card landed and before it recorded where: the next one
+    adopts the card (no second post), and its time limit, counted from the adoption,
+    is drawn on it (the dead worker's drawing counted from its own post)."""
+    slack = MemoryGateway()
+    run, request = await card_a_dead_worker_posted(store, slack)
 
     posted = await CardOwner(store=store, slack=slack).post(request, run)
 
@@ -344,18 +354,7 @@ async def test_an_adopted_timed_card_whose_redraw_fails_lags_for_the_sweep(
     15 minutes before the one stored) whose redraw fails (Slack is slow: that is how a
     post is lost) still lags, so the worker's time-keeping draws the stored deadline."""
     slack = MemoryGateway()
-    run = await run_in_its_thread(store, slack)
-    (request,) = await store.add_requests([timed_request(run)])
-    await store.intend_notice(run.run_id, card_key("r1"))  # the dead worker's post...
-    text, blocks = draw_card(request.posted_at(time.time() - 900), [request], run)
-    await slack.post_message(
-        team_id=None,
-        channel_id="C1",
-        text=text,
-        blocks=blocks,
-        thread_ts=run.thread_ts,
-        key=metadata_key(run.run_id, card_key("r1")),
-    )  # ...landed, unrecorded
+    run, request = await card_a_dead_worker_posted(store, slack)
     real_update = slack.update_message
 
     async def failing_update(**kwargs: Any) -> None:
