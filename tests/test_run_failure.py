@@ -152,9 +152,12 @@ class TestFailingInItsFirstDrive:
 
     async def fail_in_first_drive(self, harness: Harness) -> tuple[Run, ApprovalRequest]:
         """The failed run, as stored, and its first card, as posted (pending)."""
+        header = harness.sandbox.stall_next("chat.postMessage", key_contains="/header")
         pointer = harness.sandbox.stall_next("chat.postMessage", key_contains="pointer:")
         run = await harness.start_run(TWO_CALLS)
+        await asyncio.wait_for(header.reached.wait(), 20)  # the thread is being posted
         assert run.thread_ts is None  # as the worker claims it
+        header.released.set()
         await asyncio.wait_for(pointer.reached.wait(), 20)
         first = await harness.wait_for(lambda: _first_posted(harness, run))
         # the next card: refused for good (a passing error, internal_error, would be retried)
