@@ -272,6 +272,9 @@ class ActionListeners:
             return None
         still_approvers = None  # an Ignore decides alone: no earlier approval to judge
         if decision.type == "approve":
+            counted = await self._counted_already(request.request_id, payload.user.id, version)
+            if counted is not None:  # a second click: no earlier approval to judge either
+                return counted
             try:
                 still_approvers = await self.guard.current_approvers(
                     request, actor=actor_of(payload), installation=installation
@@ -289,6 +292,23 @@ class ActionListeners:
                 still_approvers=still_approvers,
                 known=request,
             )
+
+    async def _counted_already(
+        self, request_id: str, user_id: str, version: str
+    ) -> AlreadyCounted | None:
+        """``AlreadyCounted`` with the request as it is now if ``user_id``'s approval of
+        ``version`` is counted on it already (a second click changes nothing, so it is
+        answered without judging the other approvals, whose groups Slack may fail to
+        list), else ``None``. Read again, since authorizing may have waited on Slack.
+
+        Raises:
+            StoreTooSlowError: Not read within ``DECISION_DB_S``.
+        """
+        with within(DECISION_DB_S):
+            now = await self.store.get_request(request_id)
+        if now is None or now.state != ApprovalState.PENDING or now.version != version:
+            return None  # the record says what became of it
+        return AlreadyCounted(now) if user_id in now.approved_by else None
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
         """Redraw what changed, and tell the clicker privately when nothing did."""

@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from agent_bridge.audit import AuditKind, read_events
-from agent_bridge.models import ApprovalRequest, ApprovalState, DecisionType, Run, RunState
+from agent_bridge.models import (
+    ApprovalRequest,
+    ApprovalState,
+    DecisionType,
+    Recorded,
+    Run,
+    RunState,
+)
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
@@ -527,15 +534,7 @@ async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_r
     the approvers' group (the backup group is cached): whether the DBA who approved
     earlier is still in it cannot be told, so the click is refused, saying so, and the
     DBA's approval stays; once Slack lists the group again, the click counts."""
-    await people(harness)
-    clock = ManualClock(time.time())
-    harness.store.clock = clock  # the worker's store decides what is due
-    run = await harness.start_run(DEMO_TASK)
-    _, sql = await harness.requests(run, count=2)
-    clock.now += 601  # past escalate_after_s: the backup group may decide too
-    await harness.wait_for(lambda: _replies(harness, sql, "you may decide it now"))
-    await harness.click(sql, "approve", user_id=DBA)  # both groups read, and cached
-    await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+    sql = await _escalated_after_a_dba_approved(harness)
     # Slack reports a change to S0DBA, which keeps DBA (the app forgets the group), and
     # then cannot list it.
     assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
@@ -555,6 +554,72 @@ async def test_an_approval_whose_group_slack_cannot_list_is_kept_and_the_click_r
     await harness.click(sql, "approve", user_id=BACKUP)
     decided = await harness.decided(sql)
     assert decided.decided_by == BACKUP and decided.approved_by == [DBA, BACKUP]
+
+
+async def _escalated_after_a_dba_approved(harness: Harness) -> ApprovalRequest:
+    """The execute_sql card escalated to the backup group (on a clock the test moves),
+    with DBA's approval counted and both approver groups read and cached."""
+    await people(harness)
+    clock = ManualClock(time.time())
+    harness.store.clock = clock  # the worker's store decides what is due
+    run = await harness.start_run(DEMO_TASK)
+    _, sql = await harness.requests(run, count=2)
+    clock.now += 601  # past escalate_after_s: the backup group may decide too
+    await harness.wait_for(lambda: _replies(harness, sql, "you may decide it now"))
+    await harness.click(sql, "approve", user_id=DBA)  # both groups read, and cached
+    return await harness.wait_for(lambda: _approved_by(harness, sql, [DBA]))
+
+
+class TestAnApprovalCountedAlready:
+    """A second Approve by someone whose approval of this version is counted changes
+    nothing, so it is told so, whatever Slack can list of the approvers' groups."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig, tmp_path: Path) -> WorkerConfig:
+        three = (FIXTURES / "dba_policy.yml").read_text()
+        three = three.replace("required_approvals: 2", "required_approvals: 3")
+        assert "required_approvals: 3" in three
+        (tmp_path / "policy.yml").write_text(three)
+        return settings.model_copy(update={"policy": tmp_path / "policy.yml"})
+
+    async def test_a_second_click_is_told_it_counted_though_a_group_is_unread(
+        self, harness: Harness
+    ) -> None:
+        sql = await _escalated_after_a_dba_approved(harness)
+        await harness.click(sql, "approve", user_id=BACKUP)
+        await harness.wait_for(lambda: _approved_by(harness, sql, [DBA, BACKUP]))
+        # The app forgets S0DBA, which Slack then cannot list: DBA's approval cannot be
+        # judged, but BACKUP's second click has nothing to judge.
+        assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
+        harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
+        await harness.click(sql, "approve", user_id=BACKUP)
+        await told(harness, BACKUP, "You already approved this call")
+        assert not [n for n in harness.sandbox.ephemerals(user_id=BACKUP) if "Nothing" in n["text"]]
+        stored = await current(harness, sql)
+        assert stored.state == ApprovalState.PENDING and stored.approved_by == [DBA, BACKUP]
+        assert [who for who, _ in await refusals(harness, sql) if who == BACKUP] == []
+
+    async def test_a_second_approve_is_answered_from_the_request_as_it_is_after_authorizing(
+        self, harness: Harness
+    ) -> None:
+        """The card is decided while Slack lists the backup group for BACKUP's second
+        click: BACKUP is told it was decided, not that their approval counted."""
+        sql = await _escalated_after_a_dba_approved(harness)
+        await harness.click(sql, "approve", user_id=BACKUP)
+        counted = await harness.wait_for(lambda: _approved_by(harness, sql, [DBA, BACKUP]))
+        # Slack reports a change to the backup group, which keeps BACKUP (the app forgets it)
+        changed = await harness.sandbox.set_usergroup("S0BACKUP", "b", [BACKUP, OUTSIDER])
+        assert changed == (200, "")
+        stall = harness.sandbox.stall_next("usergroups.users.list")
+        await harness.click(sql, "approve", user_id=BACKUP)
+        await harness.wait_for(lambda: _reached(stall))
+        third = await harness.store.approve(
+            sql.request_id, user_id=SECOND_DBA, team_id=counted.team_id, version=sql.version
+        )
+        assert isinstance(third, Recorded)
+        stall.released.set()
+        await told(harness, BACKUP, "This request was already decided")
+        assert "You already approved" not in json.dumps(harness.sandbox.ephemerals(user_id=BACKUP))
 
 
 class TestIgnoreWithAnUnreadGroup:
