@@ -23,9 +23,13 @@ from agent_bridge.interrupt_shapes import answer
 from agent_bridge.models import (
     HITL_MODES,
     WHOLE_INTERRUPT_MODES,
+    AlreadyCounted,
+    AlreadyDecided,
     ApprovalRequest,
     ApprovalState,
+    CallChanged,
     Decision,
+    Recording,
 )
 
 MESSAGE_MAX_CHARS = 3000
@@ -87,6 +91,26 @@ class ResumePlan:
         self.changed: dict[str, ApprovalRequest] = {}
         """Request ID -> the call as the checkpoint now has it, when that is not the call
         the decision was made on (``call_hash`` differs): it needs a new decision."""
+
+
+def uncountable(
+    current: ApprovalRequest, *, version: str, user_id: str, edit: Decision | None = None
+) -> Recording | None:
+    """Why an approval (or an edit, ``edit``) of the call's ``version`` by ``user_id``
+    cannot be counted on ``current``, or ``None`` if it can.
+
+    Returns:
+        ``AlreadyDecided`` (no longer pending), ``CallChanged`` (``version`` is not the
+        call's now), ``AlreadyCounted`` (an approval by someone counted on this version:
+        one person counts once), or ``None``.
+    """
+    if current.state != ApprovalState.PENDING:
+        return AlreadyDecided(current)
+    if current.version != version:
+        return CallChanged(current)
+    if edit is None and user_id in current.approved_by:
+        return AlreadyCounted(current)
+    return None
 
 
 def plan_resume(

@@ -27,15 +27,13 @@ from agent_bridge.audit import (
 from agent_bridge.binding import version_hash
 from agent_bridge.db import Database, Row, Statements
 from agent_bridge.deadline import time_left
+from agent_bridge.decisions import uncountable
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import (
     DEFAULT_AGENT,
     RESULT_MAX_CHARS,
-    AlreadyCounted,
     AlreadyDecided,
     ApprovalRequest,
-    ApprovalState,
-    CallChanged,
     CallResult,
     Counted,
     Decision,
@@ -759,13 +757,13 @@ class ApprovalStore:
             current = known or await self.get_request(request_id)
             if current is None:
                 return UnknownRequest(request_id)
-            refusal = _refusal(current, version=version, user_id=user_id, edit=edit)
+            refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
             if refusal is not None and current is known:
                 known = None  # the caller's read may be old: refuse only on a fresh one
                 current = await self.get_request(request_id)
                 if current is None:
                     return UnknownRequest(request_id)
-                refusal = _refusal(current, version=version, user_id=user_id, edit=edit)
+                refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
             known = None
             if refusal is not None:
                 return refusal
@@ -1084,20 +1082,6 @@ class ApprovalStore:
             "redact": json.dumps(request.redact),
             "reason": request.reason,
         }
-
-
-def _refusal(
-    current: ApprovalRequest, *, version: str, user_id: str, edit: Decision | None
-) -> Recording | None:
-    """Why an approval (or an edit, ``edit``) of ``version`` by ``user_id`` cannot be
-    counted on ``current``, or ``None`` if it can."""
-    if current.state != ApprovalState.PENDING:
-        return AlreadyDecided(current)
-    if current.version != version:
-        return CallChanged(current)
-    if edit is None and user_id in current.approved_by:
-        return AlreadyCounted(current)
-    return None
 
 
 def _revisions(rows: Iterable[Row]) -> dict[str, int]:

@@ -26,7 +26,7 @@ from slack_bolt.async_app import AsyncApp
 
 from agent_bridge import log_context, review_wording, wording
 from agent_bridge.deadline import within
-from agent_bridge.decisions import check_decision, refusal
+from agent_bridge.decisions import check_decision, refusal, uncountable
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import (
     ALL_DECISION_TYPES,
@@ -40,6 +40,7 @@ from agent_bridge.models import (
     DecisionType,
     Recorded,
     Recording,
+    UnknownRequest,
 )
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
@@ -253,13 +254,14 @@ class ActionListeners:
         ignore: decided at once); return what was recorded, or ``None`` if the clicker
         was told why not.
 
-        Only the record runs under ``DECISION_DB_S``: the approvers still allowed are read
-        before it with no deadline, since a user group Slack lists too slowly under one
-        counts as unreadable and would drop its members' earlier approvals from the
-        quorum (``Guard.current_approvers``).
+        Only the store's reads and the record run under ``DECISION_DB_S``: the approvers
+        still allowed are read before the record with no deadline, since a user group
+        Slack lists too slowly under one counts as unreadable and would drop its
+        members' earlier approvals from the quorum (``Guard.current_approvers``).
 
         Raises:
-            StoreTooSlowError: Not recorded within ``DECISION_DB_S``; nothing was.
+            StoreTooSlowError: Not read or recorded within ``DECISION_DB_S``; nothing was
+                recorded.
         """
         refused = check_decision(request, decision)
         if refused:  # a forged click: the card never had this button
@@ -272,9 +274,9 @@ class ActionListeners:
             return None
         still_approvers = None  # an Ignore decides alone: no earlier approval to judge
         if decision.type == "approve":
-            counted = await self._counted_already(request.request_id, payload.user.id, version)
-            if counted is not None:  # a second click: no earlier approval to judge either
-                return counted
+            answer = await self._uncountable(request, payload.user.id, version)
+            if answer is not None:  # it changes nothing: no earlier approval to judge
+                return answer
             try:
                 still_approvers = await self.guard.current_approvers(
                     request, actor=actor_of(payload), installation=installation
@@ -293,22 +295,29 @@ class ActionListeners:
                 known=request,
             )
 
-    async def _counted_already(
-        self, request_id: str, user_id: str, version: str
-    ) -> AlreadyCounted | None:
-        """``AlreadyCounted`` with the request as it is now if ``user_id``'s approval of
-        ``version`` is counted on it already (a second click changes nothing, so it is
-        answered without judging the other approvals, whose groups Slack may fail to
-        list), else ``None``. Read again, since authorizing may have waited on Slack.
+    async def _uncountable(
+        self, request: ApprovalRequest, user_id: str, version: str
+    ) -> Recording | None:
+        """What ``ApprovalStore.approve`` would answer without counting ``user_id``'s
+        approval of ``version`` (``decisions.uncountable``: decided, the call changed,
+        counted already), so such a click is answered without judging the earlier
+        approvals, whose groups Slack may fail to list; ``None`` when it would count.
+
+        ``request`` is as read before authorizing, which may have waited on Slack: an
+        answer it suggests is confirmed from the request read again; a first approval
+        of a pending call is not read again (the store's compare-and-set catches what
+        changed since).
 
         Raises:
-            StoreTooSlowError: Not read within ``DECISION_DB_S``.
+            StoreTooSlowError: Not read again within ``DECISION_DB_S``.
         """
+        if uncountable(request, version=version, user_id=user_id) is None:
+            return None
         with within(DECISION_DB_S):
-            now = await self.store.get_request(request_id)
-        if now is None or now.state != ApprovalState.PENDING or now.version != version:
-            return None  # the record says what became of it
-        return AlreadyCounted(now) if user_id in now.approved_by else None
+            now = await self.store.get_request(request.request_id)
+        if now is None:
+            return UnknownRequest(request.request_id)
+        return uncountable(now, version=version, user_id=user_id)
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
         """Redraw what changed, and tell the clicker privately when nothing did."""

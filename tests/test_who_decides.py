@@ -622,6 +622,25 @@ class TestAnApprovalCountedAlready:
         assert "You already approved" not in json.dumps(harness.sandbox.ephemerals(user_id=BACKUP))
 
 
+async def test_an_approve_on_a_decided_card_is_told_so_though_a_group_is_unread(
+    harness: Harness,
+) -> None:
+    """The card was decided before the backup approver's Approve, and Slack cannot list
+    the approvers' group: nothing is left to judge, so the click is told who decided,
+    not refused for the group."""
+    sql = await _escalated_after_a_dba_approved(harness)
+    second = await harness.store.approve(
+        sql.request_id, user_id=SECOND_DBA, team_id=sql.team_id, version=sql.version
+    )
+    assert isinstance(second, Recorded)
+    assert await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA]) == (200, "")
+    harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
+    await harness.click(sql, "approve", user_id=BACKUP)
+    await told(harness, BACKUP, "This request was already decided")
+    assert not [n for n in harness.sandbox.ephemerals(user_id=BACKUP) if "Nothing" in n["text"]]
+    assert [who for who, _ in await refusals(harness, sql) if who == BACKUP] == []
+
+
 class TestIgnoreWithAnUnreadGroup:
     @pytest.fixture
     def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
