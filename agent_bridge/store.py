@@ -741,6 +741,40 @@ class ApprovalStore:
             request_id, user_id=user_id, team_id=team_id, version=version, edit=decision
         )
 
+    async def answer_without_counting(
+        self, request_id: str, *, user_id: str, version: str, known: ApprovalRequest
+    ) -> Recording | None:
+        """What ``approve`` would answer ``user_id``'s approval of ``version`` without
+        counting it (``decisions.uncountable``: decided, the call changed, counted
+        already; or ``UnknownRequest``), or ``None`` if it would count it. ``known`` is
+        the request as the caller read it; only an answer it suggests is read again, as
+        ``approve`` does."""
+        found = await self._countable(request_id, version=version, user_id=user_id, known=known)
+        return None if isinstance(found, ApprovalRequest) else found
+
+    async def _countable(
+        self,
+        request_id: str,
+        *,
+        version: str,
+        user_id: str,
+        edit: Decision | None = None,
+        known: ApprovalRequest | None = None,
+    ) -> ApprovalRequest | Recording:
+        """The request to count ``user_id``'s approval (or ``edit``) of ``version`` on,
+        or why it cannot be (``decisions.uncountable``, ``UnknownRequest``). ``known``
+        saves the read; it may be old, so it is refused only once read again."""
+        current = known or await self.get_request(request_id)
+        if current is None:
+            return UnknownRequest(request_id)
+        refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
+        if refusal is not None and current is known:
+            current = await self.get_request(request_id)
+            if current is None:
+                return UnknownRequest(request_id)
+            refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
+        return refusal or current
+
     async def _count(
         self,
         request_id: str,
@@ -754,19 +788,12 @@ class ApprovalStore:
     ) -> Recording:
         judged = frozenset(known.approved_by) if known is not None else None
         for _ in range(APPROVAL_ATTEMPTS):
-            current = known or await self.get_request(request_id)
-            if current is None:
-                return UnknownRequest(request_id)
-            refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
-            if refusal is not None and current is known:
-                known = None  # the caller's read may be old: refuse only on a fresh one
-                current = await self.get_request(request_id)
-                if current is None:
-                    return UnknownRequest(request_id)
-                refusal = uncountable(current, version=version, user_id=user_id, edit=edit)
+            current = await self._countable(
+                request_id, version=version, user_id=user_id, edit=edit, known=known
+            )
             known = None
-            if refusal is not None:
-                return refusal
+            if not isinstance(current, ApprovalRequest):
+                return current
             pending_edit = edit or current.pending_edit
             earlier = [
                 u

@@ -26,7 +26,7 @@ from slack_bolt.async_app import AsyncApp
 
 from agent_bridge import log_context, review_wording, wording
 from agent_bridge.deadline import within
-from agent_bridge.decisions import check_decision, refusal, uncountable
+from agent_bridge.decisions import check_decision, refusal
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import (
     ALL_DECISION_TYPES,
@@ -40,7 +40,6 @@ from agent_bridge.models import (
     DecisionType,
     Recorded,
     Recording,
-    UnknownRequest,
 )
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
@@ -274,8 +273,15 @@ class ActionListeners:
             return None
         still_approvers = None  # an Ignore decides alone: no earlier approval to judge
         if decision.type == "approve":
-            answer = await self._uncountable(request, payload.user.id, version)
-            if answer is not None:  # it changes nothing: no earlier approval to judge
+            # A click the store would not count (decided, the call changed, counted
+            # already) changes nothing: answered before judging the earlier approvals,
+            # whose groups Slack may fail to list; confirmed from a read after
+            # authorizing, which may have waited on Slack.
+            with within(DECISION_DB_S):
+                answer = await self.store.answer_without_counting(
+                    request.request_id, user_id=payload.user.id, version=version, known=request
+                )
+            if answer is not None:
                 return answer
             try:
                 still_approvers = await self.guard.current_approvers(
@@ -294,30 +300,6 @@ class ActionListeners:
                 still_approvers=still_approvers,
                 known=request,
             )
-
-    async def _uncountable(
-        self, request: ApprovalRequest, user_id: str, version: str
-    ) -> Recording | None:
-        """What ``ApprovalStore.approve`` would answer without counting ``user_id``'s
-        approval of ``version`` (``decisions.uncountable``: decided, the call changed,
-        counted already), so such a click is answered without judging the earlier
-        approvals, whose groups Slack may fail to list; ``None`` when it would count.
-
-        ``request`` is as read before authorizing, which may have waited on Slack: an
-        answer it suggests is confirmed from the request read again; a first approval
-        of a pending call is not read again (the store's compare-and-set catches what
-        changed since).
-
-        Raises:
-            StoreTooSlowError: Not read again within ``DECISION_DB_S``.
-        """
-        if uncountable(request, version=version, user_id=user_id) is None:
-            return None
-        with within(DECISION_DB_S):
-            now = await self.store.get_request(request.request_id)
-        if now is None:
-            return UnknownRequest(request.request_id)
-        return uncountable(now, version=version, user_id=user_id)
 
     async def _answer(self, payload: BlockActions, outcome: Recording) -> None:
         """Redraw what changed, and tell the clicker privately when nothing did."""
