@@ -250,8 +250,8 @@ class ActionListeners:
         installation: Installation,
     ) -> Recording | None:
         """Record a decision that needs no form (approve: counted towards the quorum;
-        ignore: decided at once); return what was recorded, or ``None`` if the clicker
-        was told why not.
+        ignore: decided at once); return what was recorded or why nothing was (for the
+        listener to answer), or ``None`` if the clicker was told why not already.
 
         Only the store's reads and the record run under ``DECISION_DB_S``: the approvers
         still allowed are read before the record with no deadline, since a user group
