@@ -227,6 +227,17 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"{ms(percentile(crowd.bare_redraw, 50))}",
                 ratio(percentile(crowd.redraw, 50), percentile(crowd.bare_redraw, 50)),
             )
+            least_calls, least_trips = reviewers.LEAST_APPROVE_IO
+            report.add(
+                f"floor: Approve click → card redrawn, {args.reviewers} concurrent reviewers, "
+                f"p50, the least I/O an Approve needs (bare Bolt app acking first, then "
+                f"{least_trips} `SELECT 1` (the decision recorded) and {least_calls} "
+                "`chat.update` of the card per click)",
+                ms(percentile(crowd.least_redraw, 50)),
+                "bare Bolt app, the same concurrent clicks → its listener starts: "
+                f"{ms(percentile(crowd.bare_listener, 50))}",
+                ratio(percentile(crowd.least_redraw, 50), percentile(crowd.bare_listener, 50)),
+            )
             peak_one = peak_memory_kb(worker_pid)
             step(f"adding {args.paused:,} paused runs")
             await asyncio.to_thread(
@@ -394,6 +405,23 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         f"{median(gain('product')):+.0%}",
         f"{bare_io}, from a 2nd process: {median(gain('floor')):+.0%}",
         paired_ratio(scaling, gain("product"), gain("floor")),
+    )
+    least_io = (
+        'bare checkpoint read + resume with `durability="sync"` + '
+        f"{throughput.LEAST_SLACK_CALLS} `chat.postMessage` (the card's outcome, the answer) + "
+        f"{throughput.LEAST_ROUND_TRIPS} `SELECT 1` (the claim, the release)"
+    )
+    report.add(
+        f"floor: CPU per decision, the least I/O a decision needs ({least_io})",
+        ms(median(cpu("least"))),
+        f"per bare resume: {ms(median(cpu('bare')))}",
+        paired_ratio(scaling, cpu("least"), cpu("bare")),
+    )
+    report.add(
+        f"floor: decisions / s, 1 process, the least I/O a decision needs ({least_io})",
+        f"{median(per_s('least', 1)):.1f}",
+        f"bare resumes / s, 1 process: {median(per_s('bare', 1)):.1f}",
+        paired_ratio(scaling, per_s("least", 1), per_s("bare", 1)),
     )
 
 

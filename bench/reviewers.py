@@ -11,7 +11,8 @@
   bare app doing each click's I/O as the product's web process did it (read from its
   ``/metrics``: its store round trips as ``SELECT 1``, then its Slack calls as
   ``chat.update`` of the card) updated the card, on fresh cards after the product's
-  rounds.
+  rounds, and when the same bare app doing the least I/O an Approve needs
+  (``LEAST_APPROVE_IO``) did.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ from tests.harness import CHANNEL, REQUESTER, Harness, decision_buttons
 REDRAW_POLL_S = 0.002
 MODAL_WAIT_S = 10.0
 """How long the Reject clicks' modals are waited for, seconds (a trigger lives 3 s)."""
+LEAST_APPROVE_IO = (1, 1)
+"""The least I/O an Approve needs before its card can show it, as ``Clicks.bare_io``:
+one Slack call (the card's ``chat.update``) and one round trip (the decision recorded,
+docs/architecture.md invariant 2)."""
 STARTS_AT_ONCE = 4
 """Slash commands in flight at once while runs are set up (not measured)."""
 PENDING_POSTED = """SELECT request_id, args FROM approval_requests
@@ -67,6 +72,8 @@ class Clicks:
     bare_redraw: list[float] = field(default_factory=list)
     """Seconds from each concurrent click to a bare app doing ``bare_io`` updating its
     card."""
+    least_redraw: list[float] = field(default_factory=list)
+    """The same with ``LEAST_APPROVE_IO``."""
 
 
 async def paused_requests(harness: Harness, count: int) -> list[ApprovalRequest]:
@@ -155,9 +162,10 @@ async def measure(
 ) -> Clicks:
     """``rounds`` rounds of ``count`` reviewers clicking at once: Reject (the product and
     the bare app on the same cards) and Approve (fresh cards each round), then ``rounds``
-    of the bare app doing the Approve clicks' I/O. The web process (``web``) is sampled
-    with py-spy into ``profile``, if given, while the Approve clicks of the first round
-    are answered and their cards redrawn."""
+    of the bare app doing the Approve clicks' I/O, each followed by one doing the least
+    (``LEAST_APPROVE_IO``). The web process (``web``) is sampled with py-spy into
+    ``profile``, if given, while the Approve clicks of the first round are answered and
+    their cards redrawn."""
     users = [u for u in reviewers(count) if u.startswith("U0BENCH")]
     clicks = Clicks(ack={"bare": [], "bare_first": [], "reject": [], "approve": []})
     io_total = IoCounts()
@@ -197,6 +205,7 @@ async def measure(
     )
     for _ in range(rounds):
         clicks.bare_redraw += await bare_redraws(harness, users, clicks.bare_io)
+        clicks.least_redraw += await bare_redraws(harness, users, LEAST_APPROVE_IO)
     return clicks
 
 

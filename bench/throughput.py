@@ -13,7 +13,10 @@
   product around it, and what a 2nd process gains when the sandbox Slack, which bare
   resumes never call, shares the 2 cores too;
 - for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
-  cores were busy, so what a 2nd process could add at most is read beside what it did.
+  cores were busy, so what a 2nd process could add at most is read beside what it did;
+- least: one bare resumer doing invariant 3's steps and then the least I/O any decision
+  needs (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate and CPU targets
+  leave for everything else.
 
 All of it in rounds (``--rate-rounds``), each measuring every rate once; a figure is the
 median of the rounds, a ratio the median of the ratios taken within each round.
@@ -47,6 +50,13 @@ APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
 UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
 CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
+LEAST_SLACK_CALLS = 2
+"""The Slack calls no applied decision can do without: its card shows the outcome, and
+the run's answer is posted (the tool's result, the progress message and the notices'
+crash-safety are the product's own on top)."""
+LEAST_ROUND_TRIPS = 2
+"""The round trips no applied decision can do without: the run's lease claimed, and
+released with the decision marked applied (invariant 3, docs/architecture.md)."""
 
 
 @dataclass
@@ -232,12 +242,14 @@ def second_process_gain(rates: dict[int, Rate]) -> float:
 
 @dataclass
 class Round:
-    """One round's rates with 1 and 2 processes: the product's, the bare resumers', and
-    the floor's (bare resumers doing the product's per-decision I/O)."""
+    """One round's rates with 1 and 2 processes: the product's, the bare resumers', the
+    floor's (bare resumers doing the product's per-decision I/O), and with 1 process the
+    least's (a bare resumer doing the least I/O a decision needs)."""
 
     product: dict[int, Rate] = field(default_factory=dict)
     bare: dict[int, Rate] = field(default_factory=dict)
     floor: dict[int, Rate] = field(default_factory=dict)
+    least: dict[int, Rate] = field(default_factory=dict)
 
 
 @dataclass
@@ -258,7 +270,8 @@ async def measure(
     stage: Stage, harness: Harness, count: int, rounds: int, profile: Path | None = None
 ) -> Scaling:
     """``rounds`` rounds, each: rates with 1 worker process, then 2, then bare resumers
-    alike, then the floor's (doing the I/O the first round's worker did per decision).
+    alike, then the floor's (doing the I/O the first round's worker did per decision),
+    then the least's with 1 process.
     Interleaved rather than each measured once in a row, because this machine's speed
     drifts over minutes (bare resumes per second moved from 57 to 83 between two runs
     of the same code): a ratio is taken within a round. The first round's workers are
@@ -286,5 +299,7 @@ async def measure(
                 measured.floor[processes] = await bare_rate(
                     stage, processes, count, io=scaling.floor_io
                 )
+        least = DecisionIo(harness.sandbox.api_url, LEAST_SLACK_CALLS, LEAST_ROUND_TRIPS)
+        measured.least[1] = await bare_rate(stage, 1, count, io=least)
         scaling.rounds.append(measured)
     return scaling
