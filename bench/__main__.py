@@ -423,6 +423,12 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         f"bare resumes / s, 1 process: {median(per_s('bare', 1)):.1f}",
         paired_ratio(scaling, per_s("least", 1), per_s("bare", 1)),
     )
+    report.add(
+        f"floor: gain from a 2nd process, the least I/O a decision needs ({least_io})",
+        f"{median(gain('least')):+.0%}",
+        f"bare, from a 2nd process: {median(gain('bare')):+.0%}",
+        paired_ratio(scaling, gain("least"), gain("bare")),
+    )
 
 
 async def checkpoint_costs(report: Report) -> None:

@@ -14,9 +14,9 @@
   resumes never call, shares the 2 cores too;
 - for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
   cores were busy, so what a 2nd process could add at most is read beside what it did;
-- least: one bare resumer doing invariant 3's steps and then the least I/O any decision
-  needs (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate and CPU targets
-  leave for everything else.
+- least: one, then two bare resumers doing invariant 3's steps and then the least I/O
+  any decision needs (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate, CPU
+  and 2nd-worker targets leave for everything else.
 
 All of it in rounds (``--rate-rounds``), each measuring every rate once; a figure is the
 median of the rounds, a ratio the median of the ratios taken within each round.
@@ -243,8 +243,8 @@ def second_process_gain(rates: dict[int, Rate]) -> float:
 @dataclass
 class Round:
     """One round's rates with 1 and 2 processes: the product's, the bare resumers', the
-    floor's (bare resumers doing the product's per-decision I/O), and with 1 process the
-    least's (a bare resumer doing the least I/O a decision needs)."""
+    floor's (bare resumers doing the product's per-decision I/O), and the least's (bare
+    resumers doing the least I/O a decision needs)."""
 
     product: dict[int, Rate] = field(default_factory=dict)
     bare: dict[int, Rate] = field(default_factory=dict)
@@ -271,7 +271,7 @@ async def measure(
 ) -> Scaling:
     """``rounds`` rounds, each: rates with 1 worker process, then 2, then bare resumers
     alike, then the floor's (doing the I/O the first round's worker did per decision),
-    then the least's with 1 process.
+    then the least's.
     Interleaved rather than each measured once in a row, because this machine's speed
     drifts over minutes (bare resumes per second moved from 57 to 83 between two runs
     of the same code): a ratio is taken within a round. The first round's workers are
@@ -300,6 +300,7 @@ async def measure(
                     stage, processes, count, io=scaling.floor_io
                 )
         least = DecisionIo(harness.sandbox.api_url, LEAST_SLACK_CALLS, LEAST_ROUND_TRIPS)
-        measured.least[1] = await bare_rate(stage, 1, count, io=least)
+        for processes in (1, 2):
+            measured.least[processes] = await bare_rate(stage, processes, count, io=least)
         scaling.rounds.append(measured)
     return scaling
