@@ -2,9 +2,10 @@
 
 Read-only queries over the store's tables (``approval_requests``, ``runs``,
 ``audit_events``), each bounded by a ``LIMIT`` and a time window over an index
-(``approval_requests_state``, ``audit_events_at``). The App Home tab
-(``bot.home``) lists a user's pending requests and recent decisions with them; a reply
-in a run's Slack thread (``bot.conversations``) finds the request it answers.
+(``approval_requests_inbox``, ``runs_slack_thread``, ``audit_events_at``): none reads
+every paused run (``tests/test_sweep_plans.py``). The App Home tab (``bot.home``) lists
+a user's pending requests and recent decisions with them; a reply in a run's Slack
+thread (``bot.conversations``) finds the request it answers.
 """
 
 from __future__ import annotations

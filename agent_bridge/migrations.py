@@ -245,6 +245,15 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         # whose run has none keeps none, and nobody may decide it)
         BACKFILL_REQUEST_TEAMS,
     ),
+    (
+        # issue 11: a reviewer's inbox (its workspace's newest posted pending requests)
+        # and a reply in a Slack thread (the run of that thread) are read by index, so
+        # neither costs more with every run paused (agent_bridge/inbox.py)
+        """CREATE INDEX approval_requests_inbox
+            ON approval_requests ((COALESCE(team_id, '')), created_at DESC, idx)
+            WHERE state = 'pending' AND message_ts IS NOT NULL""",
+        "CREATE INDEX runs_slack_thread ON runs (channel_id, thread_ts)",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

@@ -1,9 +1,10 @@
-"""The sweep's queries read indexes, on PostgreSQL, with 100,000 paused runs that have
-nothing to do: their cost does not grow with them (issue 11, item 2).
+"""The sweep's queries, and the reads of a reviewer's inbox and of a reply in a Slack
+thread, read indexes, on PostgreSQL, with 100,000 paused runs that have nothing to do:
+their cost does not grow with them (issue 11, item 2).
 
 The plans are checked, not timings (``EXPLAIN ANALYZE``, after ``ANALYZE``: the planner
 sees the real table sizes): no sequential scan, and the rows each query reads, counted by
-PostgreSQL, are a handful, not one per paused run.
+PostgreSQL, are a handful (an inbox: the page it shows), not one per paused run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 from agent_bridge.backend import Backend
+from agent_bridge.inbox import INBOX_MAX, PENDING_IN_SLACK_THREAD, PENDING_IN_TEAM
 from agent_bridge.store import SWEEP_BATCH
 from agent_bridge.store_sql import (
     SELECT_DUE_ESCALATIONS,
@@ -28,20 +30,22 @@ PAUSED_RUNS = 100_000
 MOST_ROWS_READ = 10
 """A sweep query with nothing to find reads next to nothing (the paused runs: none)."""
 
+TEAM = "T0SANDBOX"
 INSERT_PAUSED_RUNS = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id,
-    thread_ts, state, created_at, updated_at, agent)
-    SELECT 'run-' || n, 'thread-' || n, 'task', 'C0GENERAL', 'U0ALICE', '1.' || n,
+    team_id, thread_ts, state, created_at, updated_at, agent)
+    SELECT 'run-' || n, 'thread-' || n, 'task', 'C0GENERAL', 'U0ALICE', :team_id, '1.' || n,
         'waiting', :now, :now, 'default'
     FROM generate_series(1, :count) AS n"""
 INSERT_POSTED_REQUESTS = """INSERT INTO approval_requests (request_id, run_id, thread_id,
     interrupt_id, idx, mode, batch_size, tool_name, args, description, allowed_decisions,
     args_schema, state, channel_id, message_ts, created_at, review_timeout_s, expires_at,
-    escalates_at, changed_at, revision, drawn_revision)
+    escalates_at, changed_at, revision, drawn_revision, team_id)
     SELECT 'request-' || n, 'run-' || n, 'thread-' || n, 'interrupt-' || n, 0, 'per_call',
-        1, 'execute_sql', '{}', '', '[]', '{}', 'pending', 'C0GENERAL', '2.' || n, :now,
-        86400, :now + 86400, :now + 80000, :now, 1, 1
+        1, 'execute_sql', '{}', '', '[]', '{}', 'pending', 'C0GENERAL', '2.' || n, :now + n,
+        86400, :now + 86400, :now + 80000, :now, 1, 1, :team_id
     FROM generate_series(1, :count) AS n"""
-"""Posted, pending, drawn, a day to go: nothing for a worker to do."""
+"""Posted, pending, drawn, a day to go, one workspace's: nothing for a worker to do, and
+every one of them on its workspace's inboxes."""
 
 
 def _rows_read(plan: Any) -> dict[str, int]:
@@ -58,31 +62,51 @@ def _rows_read(plan: Any) -> dict[str, int]:
     return read
 
 
-SWEEP_QUERIES: dict[str, tuple[str, dict[str, Any]]] = {
-    "runs needing work": (SELECT_RUNS_NEEDING_WORK, {"agent": "default", "limit": SWEEP_BATCH}),
-    "startable runs": (SELECT_STARTABLE_RUNS, {"agent": "default", "limit": SWEEP_BATCH}),
-    "next lease end": (SELECT_NEXT_LEASE_END, {"agent": "default", "owner": "worker-1"}),
-    "due reminders": (SELECT_DUE_REMINDERS, {"limit": SWEEP_BATCH}),
-    "due expiries": (SELECT_DUE_EXPIRIES, {"limit": SWEEP_BATCH}),
-    "due escalations": (SELECT_DUE_ESCALATIONS, {"limit": SWEEP_BATCH}),
-    "undrawn cards": (SELECT_UNDRAWN_CARDS, {"limit": SWEEP_BATCH}),
+QUERIES: dict[str, tuple[str, dict[str, Any], int]] = {
+    "runs needing work": (
+        SELECT_RUNS_NEEDING_WORK,
+        {"agent": "default", "limit": SWEEP_BATCH},
+        MOST_ROWS_READ,
+    ),
+    "startable runs": (
+        SELECT_STARTABLE_RUNS,
+        {"agent": "default", "limit": SWEEP_BATCH},
+        MOST_ROWS_READ,
+    ),
+    "next lease end": (
+        SELECT_NEXT_LEASE_END,
+        {"agent": "default", "owner": "worker-1"},
+        MOST_ROWS_READ,
+    ),
+    "due reminders": (SELECT_DUE_REMINDERS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
+    "due expiries": (SELECT_DUE_EXPIRIES, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
+    "due escalations": (SELECT_DUE_ESCALATIONS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
+    "undrawn cards": (SELECT_UNDRAWN_CARDS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
+    # an inbox shows its page of the newest: it reads that page, not every pending request
+    "a reviewer's inbox": (PENDING_IN_TEAM, {"team_id": TEAM, "limit": INBOX_MAX}, INBOX_MAX),
+    "a reply in a Slack thread": (
+        PENDING_IN_SLACK_THREAD,
+        {"channel_id": "C0GENERAL", "thread_ts": "1.77"},
+        MOST_ROWS_READ,
+    ),
 }
+"""Name -> (statement, its parameters, the most rows it may read)."""
 
 
-async def test_every_sweep_query_reads_an_index_not_every_paused_run(
+async def test_every_sweep_and_inbox_query_reads_an_index_not_every_paused_run(
     pg_backend: Backend,
 ) -> None:
     now = time.time()
     db = pg_backend.db
-    await db.execute(INSERT_PAUSED_RUNS, {"now": now, "count": PAUSED_RUNS})
-    await db.execute(INSERT_POSTED_REQUESTS, {"now": now, "count": PAUSED_RUNS})
+    await db.execute(INSERT_PAUSED_RUNS, {"now": now, "count": PAUSED_RUNS, "team_id": TEAM})
+    await db.execute(INSERT_POSTED_REQUESTS, {"now": now, "count": PAUSED_RUNS, "team_id": TEAM})
     await db.execute("ANALYZE runs")
     await db.execute("ANALYZE approval_requests")
-    for name, (sql, params) in SWEEP_QUERIES.items():
+    for name, (sql, params, most_rows) in QUERIES.items():
         rows = await db.fetch_all(
             "EXPLAIN (ANALYZE, FORMAT JSON) " + sql, {"now": now, "before": now, **params}
         )
         plan = rows[0]["QUERY PLAN"]
         read = _rows_read((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
         assert not [scan for scan in read if scan.startswith("Seq Scan")], (name, read)
-        assert sum(read.values()) <= MOST_ROWS_READ, (name, read)
+        assert sum(read.values()) <= most_rows, (name, read)
