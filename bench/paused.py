@@ -2,8 +2,11 @@
 
 The copies are made in SQL (``INSERT ... SELECT ... FROM generate_series``) from one
 real paused run and its posted request, column for column, so whatever columns later
-migrations add are copied too. Only the keys change; the copies have no checkpoint
-(nothing reads one for a run with nothing to do), and they all wait on a posted card.
+migrations add are copied too. Only the keys and the requester change; the copies have no
+checkpoint (nothing reads one for a run with nothing to do), and they all wait on a
+posted card. They are ``PAUSED_REQUESTER``'s, not the benchmark's requester's: one person
+with 100,000 open runs is what ``max_active_runs_per_user`` is there to refuse, and the
+runs the benchmark starts are found among its requester's (``tests.harness``).
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ from bot.processes import build_worker
 from tests.harness import Harness
 
 COPY_PREFIX = "bench-paused-"
+PAUSED_REQUESTER = "U0PAUSED"
 KEYS = {
     "runs": {
         "run_id": "'{p}r-' || g",
         "thread_id": "'{p}t-' || g",
+        "user_id": f"'{PAUSED_REQUESTER}'",
     },
     "approval_requests": {
         "request_id": "'{p}q-' || g",
+        "requester_id": f"'{PAUSED_REQUESTER}'",
         "run_id": "'{p}r-' || g",
         "thread_id": "'{p}t-' || g",
         "interrupt_id": "'{p}i-' || g",
@@ -32,7 +38,7 @@ KEYS = {
         "message_ts": "(1000000000 + g)::text || '.000100'",
     },
 }
-"""Per table, the columns given a new value per copy (``g``: the copy's number)."""
+"""Per table, the columns given a new value in the copies (``g``: the copy's number)."""
 TEMPLATE_KEY = {"runs": "run_id", "approval_requests": "run_id"}
 COLUMNS = """SELECT column_name FROM information_schema.columns
     WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position"""
@@ -50,7 +56,8 @@ def copy_statement(table: str, columns: list[str]) -> str:
 
 def add_paused_runs(database_url: str, template_run_id: str, count: int) -> None:
     """Add ``count`` copies of paused run ``template_run_id`` and its requests, then
-    ``ANALYZE`` (as autovacuum would soon after such a load)."""
+    ``ANALYZE`` (as autovacuum would soon after such a load) and ``CHECKPOINT``: runs
+    paused over hours were written out long ago, not while the clicks are timed."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         for table in KEYS:
             columns = [row[0] for row in conn.execute(COLUMNS, (table,)).fetchall()]
@@ -59,6 +66,7 @@ def add_paused_runs(database_url: str, template_run_id: str, count: int) -> None
                 {"count": count, "template": template_run_id},
             )
             conn.execute(f"ANALYZE {table}")
+        conn.execute("CHECKPOINT")
 
 
 async def sweep_times(stage: Stage, harness: Harness, repeat: int) -> list[float]:

@@ -51,6 +51,9 @@ REQUESTER = "U0ALICE"
 REVIEWER = "U0REVIEWER"
 DBA = "U0DBA"
 RUN_IDS = "SELECT run_id FROM runs"
+REQUESTER_RUN_IDS = "SELECT run_id FROM runs WHERE user_id = :user_id"
+"""One person's runs, by index (``runs_user_state``): the benchmark's 100,000 paused runs
+are another person's, so starting a run does not read them all."""
 WAIT_TIMEOUT_S = 20.0
 POLL_S = 0.05
 TEST_SIGNING_SECRET = "test-signing-secret"
@@ -232,14 +235,16 @@ class Harness:
         """Send ``/agent <task>`` (a dict is sent as JSON) in ``channel_id``; return the
         run it queued."""
         text = task if isinstance(task, str) else json.dumps(task)
-        before = {r["run_id"] for r in await self.store.db.fetch_all(RUN_IDS)}
+        mine = {"user_id": REQUESTER}
+        before = {r["run_id"] for r in await self.store.db.fetch_all(REQUESTER_RUN_IDS, mine)}
         status, _ = await self.sandbox.slash_command(
             command="/agent", text=text, user_id=REQUESTER, channel_id=channel_id
         )
         assert status == 200
 
         async def queued() -> str | None:  # recorded just after the ack
-            new = {r["run_id"] for r in await self.store.db.fetch_all(RUN_IDS)} - before
+            rows = await self.store.db.fetch_all(REQUESTER_RUN_IDS, mine)
+            new = {r["run_id"] for r in rows} - before
             return new.pop() if new else None
 
         return await self.store.get_run(await self.wait_for(queued))
