@@ -1,11 +1,13 @@
 """Reads for a reviewer's inbox and a Slack thread's answers: what waits for whom.
 
 Read-only queries over the store's tables (``approval_requests``, ``runs``,
-``audit_events``), each bounded by a ``LIMIT`` and a time window over an index
-(``approval_requests_inbox``, ``runs_slack_thread``, ``audit_events_at``): none reads
-every paused run (``tests/test_sweep_plans.py``). The App Home tab (``bot.home``) lists
-a user's pending requests and recent decisions with them; a reply in a run's Slack
-thread (``bot.conversations``) finds the request it answers.
+``audit_events``), each over an index: a workspace's newest pending requests
+(``approval_requests_inbox``, at most ``INBOX_MAX``) and a Slack thread's
+(``runs_slack_thread``: one run's) read no other paused run
+(``tests/test_sweep_plans.py``); a user's decisions and the recent reviewers are read
+from ``audit_events`` within a time window (``audit_events_at``). The App Home tab
+(``bot.home``) lists a user's pending requests and recent decisions with them; a reply
+in a run's Slack thread (``bot.conversations``) finds the request it answers.
 """
 
 from __future__ import annotations

@@ -412,19 +412,19 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         f"{throughput.LEAST_ROUND_TRIPS} `SELECT 1` (the claim, the release)"
     )
     report.add(
-        f"floor: CPU per decision, the least I/O a decision needs ({least_io})",
+        f"floor: CPU per decision, the least I/O this design needs ({least_io})",
         ms(median(cpu("least"))),
         f"per bare resume: {ms(median(cpu('bare')))}",
         paired_ratio(scaling, cpu("least"), cpu("bare")),
     )
     report.add(
-        f"floor: decisions / s, 1 process, the least I/O a decision needs ({least_io})",
+        f"floor: decisions / s, 1 process, the least I/O this design needs ({least_io})",
         f"{median(per_s('least', 1)):.1f}",
         f"bare resumes / s, 1 process: {median(per_s('bare', 1)):.1f}",
         paired_ratio(scaling, per_s("least", 1), per_s("bare", 1)),
     )
     report.add(
-        f"floor: gain from a 2nd process, the least I/O a decision needs ({least_io})",
+        f"floor: gain from a 2nd process, the least I/O this design needs ({least_io})",
         f"{median(gain('least')):+.0%}",
         f"bare, from a 2nd process: {median(gain('bare')):+.0%}",
         paired_ratio(scaling, gain("least"), gain("bare")),

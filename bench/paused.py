@@ -27,6 +27,7 @@ KEYS = {
         "run_id": "'{p}r-' || g",
         "thread_id": "'{p}t-' || g",
         "user_id": f"'{PAUSED_REQUESTER}'",
+        "requester_name": "'paused'",
     },
     "approval_requests": {
         "request_id": "'{p}q-' || g",

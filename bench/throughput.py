@@ -15,7 +15,7 @@
 - for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
   cores were busy, so what a 2nd process could add at most is read beside what it did;
 - least: one, then two bare resumers doing invariant 3's steps and then the least I/O
-  any decision needs (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate, CPU
+  this design needs per decision (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate, CPU
   and 2nd-worker targets leave for everything else.
 
 All of it in rounds (``--rate-rounds``), each measuring every rate once; a figure is the
@@ -51,12 +51,14 @@ UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
 CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
 LEAST_SLACK_CALLS = 2
-"""The Slack calls no applied decision can do without: its card shows the outcome, and
-the run's answer is posted (the tool's result, the progress message and the notices'
-crash-safety are the product's own on top)."""
+"""The Slack calls this design's worker cannot do without per applied decision of the
+benchmark's runs (one gated call each): the card shows the outcome, and the run's answer
+is posted (the tool's result, the progress message and the notices' crash-safety are the
+product's own on top)."""
 LEAST_ROUND_TRIPS = 2
-"""The round trips no applied decision can do without: the run's lease claimed, and
-released with the decision marked applied (invariant 3, docs/architecture.md)."""
+"""The round trips this design's worker cannot do without per applied decision: the
+run's lease claimed, and released with the decision marked applied (invariant 3,
+docs/architecture.md)."""
 
 
 @dataclass
@@ -244,7 +246,7 @@ def second_process_gain(rates: dict[int, Rate]) -> float:
 class Round:
     """One round's rates with 1 and 2 processes: the product's, the bare resumers', the
     floor's (bare resumers doing the product's per-decision I/O), and the least's (bare
-    resumers doing the least I/O a decision needs)."""
+    resumers doing the least I/O this design needs per decision)."""
 
     product: dict[int, Rate] = field(default_factory=dict)
     bare: dict[int, Rate] = field(default_factory=dict)

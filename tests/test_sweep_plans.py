@@ -84,6 +84,11 @@ QUERIES: dict[str, tuple[str, dict[str, Any], int]] = {
     "undrawn cards": (SELECT_UNDRAWN_CARDS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
     # an inbox shows its page of the newest: it reads that page, not every pending request
     "a reviewer's inbox": (PENDING_IN_TEAM, {"team_id": TEAM, "limit": INBOX_MAX}, INBOX_MAX),
+    "an inbox read with no workspace (team_id None)": (
+        PENDING_IN_TEAM,
+        {"team_id": None, "limit": INBOX_MAX},
+        INBOX_MAX,
+    ),
     "a reply in a Slack thread": (
         PENDING_IN_SLACK_THREAD,
         {"channel_id": "C0GENERAL", "thread_ts": "1.77"},
