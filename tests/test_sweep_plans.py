@@ -4,7 +4,8 @@ their cost does not grow with them (issue 11, item 2).
 
 The plans are checked, not timings (``EXPLAIN ANALYZE``, after ``ANALYZE``: the planner
 sees the real table sizes): no sequential scan, and the rows each query reads, counted by
-PostgreSQL, are a handful (an inbox: the page it shows), not one per paused run.
+PostgreSQL, are a handful (an inbox: the page it shows), not one per paused run. On
+SQLite, the inbox's read is checked to search its partial index in the index's order.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from agent_bridge.backend import Backend
 from agent_bridge.inbox import INBOX_MAX, PENDING_IN_SLACK_THREAD, PENDING_IN_TEAM
-from agent_bridge.store import SWEEP_BATCH
+from agent_bridge.store import SWEEP_BATCH, ApprovalStore
 from agent_bridge.store_sql import (
     SELECT_DUE_ESCALATIONS,
     SELECT_DUE_EXPIRIES,
@@ -115,3 +116,17 @@ async def test_every_sweep_and_inbox_query_reads_an_index_not_every_paused_run(
         read = _rows_read((json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"])
         assert not [scan for scan in read if scan.startswith("Seq Scan")], (name, read)
         assert sum(read.values()) <= most_rows, (name, read)
+
+
+async def test_the_inbox_read_searches_its_partial_index_on_sqlite(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """SQLite uses a partial index only when the query's ``WHERE`` repeats its predicate:
+    a reworded inbox query would scan every pending request, and nothing else would say
+    so."""
+    rows = await sqlite_store.db.fetch_all(
+        "EXPLAIN QUERY PLAN " + PENDING_IN_TEAM, {"team_id": TEAM, "limit": INBOX_MAX}
+    )
+    steps = [str(r["detail"]) for r in rows]
+    assert any("USING INDEX approval_requests_inbox" in step for step in steps), steps
+    assert not [step for step in steps if "TEMP B-TREE" in step], steps  # the index's order
