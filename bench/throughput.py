@@ -15,8 +15,8 @@
 - for each, the whole machine's CPU time meanwhile (``/proc/stat``): how many of its
   cores were busy, so what a 2nd process could add at most is read beside what it did;
 - least: one, then two bare resumers doing invariant 3's steps and then the least I/O
-  this design needs per decision (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what the rate, CPU
-  and 2nd-worker targets leave for everything else.
+  this design needs per decision (``LEAST_SLACK_CALLS``, ``LEAST_ROUND_TRIPS``): what
+  the rate, CPU and 2nd-worker targets leave for everything else.
 
 All of it in rounds (``--rate-rounds``), each measuring every rate once; a figure is the
 median of the rounds, a ratio the median of the ratios taken within each round.

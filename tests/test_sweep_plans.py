@@ -63,26 +63,17 @@ def _rows_read(plan: Any) -> dict[str, int]:
     return read
 
 
-QUERIES: dict[str, tuple[str, dict[str, Any], int]] = {
-    "runs needing work": (
-        SELECT_RUNS_NEEDING_WORK,
-        {"agent": "default", "limit": SWEEP_BATCH},
-        MOST_ROWS_READ,
-    ),
-    "startable runs": (
-        SELECT_STARTABLE_RUNS,
-        {"agent": "default", "limit": SWEEP_BATCH},
-        MOST_ROWS_READ,
-    ),
-    "next lease end": (
-        SELECT_NEXT_LEASE_END,
-        {"agent": "default", "owner": "worker-1"},
-        MOST_ROWS_READ,
-    ),
-    "due reminders": (SELECT_DUE_REMINDERS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
-    "due expiries": (SELECT_DUE_EXPIRIES, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
-    "due escalations": (SELECT_DUE_ESCALATIONS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
-    "undrawn cards": (SELECT_UNDRAWN_CARDS, {"limit": SWEEP_BATCH}, MOST_ROWS_READ),
+SWEEP_QUERIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "runs needing work": (SELECT_RUNS_NEEDING_WORK, {"agent": "default", "limit": SWEEP_BATCH}),
+    "startable runs": (SELECT_STARTABLE_RUNS, {"agent": "default", "limit": SWEEP_BATCH}),
+    "next lease end": (SELECT_NEXT_LEASE_END, {"agent": "default", "owner": "worker-1"}),
+    "due reminders": (SELECT_DUE_REMINDERS, {"limit": SWEEP_BATCH}),
+    "due expiries": (SELECT_DUE_EXPIRIES, {"limit": SWEEP_BATCH}),
+    "due escalations": (SELECT_DUE_ESCALATIONS, {"limit": SWEEP_BATCH}),
+    "undrawn cards": (SELECT_UNDRAWN_CARDS, {"limit": SWEEP_BATCH}),
+}
+"""Name -> (statement, its parameters); each reads at most ``MOST_ROWS_READ`` rows."""
+INBOX_QUERIES: dict[str, tuple[str, dict[str, Any], int]] = {
     # an inbox shows its page of the newest: it reads that page, not every pending request
     "a reviewer's inbox": (PENDING_IN_TEAM, {"team_id": TEAM, "limit": INBOX_MAX}, INBOX_MAX),
     "an inbox read with no workspace (team_id None)": (
@@ -97,6 +88,10 @@ QUERIES: dict[str, tuple[str, dict[str, Any], int]] = {
     ),
 }
 """Name -> (statement, its parameters, the most rows it may read)."""
+QUERIES = {
+    **{name: (sql, params, MOST_ROWS_READ) for name, (sql, params) in SWEEP_QUERIES.items()},
+    **INBOX_QUERIES,
+}
 
 
 async def test_every_sweep_and_inbox_query_reads_an_index_not_every_paused_run(
