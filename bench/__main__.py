@@ -238,6 +238,7 @@ async def clicks_and_cards(report: Report, args: argparse.Namespace) -> None:
                 f"{ms(percentile(crowd.bare_listener, 50))}",
                 ratio(percentile(crowd.least_redraw, 50), percentile(crowd.bare_listener, 50)),
             )
+            redraw_cpu_rows(report, crowd, args.reviewers)
             peak_one = peak_memory_kb(worker_pid)
             step(f"adding {args.paused:,} paused runs")
             await asyncio.to_thread(
@@ -372,6 +373,24 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         f"the gain the target asks: 0.90 {TIMES} the bare gain = {median(asked):+.0%}",
         paired_ratio(scaling, ceiling, asked),
     )
+
+    def least_ceiling(r: Round) -> float:
+        return cores / machine("least", 2)(r) / r.least[1].per_s - 1
+
+    least_busy = [median(cores_busy("least", n)) for n in (1, 2)]
+    report.add(
+        f"floor: cores busy, the least I/O this design needs, 1 / 2 processes (of {cores})",
+        f"{least_busy[0]:.2f} / {least_busy[1]:.2f}",
+        f"bare, 1 / 2 processes: {bare_busy[0]:.2f} / {bare_busy[1]:.2f}",
+    )
+    report.add(
+        "floor: gain a 2nd process can add at most on this machine, the least I/O this "
+        "design needs (every core busy at its machine CPU per decision with 2 processes, "
+        "over its rate with 1)",
+        f"{median(least_ceiling):+.0%}",
+        f"the gain the target asks: 0.90 {TIMES} the bare gain = {median(asked):+.0%}",
+        paired_ratio(scaling, least_ceiling, asked),
+    )
     report.add(
         "worker CPU per decision (1 worker)",
         ms(median(cpu("product"))),
@@ -428,6 +447,47 @@ def rate_rows(report: Report, scaling: Scaling) -> None:
         f"{median(gain('least')):+.0%}",
         f"bare, from a 2nd process: {median(gain('bare')):+.0%}",
         paired_ratio(scaling, gain("least"), gain("bare")),
+    )
+
+
+def redraw_cpu_rows(report: Report, crowd: reviewers.Clicks, count: int) -> None:
+    """The CPU spent while the product's and the least's concurrent Approve clicks were
+    answered and their cards updated, and the soonest half of them could be at that CPU
+    on this machine's cores."""
+    cores = os.cpu_count() or 1
+    product, least = crowd.redraw_cpu, crowd.least_cpu
+
+    def split(use: reviewers.CpuUse, app: str) -> str:
+        return (
+            f"{ms(use.per_click(use.machine_s))} (the sandbox Slack's "
+            f"{ms(use.per_click(use.sandbox_s))}, {app} {ms(use.per_click(use.app_s))})"
+        )
+
+    report.add(
+        f"machine CPU per Approve click while {count} concurrent reviewers' cards are "
+        "redrawn, every process (of which the sandbox Slack's, the app's)",
+        split(product, "the web process's"),
+        "the least I/O an Approve needs, bare: " + split(least, "the bare app's"),
+        ratio(product.per_click(product.machine_s), least.per_click(least.machine_s)),
+    )
+    report.add(
+        f"cores busy while {count} concurrent reviewers' cards are redrawn (of {cores}; "
+        "the product's worker applies the first decisions meanwhile)",
+        f"{product.cores_busy:.2f}",
+        f"the least I/O an Approve needs, bare: {least.cores_busy:.2f}",
+    )
+    report.add(
+        f"Approve click → card redrawn, p50, the soonest on {cores} cores at that machine "
+        f"CPU per click ({count // 2} clicks' CPU over {cores} cores, every core busy from "
+        "the first click)",
+        ms(product.soonest_half_s(cores)),
+        f"the least I/O an Approve needs, bare: {ms(least.soonest_half_s(cores))}",
+    )
+    report.add(
+        "Approve click → card redrawn, p50, the soonest the app's one process could do "
+        f"it at its CPU per click ({count // 2} clicks' CPU on one core)",
+        ms(product.soonest_half_by_app_s()),
+        f"the bare app doing the least I/O an Approve needs: {ms(least.soonest_half_by_app_s())}",
     )
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agent_bridge.postgres_db import open_pool
+from bench.cpu import CpuMeter
 from bench.latency import bare_graph, pause
 from bench.stage import Stage
-from bench.throughput import CpuMeter
 
 THREADS = 60
 """``thread_id``s paused per round and pool kind."""

@@ -22,11 +22,13 @@ import contextlib
 import json
 import secrets
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
+from bench.cpu import CpuMeter, process_cpu_s
 from bench.io_counts import IoCounts, io_counts
 from bench.profiling import sampled
 from bench.stats import settle_heap, until
@@ -54,6 +56,69 @@ def reviewers(count: int) -> dict[str, str]:
 
 
 @dataclass
+class CpuUse:
+    """CPU time spent while rounds of concurrent Approve clicks were answered and their
+    cards updated, from the first click sent to the last card updated, seconds."""
+
+    elapsed_s: float = 0.0
+    machine_s: float = 0.0
+    """Every process on the machine (``bench.cpu.machine_busy_s``)."""
+    sandbox_s: float = 0.0
+    """This process's: the sandbox Slack, which runs here (signing and sending the
+    clicks, answering ``chat.update``), and the watching of its calls."""
+    app_s: float = 0.0
+    """The app's process: the product's web process, or the bare Bolt app."""
+    clicks: int = 0
+    rounds: int = 0
+
+    def plus(self, other: CpuUse) -> CpuUse:
+        """Both measures' times, clicks and rounds together."""
+        return CpuUse(
+            self.elapsed_s + other.elapsed_s,
+            self.machine_s + other.machine_s,
+            self.sandbox_s + other.sandbox_s,
+            self.app_s + other.app_s,
+            self.clicks + other.clicks,
+            self.rounds + other.rounds,
+        )
+
+    @property
+    def cores_busy(self) -> float:
+        """How many cores were busy on average meanwhile."""
+        return self.machine_s / self.elapsed_s if self.elapsed_s else 0.0
+
+    def per_click(self, seconds: float) -> float:
+        """``seconds`` of CPU per click."""
+        return seconds / self.clicks if self.clicks else 0.0
+
+    def soonest_half_s(self, cores: int) -> float:
+        """The soonest half of a round's clicks could have their cards updated with this
+        CPU per click, every core busy from the first click on (seconds): a bound, if
+        the clicks cost alike, that no scheduling of their work can beat."""
+        return self._half_a_round() * self.per_click(self.machine_s) / cores
+
+    def soonest_half_by_app_s(self) -> float:
+        """The soonest the app's process alone could have done half of a round's clicks
+        at its CPU per click (seconds): one Python process runs on one core at a time."""
+        return self._half_a_round() * self.per_click(self.app_s)
+
+    def _half_a_round(self) -> float:
+        return self.clicks / self.rounds / 2 if self.rounds else 0.0
+
+
+@contextlib.asynccontextmanager
+async def cpu_use(app_pid: int, clicks: int) -> AsyncIterator[CpuUse]:
+    """Measure the CPU spent while the block runs (its ``CpuUse``, filled in as the block
+    ends) by ``clicks`` clicks answered by the process ``app_pid``."""
+    use = CpuUse(clicks=clicks, rounds=1)
+    meter, app_before, started = CpuMeter(), process_cpu_s(app_pid), time.time()
+    yield use
+    use.elapsed_s = time.time() - started
+    use.machine_s, use.sandbox_s = meter.spent()
+    use.app_s = process_cpu_s(app_pid) - app_before
+
+
+@dataclass
 class Clicks:
     """Ack times (s) of concurrent clicks, per kind of click; redraw times (s) of the
     Approve clicks' cards."""
@@ -74,6 +139,11 @@ class Clicks:
     card."""
     least_redraw: list[float] = field(default_factory=list)
     """The same with ``LEAST_APPROVE_IO``."""
+    redraw_cpu: CpuUse = field(default_factory=CpuUse)
+    """The CPU spent while the product's Approve clicks were answered and redrawn (its
+    worker applying the first decisions meanwhile)."""
+    least_cpu: CpuUse = field(default_factory=CpuUse)
+    """The CPU spent while the bare app doing ``LEAST_APPROVE_IO`` was clicked."""
 
 
 async def paused_requests(harness: Harness, count: int) -> list[ApprovalRequest]:
@@ -189,10 +259,14 @@ async def measure(
             clicks.ack["reject"].append(answered - sent)
         clicks.modals_opened += await modals_opened(harness, views_before)
         io_before = await io_counts(web.port)
-        async with sampled([web.process.pid], profile if not clicks.redraw else None, "web"):
+        async with (
+            sampled([web.process.pid], profile if not clicks.redraw else None, "web"),
+            cpu_use(web.process.pid, count) as used,
+        ):
             watcher = asyncio.create_task(redrawn_at(harness, requests))
             approved = await click_all(harness, requests, users, "approve")
             redrawn = await watcher
+        clicks.redraw_cpu = clicks.redraw_cpu.plus(used)
         for request, (sent, answered) in zip(requests, approved, strict=True):
             clicks.ack["approve"].append(answered - sent)
             clicks.redraw.append(redrawn[request.request_id] - sent)
@@ -204,28 +278,34 @@ async def measure(
         round(clicks.approve_io.round_trips),
     )
     for _ in range(rounds):
-        clicks.bare_redraw += await bare_redraws(harness, users, clicks.bare_io)
-        clicks.least_redraw += await bare_redraws(harness, users, LEAST_APPROVE_IO)
+        clicks.bare_redraw += (await bare_redraws(harness, users, clicks.bare_io))[0]
+        least, used = await bare_redraws(harness, users, LEAST_APPROVE_IO)
+        clicks.least_redraw += least
+        clicks.least_cpu = clicks.least_cpu.plus(used)
     return clicks
 
 
-async def bare_redraws(harness: Harness, users: list[str], io: tuple[int, int]) -> list[float]:
+async def bare_redraws(
+    harness: Harness, users: list[str], io: tuple[int, int]
+) -> tuple[list[float], CpuUse]:
     """One round of the bare app doing ``io`` (Slack calls, round trips) after each of
     ``len(users)`` concurrent clicks on fresh cards: seconds from each click to its card's
-    first update. The cards are then approved in the product, untimed, and their runs
-    waited on, so none is left paused."""
+    first update, and the CPU spent meanwhile. The cards are then approved in the
+    product, untimed, and their runs waited on, so none is left paused."""
     requests = await paused_requests(harness, len(users))
     settle_heap()
-    async with bare_bolt_process(harness, io=io):
+    async with bare_bolt_process(harness, io=io) as bare_app:
         warmed = asyncio.create_task(redrawn_at(harness, requests[:1], decided=False))
         await click_all(harness, requests[:1], users[:1], "approve")  # Bolt's first call
         await warmed  # its update is not taken for a measured click's
-        watcher = asyncio.create_task(redrawn_at(harness, requests, decided=False))
-        clicked = await click_all(harness, requests, users, "approve")
-        updated = await watcher
+        async with cpu_use(bare_app.process.pid, len(users)) as used:
+            watcher = asyncio.create_task(redrawn_at(harness, requests, decided=False))
+            clicked = await click_all(harness, requests, users, "approve")
+            updated = await watcher
     await click_all(harness, requests, users, "approve")
     await ended(harness, [r.run_id for r in requests])
-    return [updated[r.request_id] - sent for r, (sent, _) in zip(requests, clicked, strict=True)]
+    times = [updated[r.request_id] - sent for r, (sent, _) in zip(requests, clicked, strict=True)]
+    return times, used
 
 
 async def ended(harness: Harness, run_ids: list[str]) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.bare_resumer import DecisionIo
+from bench.cpu import CpuMeter, process_cpu_s
 from bench.io_counts import IoCounts, io_counts
 from bench.profiling import sampled
 from bench.reviewers import click_all, paused_requests
@@ -49,7 +50,6 @@ CLICKS_AT_ONCE = 10
 APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
 UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
-CLOCK_TICKS_S = os.sysconf("SC_CLK_TCK")
 LEAST_SLACK_CALLS = 2
 """The Slack calls this design's worker cannot do without per applied decision of the
 benchmark's runs (one gated call each): the card shows the outcome, and the run's answer
@@ -96,33 +96,6 @@ class Rate:
     def cores_busy(self) -> float:
         """How many of the machine's cores were busy on average meanwhile."""
         return self.machine_cpu_s / self.elapsed_s
-
-
-def machine_busy_s() -> float:
-    """CPU time every process on this machine has spent so far, on all cores, seconds:
-    the first line of ``/proc/stat`` but its idle and iowait times (Linux ``proc(5)``;
-    guest time is already in user time)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_S
-
-
-class CpuMeter:
-    """CPU time from this meter's creation: the whole machine's (``machine_busy_s``) and
-    this process's (``time.process_time``), seconds."""
-
-    def __init__(self) -> None:
-        self._machine, self._here = machine_busy_s(), time.process_time()
-
-    def spent(self) -> tuple[float, float]:
-        """(the machine's, this process's) CPU seconds since the meter was created."""
-        return machine_busy_s() - self._machine, time.process_time() - self._here
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far, seconds (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_S
 
 
 async def count_of(harness: Harness, sql: str) -> int:
