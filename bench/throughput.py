@@ -47,6 +47,11 @@ from tests.harness import REVIEWER, Harness
 from tests.worker_processes import REPO
 
 CLICKS_AT_ONCE = 10
+APPLIED_POLL_S = 0.02
+"""How often the end of a product rate's window is polled for, seconds: each poll is a
+``COUNT(*)`` on the product's PostgreSQL, on the cores being measured (every 5 ms it
+cost 1-2 ms of PostgreSQL per decision); the window comes out at most this much too long,
+under 0.5 % of 200 decisions' 4-6 s, and only ever against the product."""
 APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
 UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
@@ -142,7 +147,7 @@ async def product_rate(
         finally:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
-        await until(all_applied, poll_s=0.005)
+        await until(all_applied, poll_s=APPLIED_POLL_S)
         elapsed = time.time() - went
         busy, here = meter.spent()
         cpu = sum(process_cpu_s(pid) for pid in pids) - cpu_before
