@@ -20,6 +20,7 @@ from pathlib import Path
 from agent_bridge import heap
 from bench import latency, paused, prepared, rendering, reviewers, throughput
 from bench.agent import task
+from bench.cpu import CpuUse
 from bench.errors import BenchError
 from bench.profiling import py_spy
 from bench.report import NONE, TIMES, Report, ms, ratio
@@ -456,16 +457,18 @@ def redraw_cpu_rows(report: Report, crowd: reviewers.Clicks, count: int) -> None
     on this machine's cores."""
     cores = os.cpu_count() or 1
     product, least = crowd.redraw_cpu, crowd.least_cpu
+    half = f"{least.half_a_round:.0f}"
 
-    def split(use: reviewers.CpuUse, app: str) -> str:
+    def split(use: CpuUse, app: str) -> str:
         return (
-            f"{ms(use.per_click(use.machine_s))} (the sandbox Slack's "
-            f"{ms(use.per_click(use.sandbox_s))}, {app} {ms(use.per_click(use.app_s))})"
+            f"{ms(use.per_click(use.machine_s))} (the benchmark's process's "
+            f"{ms(use.per_click(use.bench_process_s))}, {app} {ms(use.per_click(use.app_s))})"
         )
 
     report.add(
         f"machine CPU per Approve click while {count} concurrent reviewers' cards are "
-        "redrawn, every process (of which the sandbox Slack's, the app's)",
+        "redrawn, every process (of which the benchmark's process's: the sandbox Slack and "
+        "the watching; the app's)",
         split(product, "the web process's"),
         "the least I/O an Approve needs, bare: " + split(least, "the bare app's"),
         ratio(product.per_click(product.machine_s), least.per_click(least.machine_s)),
@@ -478,14 +481,14 @@ def redraw_cpu_rows(report: Report, crowd: reviewers.Clicks, count: int) -> None
     )
     report.add(
         f"Approve click → card redrawn, p50, the soonest on {cores} cores at that machine "
-        f"CPU per click ({count // 2} clicks' CPU over {cores} cores, every core busy from "
-        "the first click)",
+        f"CPU per click ({half} clicks' CPU over {cores} cores, every core busy from the "
+        "first click; an estimate: see docs/benchmarks.md)",
         ms(product.soonest_half_s(cores)),
         f"the least I/O an Approve needs, bare: {ms(least.soonest_half_s(cores))}",
     )
     report.add(
         "Approve click → card redrawn, p50, the soonest the app's one process could do "
-        f"it at its CPU per click ({count // 2} clicks' CPU on one core)",
+        f"it at its CPU per click ({half} clicks' CPU on one core; an estimate)",
         ms(product.soonest_half_by_app_s()),
         f"the bare app doing the least I/O an Approve needs: {ms(least.soonest_half_by_app_s())}",
     )

@@ -22,13 +22,12 @@ import contextlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_bridge.models import ApprovalRequest, RunState
 from bench.agent import task
-from bench.cpu import CpuMeter, process_cpu_s
+from bench.cpu import CpuUse, cpu_use
 from bench.io_counts import IoCounts, io_counts
 from bench.profiling import sampled
 from bench.stats import settle_heap, until
@@ -53,69 +52,6 @@ PENDING_POSTED = """SELECT request_id, args FROM approval_requests
 def reviewers(count: int) -> dict[str, str]:
     """``count`` reviewers' ``user_id -> name``, with the sandbox's own people."""
     return {**DEFAULT_USERS, **{f"U0BENCH{i:04d}": f"reviewer{i}" for i in range(count)}}
-
-
-@dataclass
-class CpuUse:
-    """CPU time spent while rounds of concurrent Approve clicks were answered and their
-    cards updated, from the first click sent to the last card updated, seconds."""
-
-    elapsed_s: float = 0.0
-    machine_s: float = 0.0
-    """Every process on the machine (``bench.cpu.machine_busy_s``)."""
-    sandbox_s: float = 0.0
-    """This process's: the sandbox Slack, which runs here (signing and sending the
-    clicks, answering ``chat.update``), and the watching of its calls."""
-    app_s: float = 0.0
-    """The app's process: the product's web process, or the bare Bolt app."""
-    clicks: int = 0
-    rounds: int = 0
-
-    def plus(self, other: CpuUse) -> CpuUse:
-        """Both measures' times, clicks and rounds together."""
-        return CpuUse(
-            self.elapsed_s + other.elapsed_s,
-            self.machine_s + other.machine_s,
-            self.sandbox_s + other.sandbox_s,
-            self.app_s + other.app_s,
-            self.clicks + other.clicks,
-            self.rounds + other.rounds,
-        )
-
-    @property
-    def cores_busy(self) -> float:
-        """How many cores were busy on average meanwhile."""
-        return self.machine_s / self.elapsed_s if self.elapsed_s else 0.0
-
-    def per_click(self, seconds: float) -> float:
-        """``seconds`` of CPU per click."""
-        return seconds / self.clicks if self.clicks else 0.0
-
-    def soonest_half_s(self, cores: int) -> float:
-        """The soonest half of a round's clicks could have their cards updated with this
-        CPU per click, every core busy from the first click on (seconds): a bound, if
-        the clicks cost alike, that no scheduling of their work can beat."""
-        return self._half_a_round() * self.per_click(self.machine_s) / cores
-
-    def soonest_half_by_app_s(self) -> float:
-        """The soonest the app's process alone could have done half of a round's clicks
-        at its CPU per click (seconds): one Python process runs on one core at a time."""
-        return self._half_a_round() * self.per_click(self.app_s)
-
-    def _half_a_round(self) -> float:
-        return self.clicks / self.rounds / 2 if self.rounds else 0.0
-
-
-@contextlib.asynccontextmanager
-async def cpu_use(app_pid: int, clicks: int) -> AsyncIterator[CpuUse]:
-    """Measure the CPU spent while the block runs (its ``CpuUse``, filled in as the block
-    ends) by ``clicks`` clicks answered by the process ``app_pid``."""
-    use = CpuUse(clicks=clicks, rounds=1)
-    meter, app_before, started = CpuMeter(), process_cpu_s(app_pid), time.time()
-    yield use
-    use.elapsed_s = time.time() - started
-    use.machine_s, use.sandbox_s = meter.spent()
-    use.app_s = process_cpu_s(app_pid) - app_before
 
 
 @dataclass

@@ -50,8 +50,8 @@ CLICKS_AT_ONCE = 10
 APPLIED_POLL_S = 0.02
 """How often the end of a product rate's window is polled for, seconds: each poll is a
 ``COUNT(*)`` on the product's PostgreSQL, on the cores being measured (every 5 ms it
-cost 1-2 ms of PostgreSQL per decision); the window comes out at most this much too long,
-under 0.5 % of 200 decisions' 4-6 s, and only ever against the product."""
+cost 1-2 ms of PostgreSQL per decision, docs/benchmarks.md); the window comes out at most
+this much too long: at most 0.5 % of 200 decisions' 4-6 s, and only against the product."""
 APPLIED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'applied'"
 UNFINISHED = "SELECT COUNT(*) AS n FROM runs WHERE state NOT IN ('done', 'failed')"
 DECIDED = "SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'decided'"
