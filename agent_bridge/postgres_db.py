@@ -93,9 +93,6 @@ class PostgresDatabase(StatementRunner):
 
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self.pool = pool
-        self._connect_errors_when_served = 0
-        """The pool's failed connection attempts (its ``connections_errors``) when this
-        database last got a connection from it (``_no_connection``)."""
 
     async def close(self) -> None:
         """Close the pool."""
@@ -116,7 +113,6 @@ class PostgresDatabase(StatementRunner):
                 raise TimeoutError
             for attempt in range(2):
                 async with self.pool.connection(timeout=left) as conn:
-                    self._served()
                     try:
                         if left is None:
                             return await _on(conn, sql, params)
@@ -150,7 +146,6 @@ class PostgresDatabase(StatementRunner):
                 try:
                     async with self.pool.connection(timeout=left) as conn, conn.transaction():
                         begun = True
-                        self._served()
                         metrics.DATABASE_ROUND_TRIPS.inc(2)  # its BEGIN and COMMIT
                         if left is not None:
                             await _bound(conn, time_left() or 0.0)
@@ -177,22 +172,15 @@ class PostgresDatabase(StatementRunner):
         except psycopg.Error as exc:
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
 
-    def _served(self) -> None:
-        """Note that the pool just handed out a connection (``_no_connection``)."""
-        self._connect_errors_when_served = self.pool.get_stats().get("connections_errors", 0)
-
     def _no_connection(self, exc: PoolTimeout) -> StoreUnavailableError:
         """What a wait for a pooled connection that ran out of time means: every
-        connection the pool may hold was made and in use, and none failed to connect
-        since the pool last served one (a burst: the database is alive but did not answer
-        in time, ``StoreTooSlowError``); else the pool could not make one
-        (``StoreUnavailableError``: an outage, even one that began while the pool was
-        full, as psycopg_pool counts a connection it is still trying to make in its
-        ``pool_size``)."""
+        connection the pool may hold was made and in use (a burst: the database is alive
+        but did not answer in time, ``StoreTooSlowError``), or the pool could not make
+        one (``StoreUnavailableError``; psycopg_pool counts a connection it is still
+        trying to make in ``pool_size``, so a pool short of its ``max_size`` is one
+        whose connections failed or were lost)."""
         stats = self.pool.get_stats()
-        failing = stats.get("connections_errors", 0) > self._connect_errors_when_served
-        full = stats.get("pool_size", 0) >= self.pool.max_size
-        if full and not failing and not stats.get("pool_available"):
+        if stats.get("pool_size", 0) >= self.pool.max_size and not stats.get("pool_available"):
             return StoreTooSlowError(
                 f"no PostgreSQL connection was free in time: all {self.pool.max_size} of "
                 f"the pool's were in use ({exc})"

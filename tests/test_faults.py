@@ -224,31 +224,6 @@ async def test_a_bounded_transaction_ends_by_its_deadline_not_each_statement(
     assert await db.fetch_all("SELECT n FROM bounded_marks") == []
 
 
-async def test_a_wait_for_a_connection_says_whether_the_pool_was_busy_or_cut_off(
-    pg_backend: Any, pg_url: str
-) -> None:
-    """No pooled connection within the deadline: with every connection the pool may hold
-    in use, the database is too slow (a burst); with the database refusing connections,
-    it is unavailable, though the wait ran out the same way."""
-    db = pg_backend.db
-    async with AsyncExitStack() as held:
-        for _ in range(POOL_MAX_SIZE):
-            await held.enter_async_context(db.pool.connection())
-        with pytest.raises(StoreTooSlowError, match="all 10 of the pool's were in use"):
-            with within(0.5):
-                await db.fetch_one("SELECT 1 AS one")
-    name = pg_url.rsplit("/", 1)[1]
-    set_connections(name, allowed=False)
-    try:
-        for _ in range(2):  # a connection found closed, then waits the pool cannot serve
-            with pytest.raises(StoreUnavailableError) as raised, within(0.5):
-                await db.fetch_one("SELECT 1 AS one")
-            assert not isinstance(raised.value, StoreTooSlowError), raised.value
-    finally:
-        set_connections(name, allowed=True)
-    assert await db.fetch_one("SELECT 1 AS one") == {"one": 1}  # it reconnects
-
-
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
     """The pool's check before each checkout reads the socket only (no ``SELECT 1`` or
     empty query per statement), and still sees a connection the server ended."""
