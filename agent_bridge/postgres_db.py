@@ -35,7 +35,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 
 from agent_bridge import metrics
 from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
@@ -44,8 +44,7 @@ from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnav
 
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
-"""How long a caller with no deadline waits for a free connection, seconds; then
-``StoreTooSlowError`` if every connection was in use, else ``StoreUnavailableError``."""
+"""How long a caller waits for a free connection before ``StoreUnavailableError``."""
 MAX_CONNECTION_IDLE_S = 300.0
 MAX_CONNECTION_LIFETIME_S = 1800.0
 
@@ -163,29 +162,12 @@ class PostgresDatabase(StatementRunner):
             yield
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
             raise StoreTooSlowError(f"PostgreSQL did not answer in time: {exc}") from exc
-        except PoolTimeout as exc:
-            raise self._no_connection(exc) from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
             raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except psycopg.Error as exc:
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
-
-    def _no_connection(self, exc: PoolTimeout) -> StoreUnavailableError:
-        """What a wait for a pooled connection that ran out of time means: every
-        connection the pool may hold was made and in use (a burst: the database is alive
-        but did not answer in time, ``StoreTooSlowError``), or the pool could not make
-        one (``StoreUnavailableError``; psycopg_pool counts a connection it is still
-        trying to make in ``pool_size``, so a pool short of its ``max_size`` is one
-        whose connections failed or were lost)."""
-        stats = self.pool.get_stats()
-        if stats.get("pool_size", 0) >= self.pool.max_size and not stats.get("pool_available"):
-            return StoreTooSlowError(
-                f"no PostgreSQL connection was free in time: all {self.pool.max_size} of "
-                f"the pool's were in use ({exc})"
-            )
-        return StoreUnavailableError(f"PostgreSQL is unavailable: {exc}")
 
 
 async def _bound(conn: Any, seconds: float) -> None:
