@@ -7,11 +7,15 @@ adapts placeholders. ``open_database(url)`` picks the driver from ``DATABASE_URL
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from agent_bridge.errors import ConfigurationError
 
@@ -126,9 +130,12 @@ def dialect_of(url: str) -> Dialect:
     """Return which driver serves ``url``.
 
     Raises:
-        ConfigurationError: If the scheme is neither ``postgresql``/``postgres`` nor ``sqlite``.
+        ConfigurationError: If the scheme is neither ``postgresql``/``postgres`` nor
+            ``sqlite``, or a PostgreSQL URL is read other than it was meant
+            (``_refuse_unescaped``).
     """
     if url.startswith(("postgresql://", "postgres://")):
+        _refuse_unescaped(url)
         return "postgres"
     if url.startswith("sqlite:"):
         return "sqlite"
@@ -139,3 +146,37 @@ def dialect_of(url: str) -> Dialect:
         f"DATABASE_URL cannot be used ({said}): use postgresql://user@host:port/db "
         "or sqlite:///path.db"
     )
+
+
+_PORTS = re.compile(r"\d+(,\d+)*")
+
+
+def _refuse_unescaped(url: str) -> None:
+    """Refuse a PostgreSQL URL that libpq reads other than it was meant: a character a
+    URL reserves (``@``, ``:``, ``/``), left unescaped in the password, moves part of
+    the password into the host, the port or the database's name, where error messages,
+    psycopg's logs and the signal channel's name (``redis_bus.signal_channel``) would
+    show it. The URL is never shown (RFC 3986, section 3.2.1: userinfo is
+    percent-encoded).
+
+    Raises:
+        ConfigurationError: Saying what to escape, without any part of the URL.
+    """
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        parts = None
+    hosts = str((parts or {}).get("host") or "").split(",")
+    misread = (
+        parts is None
+        or any("@" in h or ("/" in h and not h.startswith("/")) for h in hosts)
+        or "@" in str(parts.get("dbname") or "")
+        or not _PORTS.fullmatch(str(parts.get("port") or "0"))
+    )
+    if misread:
+        raise ConfigurationError(
+            "DATABASE_URL cannot be used (it is not shown): read as a URL, part of it "
+            "lands in its host, port or database name, as when a password holds @, : "
+            "or / unescaped; percent-encode them in the user and password (@ as %40, "
+            ": as %3A, / as %2F)"
+        )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_bridge.db import dialect_of
 from agent_bridge.postgres_db import database_target
 from agent_bridge.settings import (
     DEMO_BOT_TOKEN,
@@ -174,6 +175,39 @@ def test_a_wrong_database_url_is_refused_without_showing_it(url: str) -> None:
     result = agent_bridge("release", env=clean_environment(DATABASE_URL=url))
     assert result.returncode == 2 and "DATABASE_URL cannot be used" in result.stderr
     assert "TOPSECRETPW" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:TOP@SECRETPW@127.0.0.1:5432/app",  # '@' moves it into the host
+        "postgresql://app:TOP:SECRET/PW@127.0.0.1/app",  # ':' and '/': the port, the name
+        "postgresql://app:TOP@SECRET@PW@127.0.0.1:5432/app?sslmode=disable",
+    ],
+)
+def test_a_password_left_unescaped_in_the_database_url_is_refused_without_showing_it(
+    url: str,
+) -> None:
+    """libpq would read part of the password as the host, port or database name, which
+    errors, psycopg's logs and the signal channel's name show; the process stops first,
+    saying what to escape."""
+    result = agent_bridge("release", env=clean_environment(DATABASE_URL=url))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "percent-encode" in result.stderr
+    for piece in ("TOP", "SECRET", "PW"):
+        assert piece not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:TOP%40SECRET%3APW%2F@127.0.0.1:5432/app",
+        "postgresql:///app?host=/var/run/postgresql",
+        "postgresql://app@db1:5432,db2:5433/app",
+    ],
+)
+def test_a_database_url_escaped_or_with_a_socket_or_several_hosts_is_taken(url: str) -> None:
+    assert dialect_of(url) == "postgres"
 
 
 @pytest.mark.parametrize(
