@@ -1,6 +1,7 @@
 """Opening the database and LangGraph checkpointer named by ``DATABASE_URL``.
 
-PostgreSQL: one psycopg pool shared by the approval store and ``AsyncPostgresSaver``.
+PostgreSQL: one psycopg pool shared by the approval store and ``AsyncPostgresSaver`` (as
+``PostgresCheckpointer``, whose outages are the store's).
 SQLite (the embedded demo): the store's aiosqlite connection and an
 ``AsyncSqliteSaver`` on a second connection to the same file. ``release`` runs both
 migrations: the checkpointer's ``setup()`` and the store's.
@@ -13,11 +14,11 @@ from typing import Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent_bridge import checkpoint_indexes, migrations
 from agent_bridge.db import Database, dialect_of, sqlite_path
+from agent_bridge.postgres_checkpointer import PostgresCheckpointer
 from agent_bridge.postgres_db import POOL_TIMEOUT_S, PostgresDatabase, open_pool
 from agent_bridge.release_lock import release_lock
 from agent_bridge.sqlite_db import open_sqlite
@@ -72,7 +73,7 @@ async def open_backend(
         pool = await open_pool(
             database_url, timeout_s=timeout_s, prepared_statements=prepared_statements
         )
-        return Backend(db=PostgresDatabase(pool), checkpointer=AsyncPostgresSaver(conn=pool))
+        return Backend(db=PostgresDatabase(pool), checkpointer=PostgresCheckpointer(conn=pool))
     path = sqlite_path(database_url)
     db = await open_sqlite(path)
     conn = await aiosqlite.connect(path)

@@ -362,10 +362,11 @@ class Worker:
         """Claim the run (if it is ``agent``'s) once there is room (``max_concurrent_runs``)
         and drive it until it waits for people or ends.
 
-        If Slack or the Agent Server (``AGENT_URL``) fails, the run goes back to the
-        queue and the next sweep drives it again from its checkpoint (the driver only
-        ever continues from there). If the
-        database fails, the lease is left to expire and a later sweep retries. If the
+        If Slack, the Agent Server (``AGENT_URL``) or the database (a store statement, or
+        a checkpoint's: ``postgres_checkpointer``) fails, the run goes back to the queue
+        and the next sweep drives it again from its checkpoint (the driver only ever
+        continues from there); if the database cannot take even that, the lease is left
+        to expire and a later sweep retries. If the
         lease cannot be renewed, the driving stops before the lease can end
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
@@ -407,12 +408,15 @@ class Worker:
             )
             await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
         except StoreUnavailableError as exc:
+            # The checkpoint is intact (a store or checkpoint statement failed, not the
+            # graph): back to the queue if the database takes that, else to the lease.
             logger.warning(
-                "run=%s thread_id=%s paused until its lease expires, will retry: %s",
+                "run=%s thread_id=%s database failed mid-drive, will retry: %s",
                 run.run_id,
                 run.thread_id,
                 exc,
             )
+            await self._requeue(run)
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
@@ -428,6 +432,12 @@ class Worker:
             run.thread_id,
             self.stop_grace_s,
         )
+        await self._requeue(run)
+
+    async def _requeue(self, run: Run) -> None:
+        """Release this worker's lease on ``run`` as ``queued``, so the next sweep (here
+        or in another worker) continues it from its checkpoint rather than after the
+        lease; if the database cannot take that either, the lease expires instead."""
         try:
             await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
         except StoreUnavailableError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.conninfo import conninfo_to_dict
 from slack_sdk.signature import SignatureVerifier
@@ -224,6 +225,28 @@ async def test_a_bounded_transaction_ends_by_its_deadline_not_each_statement(
     assert await db.fetch_all("SELECT n FROM bounded_marks") == []
 
 
+async def test_a_checkpoint_write_cut_off_mid_statement_is_an_outage(
+    pg_backend: Any, pg_url: str
+) -> None:
+    """The checkpointer's write loses its connection while the statement runs: raised as
+    ``StoreUnavailableError`` (the worker retries the run), not psycopg's own error (which
+    the worker would take for the graph's and fail the run); a write after it works."""
+    saver = pg_backend.checkpointer
+    config = {"configurable": {"thread_id": "cut-off", "checkpoint_ns": ""}}
+    name = pg_url.rsplit("/", 1)[1]
+    async with table_locked(pg_url, "checkpoints"):
+        writing = asyncio.ensure_future(saver.aput(config, empty_checkpoint(), {}, {}))
+        waiting = None
+        while waiting is None and not writing.done():
+            waiting = await _lock_waiters(name)
+            await asyncio.sleep(0.01)
+        terminate_backends(waiting or [])
+        with pytest.raises(StoreUnavailableError, match="checkpoint"):
+            await writing
+    saved = await saver.aput(config, empty_checkpoint(), {}, {})
+    assert (await saver.aget_tuple(saved)) is not None
+
+
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
     """The pool's check before each checkout reads the socket only (no ``SELECT 1`` or
     empty query per statement), and still sees a connection the server ended."""
@@ -302,6 +325,26 @@ class TestPostgresOutage:
         await harness.click(write, "approve")
         await harness.reject(sql, REASON)
         assert (await harness.finished(run)).state == RunState.DONE
+
+    async def test_a_checkpoint_read_cut_off_mid_statement_is_retried_not_failed(
+        self, harness: Harness
+    ) -> None:
+        """The worker's checkpoint read loses its connection while the statement runs (a
+        failover, a killed session): the checkpoint is intact, so the run waits for its
+        lease to end and a later drive finishes it; it does not fail. (A tool's own
+        exception still fails its run: ``test_approval_loop``.)"""
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        name = harness.settings.database_url.rsplit("/", 1)[1]
+        async with table_locked(harness.settings.database_url, "checkpoints"):
+            await harness.click(write, "approve")
+            await harness.reject(sql, REASON)
+            waiting = await harness.wait_for(lambda: _lock_waiters(name))
+            terminate_backends(waiting)
+        done = await harness.finished(run)
+        assert done.state == RunState.DONE, done.error
+        decided = await harness.store.requests_for_run(run.run_id)
+        assert {r.state for r in decided} == {ApprovalState.APPLIED}
 
 
 class TestSlowDatabase:
@@ -627,6 +670,32 @@ async def waiting_on_lock(url: str, query_start: str) -> bool:
         cur = await conn.execute(WAITING_ON_LOCK, {"db": db, "query": f"{query_start}%"})
         row = await cur.fetchone()
         return bool(row and row[0])
+
+
+@asynccontextmanager
+async def table_locked(url: str, table: str) -> AsyncIterator[None]:
+    """Hold ``table`` locked against every other connection's reads and writes
+    (``ACCESS EXCLUSIVE``) until the block ends."""
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        await conn.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        yield
+
+
+async def _lock_waiters(name: str) -> list[int] | None:
+    """The backends of database ``name`` waiting on a lock, if any."""
+    with psycopg.connect(services.admin_url(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+            (name,),
+        ).fetchall()
+    return [row[0] for row in rows] or None
+
+
+def terminate_backends(pids: list[int]) -> None:
+    """End these backends' connections, each in the middle of what it runs."""
+    with psycopg.connect(services.admin_url(), autocommit=True) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
 def terminate_connections(name: str) -> None:
