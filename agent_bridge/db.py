@@ -152,12 +152,13 @@ _PORTS = re.compile(r"\d+(,\d+)*")
 
 
 def _refuse_unescaped(url: str) -> None:
-    """Refuse a PostgreSQL URL that libpq reads other than it was meant: a character a
-    URL reserves (``@``, ``:``, ``/``), left unescaped in the password, moves part of
-    the password into the host, the port or the database's name, where error messages,
-    psycopg's logs and the signal channel's name (``redis_bus.signal_channel``) would
-    show it. The URL is never shown (RFC 3986, section 3.2.1: userinfo is
-    percent-encoded).
+    """Refuse a PostgreSQL URL that libpq reads other than it was meant, or not at all: a
+    character a URL reserves (``@``, ``:``, ``/``), left unescaped in the password,
+    moves part of the password into the host, the port or the database's name, where
+    error messages, psycopg's logs and the signal channel's name
+    (``redis_bus.signal_channel``) would show it; one libpq cannot read (a space) has
+    its connection errors quote the password. The URL is never shown (RFC 3986,
+    section 3.2.1: userinfo is percent-encoded).
 
     Raises:
         ConfigurationError: Saying what to escape, without any part of the URL.
@@ -174,9 +175,13 @@ def _refuse_unescaped(url: str) -> None:
         or not _PORTS.fullmatch(str(parts.get("port") or "0"))
     )
     if misread:
+        said = (
+            "libpq cannot read it as a URL"
+            if parts is None
+            else "read as a URL, part of it lands in its host, port or database name"
+        )
         raise ConfigurationError(
-            "DATABASE_URL cannot be used (it is not shown): read as a URL, part of it "
-            "lands in its host, port or database name, as when a password holds @, : "
-            "or / unescaped; percent-encode them in the user and password (@ as %40, "
-            ": as %3A, / as %2F)"
+            f"DATABASE_URL cannot be used (it is not shown): {said}, as when a password "
+            "holds a space, @, : or / unescaped; percent-encode them in the user and "
+            "password (a space as %20, @ as %40, : as %3A, / as %2F)"
         )
