@@ -148,7 +148,8 @@ def dialect_of(url: str) -> Dialect:
     )
 
 
-_PORTS = re.compile(r"\d+(,\d+)*")
+_PORTS = re.compile(r"\d*(,\d*)*")
+"""libpq's ``port``: a number, or one per host, any of them left empty for the default."""
 
 
 def _refuse_unescaped(url: str) -> None:
@@ -157,8 +158,9 @@ def _refuse_unescaped(url: str) -> None:
     moves part of the password into the host, the port or the database's name, where
     error messages, psycopg's logs and the signal channel's name
     (``redis_bus.signal_channel``) would show it; one libpq cannot read (a space) has
-    its connection errors quote the password. The URL is never shown (RFC 3986,
-    section 3.2.1: userinfo is percent-encoded).
+    its connection errors quote the password. So an ``@`` anywhere but in the password
+    (the user, the host, the database's name, a query parameter) is refused. The URL is
+    never shown (RFC 3986, section 3.2.1: userinfo is percent-encoded).
 
     Raises:
         ConfigurationError: Saying what to escape, without any part of the URL.
@@ -170,9 +172,9 @@ def _refuse_unescaped(url: str) -> None:
     hosts = str((parts or {}).get("host") or "").split(",")
     misread = (
         parts is None
-        or any("@" in h or ("/" in h and not h.startswith("/")) for h in hosts)
-        or "@" in str(parts.get("dbname") or "")
-        or not _PORTS.fullmatch(str(parts.get("port") or "0"))
+        or any("@" in str(value) for key, value in parts.items() if key != "password")
+        or any("/" in h and not h.startswith("/") for h in hosts)
+        or not _PORTS.fullmatch(str(parts.get("port") or ""))
     )
     if misread:
         said = (
@@ -183,5 +185,5 @@ def _refuse_unescaped(url: str) -> None:
         raise ConfigurationError(
             f"DATABASE_URL cannot be used (it is not shown): {said}, as when a password "
             "holds a space, @, : or / unescaped; percent-encode them in the user and "
-            "password (a space as %20, @ as %40, : as %3A, / as %2F)"
+            "password (a space as %20, @ as %40, : as %3A, / as %2F, and % itself as %25)"
         )

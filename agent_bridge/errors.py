@@ -26,6 +26,17 @@ class StoreTooSlowError(StoreUnavailableError):
     held lock, a slow statement, no free connection. Nothing was recorded; retry it."""
 
 
+class CheckpointUnavailableError(StoreUnavailableError):
+    """A LangGraph checkpoint's read or write failed for the connection or the server (an
+    outage, a failover, a killed session; ``agent_bridge.postgres_checkpointer``), not
+    for the statement. The checkpoint is as it was before it; the worker gives the run
+    back to the queue and a later drive goes on from there.
+
+    Raised only by the checkpointer: a node that raises ``StoreUnavailableError`` itself
+    fails its run, as any exception of the graph does (``agent_bridge.run_driver``).
+    """
+
+
 class SchemaOutdatedError(BridgeError):
     """The database's approval-store schema is older than this code.
 

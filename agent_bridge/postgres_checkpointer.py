@@ -1,17 +1,23 @@
 """LangGraph's ``AsyncPostgresSaver`` whose outages are the store's.
 
 A checkpoint read or write that loses its connection (a failover, a killed session, a
-restart), cannot get one from the pool in time, or is cancelled by the server raises
-psycopg's ``OperationalError`` out of ``aget_state`` and ``astream``, where the worker
-could not tell it from a tool's own exception (which fails its run). Raised as
-``StoreUnavailableError`` instead, it leaves the run to its lease: the checkpoint is
-intact, and a later drive goes on from it (docs/architecture.md, invariant 3). Every
-other error, and everything the saver does, is LangGraph's own.
+restart), cannot get one from the pool in time, or meets a server that cannot take it
+now (shutting down, at its connection cap, a standby after a failover) raises psycopg's
+error out of ``aget_state`` and ``astream``, where the worker could not tell it from a
+tool's own exception (which fails its run). Raised as ``CheckpointUnavailableError``
+instead, it sends the run back to the queue: the checkpoint is intact, and a later drive
+goes on from it (docs/architecture.md, invariant 3).
+
+Only such failures of the connection or the server are translated. A failure of the
+statement itself (a ``statement_timeout``, a row too big for an index, a full disk, any
+other SQLSTATE) would fail again on every retry, and each retry runs again the tool
+whose result was not saved: it stays psycopg's error, and the run fails, as a tool's
+exception does. Every other error, and everything the saver does, is LangGraph's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -22,29 +28,81 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import CheckpointUnavailableError
+
+_LOST_CLASSES = ("08",)
+"""SQLSTATE classes of a connection lost or refused (PostgreSQL's Appendix A, "Class 08
+— Connection Exception")."""
+
+_SERVER_NOT_NOW = frozenset(
+    {
+        "57P01",  # admin_shutdown: the session was ended (pg_terminate_backend, a stop)
+        "57P02",  # crash_shutdown
+        "57P03",  # cannot_connect_now: the server is starting or in recovery
+        "57P05",  # idle_session_timeout
+        "53300",  # too_many_connections
+        "25006",  # read_only_sql_transaction: a standby, or a primary just demoted
+        "40001",  # serialization_failure: retry it ("Serialization Failure Handling")
+        "40P01",  # deadlock_detected: the same
+    }
+)
+"""SQLSTATEs of a server that cannot take the statement now but will (Appendix A)."""
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether psycopg's ``exc`` is the connection's or the server's, not the statement's.
+
+    True for ``InterfaceError`` (the connection is closed), an ``OperationalError``
+    without a SQLSTATE (libpq lost or could not make the connection;
+    ``psycopg_pool.PoolTimeout`` and ``PoolClosed`` among them), and the SQLSTATEs above;
+    False for everything else, a statement cancelled by ``statement_timeout`` (57014)
+    or a ``lock_timeout`` (55P03) included: a setting that cancels it would cancel it
+    again on every retry.
+
+    Args:
+        exc: Any exception.
+
+    Returns:
+        Whether retrying the same statement later can succeed without a change.
+    """
+    if isinstance(exc, psycopg.InterfaceError):
+        return True
+    if not isinstance(exc, psycopg.Error):
+        return False
+    sqlstate = exc.sqlstate
+    if sqlstate is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return sqlstate.startswith(_LOST_CLASSES) or sqlstate in _SERVER_NOT_NOW
 
 
 @contextmanager
 def _as_outage() -> Iterator[None]:
-    """Raise psycopg's connection-level failures as ``StoreUnavailableError``."""
+    """Raise psycopg's outages (``is_outage``) as ``CheckpointUnavailableError``."""
     try:
         yield
-    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-        raise StoreUnavailableError(f"PostgreSQL failed a checkpoint's statement: {exc}") from exc
+    except psycopg.Error as exc:
+        if not is_outage(exc):
+            raise
+        raise CheckpointUnavailableError(
+            f"PostgreSQL failed a checkpoint's statement: {exc}"
+        ) from exc
 
 
 class PostgresCheckpointer(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` (same constructor, same behaviour) whose reads and writes
-    raise ``StoreUnavailableError`` for an outage.
+    raise ``CheckpointUnavailableError`` for an outage.
+
+    Every public coroutine of ``BaseCheckpointSaver`` the saver implements is wrapped
+    (``tests/test_postgres_checkpointer.py`` keeps that true as LangGraph adds some).
 
     Raises (from every method below):
-        StoreUnavailableError: PostgreSQL failed the statement for a reason of the
-            connection or the server, not of the statement (``psycopg.OperationalError``,
-            among them ``psycopg_pool.PoolTimeout``, or ``InterfaceError``).
+        CheckpointUnavailableError: PostgreSQL failed the statement for a reason of the
+            connection or the server, not of the statement (``is_outage``).
+        psycopg.Error: Any other failure, as ``AsyncPostgresSaver`` raises it.
     """
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -86,3 +144,25 @@ class PostgresCheckpointer(AsyncPostgresSaver):
         """See ``AsyncPostgresSaver.aput_writes``."""
         with _as_outage():
             await super().aput_writes(config, writes, task_id, task_path)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """See ``AsyncPostgresSaver.aget_delta_channel_history``."""
+        with _as_outage():
+            return await super().aget_delta_channel_history(config=config, channels=channels)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """See ``AsyncPostgresSaver.adelete_thread``."""
+        with _as_outage():
+            await super().adelete_thread(thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """See ``AsyncPostgresSaver.aprune``."""
+        with _as_outage():
+            await super().aprune(thread_ids, strategy=strategy)
+
+    async def setup(self) -> None:
+        """See ``AsyncPostgresSaver.setup``."""
+        with _as_outage():
+            await super().setup()

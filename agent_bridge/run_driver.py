@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -22,7 +22,11 @@ from pydantic import ValidationError
 
 from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
-from agent_bridge.errors import CheckpointLostError
+from agent_bridge.errors import (
+    CheckpointLostError,
+    CheckpointUnavailableError,
+    StoreUnavailableError,
+)
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests
 from agent_bridge.message_text import message_text
@@ -268,10 +272,16 @@ class RunDriver:
 
         A resumed graph replays results of calls that finished before the pause; each is
         posted once (``RunMessages``).
+
+        Raises:
+            CheckpointUnavailableError: A checkpoint's statement failed for an outage.
+            Exception: Whatever a node raised (a ``StoreUnavailableError`` of its own as
+                ``RuntimeError``, so that it fails the run instead of retrying it).
         """
-        async for chunk in self.graph.astream(
+        stream = self.graph.astream(
             graph_input, config, stream_mode="values", version="v2", durability="sync"
-        ):
+        )
+        async for chunk in _nodes_failures_as_theirs(stream):
             values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
             messages = values.get("messages") if isinstance(values, dict) else None
             if messages:
@@ -463,3 +473,17 @@ def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
             return messages_of(inner, interrupt_id)
     values = snapshot.values if isinstance(snapshot.values, dict) else {}
     return list(values.get("messages", []))
+
+
+async def _nodes_failures_as_theirs(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Yield ``stream``'s chunks; a ``StoreUnavailableError`` out of it that is not the
+    checkpointer's (``CheckpointUnavailableError``) was raised by a node, a tool of the
+    agent's: raised as ``RuntimeError``, it fails the run like any other exception of
+    the graph, instead of sending it back to the queue to run the tool again, forever."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    except CheckpointUnavailableError:
+        raise
+    except StoreUnavailableError as exc:
+        raise RuntimeError(f"a node raised {type(exc).__name__}: {exc}") from exc

@@ -183,6 +183,8 @@ def test_a_wrong_database_url_is_refused_without_showing_it(url: str) -> None:
         "postgresql://app:TOP@SECRETPW@127.0.0.1:5432/app",  # '@' moves it into the host
         "postgresql://app:TOP:SECRET/PW@127.0.0.1/app",  # ':' and '/': the port, the name
         "postgresql://app:TOP@SECRET@PW@127.0.0.1:5432/app?sslmode=disable",
+        # '/' and '?' move the rest into a parameter libpq sends to the server
+        "postgresql://app:TOP@127.0.0.1/app?application_name=SECRET@PW@127.0.0.1/app",
     ],
 )
 def test_a_password_left_unescaped_in_the_database_url_is_refused_without_showing_it(
@@ -204,6 +206,7 @@ def test_a_password_left_unescaped_in_the_database_url_is_refused_without_showin
         "postgresql://app:TOP%40SECRET%3APW%2F@127.0.0.1:5432/app",
         "postgresql:///app?host=/var/run/postgresql",
         "postgresql://app@db1:5432,db2:5433/app",
+        "postgresql://app@db1,db2:5433/app",  # the first host on the default port
     ],
 )
 def test_a_database_url_escaped_or_with_a_socket_or_several_hosts_is_taken(url: str) -> None:

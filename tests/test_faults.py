@@ -346,6 +346,51 @@ class TestPostgresOutage:
         decided = await harness.store.requests_for_run(run.run_id)
         assert {r.state for r in decided} == {ApprovalState.APPLIED}
 
+    async def test_a_checkpoint_write_refused_for_its_content_fails_the_run_once(
+        self, harness: Harness
+    ) -> None:
+        """A failure of the statement itself (here a row too big for an index, 54000, as a
+        trigger raises it) is not an outage: retried, it would fail again and run the
+        approved tool again each time. The run fails at the first, and no later sweep
+        writes again."""
+        run = await harness.start_run(DEMO_TASK)
+        write, sql = await harness.requests(run, count=2)
+        async with await psycopg.AsyncConnection.connect(
+            harness.settings.database_url, autocommit=True
+        ) as conn:
+            await conn.execute(REFUSE_CHECKPOINT_WRITES)
+            await harness.click(write, "approve")
+            await harness.reject(sql, REASON)
+            failed = await harness.finished(run)
+            assert failed.state == RunState.FAILED, failed
+            assert "ProgramLimitExceeded" in (failed.error or "")
+            tried = await _refused_writes(conn)
+            await harness.settled()  # a sweep, which would drive a requeued run again
+            assert await _refused_writes(conn) == tried
+
+
+REFUSE_CHECKPOINT_WRITES = """
+CREATE SEQUENCE refused_writes;
+CREATE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM nextval('refused_writes');  -- outside the transaction: counts every attempt
+    RAISE EXCEPTION 'index row size exceeds btree maximum' USING ERRCODE = '54000';
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON checkpoint_writes
+    FOR EACH ROW EXECUTE FUNCTION refuse_write();
+CREATE TRIGGER refuse BEFORE INSERT ON checkpoints
+    FOR EACH ROW EXECUTE FUNCTION refuse_write();
+"""
+"""Every checkpoint write from now on refused, as PostgreSQL refuses a row too big for
+an index (SQLSTATE 54000); the attempts counted by a sequence (not rolled back)."""
+
+
+async def _refused_writes(conn: psycopg.AsyncConnection[Any]) -> int:
+    cur = await conn.execute("SELECT last_value FROM refused_writes")
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
 
 class TestSlowDatabase:
     """The database made slow on purpose: another connection holds a lock on the

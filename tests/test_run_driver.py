@@ -17,7 +17,7 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.bus import InProcessBus
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import CheckpointUnavailableError, StoreUnavailableError
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalState,
@@ -201,6 +201,48 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert len(redrawn) == 2 and ("failed", run.run_id) in notifier.events
     late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing
+
+
+@pytest.mark.parametrize(
+    ("raised", "ends"),
+    [
+        (StoreUnavailableError("the tool's own database is down"), RunState.FAILED),
+        (CheckpointUnavailableError("the checkpoint's write lost its connection"), RunState.QUEUED),
+    ],
+)
+async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_to_the_queue(
+    store: ApprovalStore, tmp_path: Path, raised: Exception, ends: RunState
+) -> None:
+    """A node of the agent's that raises ``StoreUnavailableError`` itself fails its run
+    like any other exception (sent back, it would run the tool again on every sweep,
+    forever); the checkpointer's outage sends the run back from its intact checkpoint."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
+    )
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    state, _ = await driver.drive(run)
+    await store.release_run(run.run_id, owner="w", state=state)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+
+    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
+        yield {"messages": []}
+        raise raised
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    await worker.advance(run.run_id, RunState.WAITING)
+
+    ended = await store.get_run(run.run_id)
+    assert ended is not None and ended.state == ends, ended
+    if ends == RunState.FAILED:
+        assert "StoreUnavailableError: the tool's own database is down" in (ended.error or "")
 
 
 async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state_and_the_progress(
