@@ -244,6 +244,13 @@ async def open_pool(
 ) -> AsyncConnectionPool[Any]:
     """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
+    A connection the pool fails to make is retried with psycopg_pool's backoff (1 s, then
+    doubling) for ``timeout_s`` only (``reconnect_timeout``), not its default 5 minutes:
+    after an outage of a minute the next attempt could otherwise come a minute after the
+    database is back, every click told meanwhile that it is unreachable. Past it the
+    attempt is dropped, and the next caller to wait makes a new one at once (the pool
+    grows on demand), so the first request after the outage connects.
+
     Args:
         url: ``postgresql://...``.
         timeout_s: How long a caller waits for a connection, seconds (the web process
@@ -262,6 +269,7 @@ async def open_pool(
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,
         timeout=timeout_s,
+        reconnect_timeout=timeout_s,
         open=False,
     )
     try:

@@ -24,7 +24,7 @@ from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
-from agent_bridge.postgres_db import POOL_MAX_SIZE, PostgresDatabase, _on
+from agent_bridge.postgres_db import POOL_MAX_SIZE, PostgresDatabase, _on, open_pool
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -32,6 +32,7 @@ from agent_bridge.store_sql import SELECT_RUN
 from bot import ids
 from bot.actions import DECISION_DB_S
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
+from bot.processes import WEB_DB_TIMEOUT_S
 from slack_sandbox.delivery import ACK_DEADLINE_S, form_body, payload_body
 from slack_sandbox.modals import TRIGGER_TTL_S
 from tests import services
@@ -245,6 +246,36 @@ async def test_a_checkpoint_write_cut_off_mid_statement_is_an_outage(
             await writing
     saved = await saver.aput(config, empty_checkpoint(), {}, {})
     assert (await saver.aget_tuple(saved)) is not None
+
+
+async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: str) -> None:
+    """Statements asked for during an outage leave the pool retrying its connections with
+    psycopg_pool's backoff (1 s, then doubling): by default for 5 minutes, so after a
+    10 s outage the next attempts came at about 15 s (after a minute's, up to a minute
+    later), and a click after the database was back was still told it is unreachable.
+    The pool now gives an attempt up after its wait (``reconnect_timeout``, here the web
+    process's), and the next statement after the outage connects within that wait."""
+    pool = await open_pool(pg_url, timeout_s=WEB_DB_TIMEOUT_S)
+    db = PostgresDatabase(pool)
+    name = pg_url.rsplit("/", 1)[1]
+    set_connections(name, allowed=False)
+    try:
+        ends = time.monotonic() + OUTAGE_S  # the scenario: how long the database is down
+        while time.monotonic() < ends:  # a click every 0.3 s meanwhile, each told
+            with pytest.raises(StoreUnavailableError), within(0.3):
+                await db.fetch_one("SELECT 1 AS one")
+    finally:
+        set_connections(name, allowed=True)
+    try:
+        with within(WEB_DB_TIMEOUT_S):
+            assert await db.fetch_one("SELECT 1 AS one") == {"one": 1}
+    finally:
+        await pool.close()
+
+
+OUTAGE_S = 10.0
+"""Long enough that, by default, every connection attempt begun in its first 3 s is
+waiting out an 8 s backoff when it ends (attempts at 0, 1, 3, 7 and 15 s)."""
 
 
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
