@@ -150,6 +150,9 @@ def dialect_of(url: str) -> Dialect:
 
 _PORTS = re.compile(r"\d*(,\d*)*")
 """libpq's ``port``: a number, or one per host, any of them left empty for the default."""
+_AUTHORITY_END = re.compile(r"[/?]")
+"""What ends a URL's authority as libpq reads it (RFC 3986, section 3.2, but for ``#``,
+which libpq takes as part of the password)."""
 
 
 def _refuse_unescaped(url: str) -> None:
@@ -158,9 +161,10 @@ def _refuse_unescaped(url: str) -> None:
     moves part of the password into the host, the port or the database's name, where
     error messages, psycopg's logs and the signal channel's name
     (``redis_bus.signal_channel``) would show it; one libpq cannot read (a space) has
-    its connection errors quote the password. So an ``@`` anywhere but in the password
-    (the user, the host, the database's name, a query parameter) is refused. The URL is
-    never shown (RFC 3986, section 3.2.1: userinfo is percent-encoded).
+    its connection errors quote the password. So the URL as written (escapes not yet
+    decoded: ``%40`` is a user's or a database's ``@``, as in a Cloud SQL IAM user) may
+    hold one ``@`` only, the one ending the user and password, before any ``/`` or
+    ``?``. The URL is never shown (RFC 3986, section 3.2.1: userinfo is percent-encoded).
 
     Raises:
         ConfigurationError: Saying what to escape, without any part of the URL.
@@ -170,9 +174,12 @@ def _refuse_unescaped(url: str) -> None:
     except psycopg.ProgrammingError:
         parts = None
     hosts = str((parts or {}).get("host") or "").split(",")
+    after_scheme = url.partition("://")[2]
+    authority = _AUTHORITY_END.split(after_scheme, maxsplit=1)[0]
     misread = (
         parts is None
-        or any("@" in str(value) for key, value in parts.items() if key != "password")
+        or after_scheme.count("@") != authority.count("@")
+        or authority.count("@") > 1
         or any("/" in h and not h.startswith("/") for h in hosts)
         or not _PORTS.fullmatch(str(parts.get("port") or ""))
     )

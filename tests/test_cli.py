@@ -185,6 +185,7 @@ def test_a_wrong_database_url_is_refused_without_showing_it(url: str) -> None:
         "postgresql://app:TOP@SECRET@PW@127.0.0.1:5432/app?sslmode=disable",
         # '/' and '?' move the rest into a parameter libpq sends to the server
         "postgresql://app:TOP@127.0.0.1/app?application_name=SECRET@PW@127.0.0.1/app",
+        "postgresql://app:/TOPSECRET?password=PW@db.internal/app",  # the name: '/TOPSECRET'
     ],
 )
 def test_a_password_left_unescaped_in_the_database_url_is_refused_without_showing_it(
@@ -207,6 +208,10 @@ def test_a_password_left_unescaped_in_the_database_url_is_refused_without_showin
         "postgresql:///app?host=/var/run/postgresql",
         "postgresql://app@db1:5432,db2:5433/app",
         "postgresql://app@db1,db2:5433/app",  # the first host on the default port
+        "postgresql://sa-bridge%40my-project.iam@10.0.0.5/app",  # a Cloud SQL IAM user
+        "postgresql://app@db/app?user=alice%40EXAMPLE.COM&application_name=bridge%40w1",
+        "postgresql://app:pw@db/my%40db",
+        "postgresql://app:TOP#SECRET@db/app",  # libpq reads '#' as part of the password
     ],
 )
 def test_a_database_url_escaped_or_with_a_socket_or_several_hosts_is_taken(url: str) -> None:
