@@ -30,7 +30,8 @@ class CheckpointUnavailableError(StoreUnavailableError):
     """A LangGraph checkpoint's read or write failed for the connection or the server (an
     outage, a failover, a killed session; ``agent_bridge.postgres_checkpointer``), not
     for the statement. The checkpoint is as it was before it; the worker gives the run
-    back to the queue and a later drive goes on from there.
+    back to the queue and a later drive goes on from there, up to
+    ``worker.CHECKPOINT_RETRIES`` drives in a row (then the run fails).
 
     Raised only by the checkpointer: a node that raises ``StoreUnavailableError`` itself
     fails its run, as any exception of the graph does (``agent_bridge.run_driver``).

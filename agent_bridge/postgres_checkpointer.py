@@ -2,24 +2,25 @@
 
 A checkpoint read or write that loses its connection (a failover, a killed session, a
 restart), cannot get one from the pool in time, or meets a server that cannot take it
-now (shutting down, at its connection cap, a standby after a failover) raises psycopg's
-error out of ``aget_state`` and ``astream``, where the worker could not tell it from a
-tool's own exception (which fails its run). Raised as ``CheckpointUnavailableError``
-instead, it sends the run back to the queue: the checkpoint is intact, and a later drive
-goes on from it (docs/architecture.md, invariant 3).
+now (shutting down, out of connections, disk or memory, a standby after a failover, a
+lock held past a timeout) raises psycopg's error out of ``aget_state`` and ``astream``,
+where the worker could not tell it from a tool's own exception (which fails its run).
+Raised as ``CheckpointUnavailableError`` instead, it sends the run back to the queue:
+the checkpoint is intact, and a later drive goes on from it (docs/architecture.md,
+invariant 3), up to ``worker.CHECKPOINT_RETRIES`` drives in a row.
 
-Only such failures of the connection or the server are translated. A failure of the
-statement itself (a ``statement_timeout``, a row too big for an index, a full disk, any
-other SQLSTATE) would fail again on every retry, and each retry runs again the tool
-whose result was not saved: it stays psycopg's error, and the run fails, as a tool's
-exception does. Every other error, and everything the saver does, is LangGraph's own.
+A failure of the statement itself (a row too big for an index, a value out of range, a
+missing table: any other SQLSTATE) would fail again on every retry, and each retry runs
+again the tool whose result was not saved: it stays psycopg's error, and the run fails,
+as for a tool's exception. Every other error, and everything the saver does, is
+LangGraph's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing, contextmanager
+from typing import Any, cast
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
@@ -34,23 +35,27 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agent_bridge.errors import CheckpointUnavailableError
 
-_LOST_CLASSES = ("08",)
-"""SQLSTATE classes of a connection lost or refused (PostgreSQL's Appendix A, "Class 08
-— Connection Exception")."""
+_NOT_NOW_CLASSES = ("08", "53", "58")
+"""SQLSTATE classes of a connection lost or refused (08), a server out of resources:
+connections, disk, memory (53), and of the system below it: I/O (58) (PostgreSQL's
+Appendix A, "PostgreSQL Error Codes")."""
 
-_SERVER_NOT_NOW = frozenset(
+_NOT_NOW = frozenset(
     {
         "57P01",  # admin_shutdown: the session was ended (pg_terminate_backend, a stop)
         "57P02",  # crash_shutdown
         "57P03",  # cannot_connect_now: the server is starting or in recovery
         "57P05",  # idle_session_timeout
-        "53300",  # too_many_connections
+        "57014",  # query_canceled: a statement_timeout behind a lock, pg_cancel_backend
+        "55P03",  # lock_not_available: a lock_timeout (behind VACUUM FULL, an ALTER)
+        "25P03",  # idle_in_transaction_session_timeout: the session was ended
+        "25P04",  # transaction_timeout (PostgreSQL 17)
         "25006",  # read_only_sql_transaction: a standby, or a primary just demoted
         "40001",  # serialization_failure: retry it ("Serialization Failure Handling")
         "40P01",  # deadlock_detected: the same
     }
 )
-"""SQLSTATEs of a server that cannot take the statement now but will (Appendix A)."""
+"""SQLSTATEs of a server that cannot take the statement now but may later (Appendix A)."""
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -58,16 +63,16 @@ def is_outage(exc: BaseException) -> bool:
 
     True for ``InterfaceError`` (the connection is closed), an ``OperationalError``
     without a SQLSTATE (libpq lost or could not make the connection;
-    ``psycopg_pool.PoolTimeout`` and ``PoolClosed`` among them), and the SQLSTATEs above;
-    False for everything else, a statement cancelled by ``statement_timeout`` (57014)
-    or a ``lock_timeout`` (55P03) included: a setting that cancels it would cancel it
-    again on every retry.
+    ``psycopg_pool.PoolTimeout`` and ``PoolClosed`` among them), and the SQLSTATEs
+    above; False for everything else. A statement cancelled by a timeout counts as an
+    outage though a setting may cancel it every time: the worker's retries are bounded
+    (``worker.CHECKPOINT_RETRIES``).
 
     Args:
         exc: Any exception.
 
     Returns:
-        Whether retrying the same statement later can succeed without a change.
+        Whether retrying the same statement later may succeed without a change.
     """
     if isinstance(exc, psycopg.InterfaceError):
         return True
@@ -76,7 +81,7 @@ def is_outage(exc: BaseException) -> bool:
     sqlstate = exc.sqlstate
     if sqlstate is None:
         return isinstance(exc, psycopg.OperationalError)
-    return sqlstate.startswith(_LOST_CLASSES) or sqlstate in _SERVER_NOT_NOW
+    return sqlstate.startswith(_NOT_NOW_CLASSES) or sqlstate in _NOT_NOW
 
 
 @contextmanager
@@ -119,9 +124,15 @@ class PostgresCheckpointer(AsyncPostgresSaver):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """See ``AsyncPostgresSaver.alist``."""
+        # An async generator, though typed as the iterator the base class promises.
+        items = cast(
+            AsyncGenerator[CheckpointTuple, None],
+            super().alist(config, filter=filter, before=before, limit=limit),
+        )
         with _as_outage():
-            async for item in super().alist(config, filter=filter, before=before, limit=limit):
-                yield item
+            async with aclosing(items):  # closed with this one: the saver's lock let go
+                async for item in items:
+                    yield item
 
     async def aput(
         self,

@@ -18,7 +18,11 @@ import secrets
 
 from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
-from agent_bridge.errors import AgentServerUnavailableError, StoreUnavailableError
+from agent_bridge.errors import (
+    AgentServerUnavailableError,
+    CheckpointUnavailableError,
+    StoreUnavailableError,
+)
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.graph import PausedThreads
 from agent_bridge.lease import LeaseLost, Leases
@@ -51,6 +55,13 @@ PAUSED_THREADS_SCAN = 10
 """Most recently changed paused threads a sweep asks a deployed agent for
 (``PausedThreads``): a thread that just paused is among them, whatever the number of
 runs waiting for people."""
+CHECKPOINT_RETRIES = 5
+"""Drives of one run in a row a worker lets a checkpoint's outage
+(``CheckpointUnavailableError``) send back to the queue before it fails the run: each
+retry runs again the tool whose result was not saved, and no reading of PostgreSQL's
+errors is right every time (a message over 1 GiB ends the connection, as an outage
+does). Counted by each worker in memory: with several workers, or after a restart, a
+run may be retried up to this many times per worker."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -121,6 +132,7 @@ class Worker:
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
+        self._checkpoint_failures: dict[str, int] = {}
         self._stopping = False
         self.sweeps = 0
         """Sweeps finished (tests wait on it to prove something was not due)."""
@@ -366,7 +378,8 @@ class Worker:
         a checkpoint's: ``postgres_checkpointer``) fails, the run goes back to the queue
         and the next sweep drives it again from its checkpoint (the driver only ever
         continues from there); if the database cannot take even that, the lease is left
-        to expire and a later sweep retries. If the
+        to expire and a later sweep retries. A run whose checkpoint failed in
+        ``CHECKPOINT_RETRIES`` drives in a row fails instead. If the
         lease cannot be renewed, the driving stops before the lease can end
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
@@ -386,6 +399,7 @@ class Worker:
             return
         if run is None:
             return
+        retried = self._checkpoint_failures.pop(run_id, 0)  # kept only by another failure
         try:
             state, answer = await self.leases.hold(run_id, self.driver.drive(run))
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
@@ -407,9 +421,11 @@ class Worker:
                 exc,
             )
             await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+        except CheckpointUnavailableError as exc:
+            await self._checkpoint_failed(run, exc, failures=retried + 1)
         except StoreUnavailableError as exc:
-            # The checkpoint is intact (a store or checkpoint statement failed, not the
-            # graph): back to the queue if the database takes that, else to the lease.
+            # The checkpoint is intact (a store statement failed, not the graph): back
+            # to the queue if the database takes that, else to the lease.
             logger.warning(
                 "run=%s thread_id=%s database failed mid-drive, will retry: %s",
                 run.run_id,
@@ -420,6 +436,33 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
+
+    async def _checkpoint_failed(
+        self, run: Run, exc: CheckpointUnavailableError, *, failures: int
+    ) -> None:
+        """Send ``run`` back to the queue after a checkpoint's outage (its checkpoint is
+        as it was before the failed statement), its ``failures``-th drive in a row to end
+        so; fail it at the ``CHECKPOINT_RETRIES``-th."""
+        if failures < CHECKPOINT_RETRIES:
+            self._checkpoint_failures[run.run_id] = failures
+            logger.warning(
+                "run=%s thread_id=%s checkpoint unavailable mid-drive (%d of %d), will retry: %s",
+                run.run_id,
+                run.thread_id,
+                failures,
+                CHECKPOINT_RETRIES,
+                exc,
+            )
+            await self._requeue(run)
+            return
+        logger.error(
+            "run=%s thread_id=%s checkpoint unavailable in %d drives in a row; failing it: %s",
+            run.run_id,
+            run.thread_id,
+            failures,
+            exc,
+        )
+        await self._fail(run, f"{type(exc).__name__} in {failures} drives in a row: {exc}")
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,

@@ -29,6 +29,7 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
 from agent_bridge.store_sql import SELECT_RUN
+from agent_bridge.worker import CHECKPOINT_RETRIES
 from bot import ids
 from bot.actions import DECISION_DB_S
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
@@ -377,25 +378,36 @@ class TestPostgresOutage:
         decided = await harness.store.requests_for_run(run.run_id)
         assert {r.state for r in decided} == {ApprovalState.APPLIED}
 
-    async def test_a_checkpoint_write_refused_for_its_content_fails_the_run_once(
-        self, harness: Harness
+    @pytest.mark.parametrize(
+        ("sqlstate", "failed_as", "drives"),
+        [
+            ("54000", "ProgramLimitExceeded", 1),  # a row too big for an index
+            ("57014", "CheckpointUnavailableError", CHECKPOINT_RETRIES),  # statement_timeout
+        ],
+    )
+    async def test_a_checkpoint_write_refused_every_time_fails_the_run(
+        self, harness: Harness, sqlstate: str, failed_as: str, drives: int
     ) -> None:
-        """A failure of the statement itself (here a row too big for an index, 54000, as a
-        trigger raises it) is not an outage: retried, it would fail again and run the
-        approved tool again each time. The run fails at the first, and no later sweep
-        writes again."""
+        """A checkpoint write that fails every time, as a trigger makes it: each drive
+        that retries it runs the approved tool again. A failure of the statement itself
+        (54000) fails the run at the first; one read as an outage (57014, a
+        ``statement_timeout``: a lock may be held) sends it back to the queue, up to
+        ``CHECKPOINT_RETRIES`` drives in a row, then fails it. No later sweep writes
+        again."""
         run = await harness.start_run(DEMO_TASK)
         write, sql = await harness.requests(run, count=2)
         async with await psycopg.AsyncConnection.connect(
             harness.settings.database_url, autocommit=True
         ) as conn:
-            await conn.execute(REFUSE_CHECKPOINT_WRITES)
+            await conn.execute(REFUSE_CHECKPOINT_WRITES.replace("SQLSTATE", sqlstate))
             await harness.click(write, "approve")
             await harness.reject(sql, REASON)
             failed = await harness.finished(run)
             assert failed.state == RunState.FAILED, failed
-            assert "ProgramLimitExceeded" in (failed.error or "")
+            assert (failed.error or "").startswith(failed_as), failed.error
+            assert ("drives in a row" in (failed.error or "")) is (drives > 1)
             tried = await _refused_writes(conn)
+            assert tried >= drives  # each drive's first write, and any beside it
             await harness.settled()  # a sweep, which would drive a requeued run again
             assert await _refused_writes(conn) == tried
 
@@ -405,15 +417,15 @@ CREATE SEQUENCE refused_writes;
 CREATE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM nextval('refused_writes');  -- outside the transaction: counts every attempt
-    RAISE EXCEPTION 'index row size exceeds btree maximum' USING ERRCODE = '54000';
+    RAISE EXCEPTION 'refused on purpose' USING ERRCODE = 'SQLSTATE';
 END $$;
 CREATE TRIGGER refuse BEFORE INSERT ON checkpoint_writes
     FOR EACH ROW EXECUTE FUNCTION refuse_write();
 CREATE TRIGGER refuse BEFORE INSERT ON checkpoints
     FOR EACH ROW EXECUTE FUNCTION refuse_write();
 """
-"""Every checkpoint write from now on refused, as PostgreSQL refuses a row too big for
-an index (SQLSTATE 54000); the attempts counted by a sequence (not rolled back)."""
+"""Every checkpoint write from now on refused with the SQLSTATE put in its place; the
+attempts counted by a sequence (not rolled back)."""
 
 
 async def _refused_writes(conn: psycopg.AsyncConnection[Any]) -> int:

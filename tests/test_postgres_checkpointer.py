@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -71,7 +72,7 @@ def _duplicate(conn: psycopg.Connection) -> None:
     [
         (_terminated, True),  # 57P01: a killed session, a failover, a stop
         (_read_only, True),  # 25006: a standby, or a primary just demoted
-        (_timed_out, False),  # 57014: cancelled again on every retry
+        (_timed_out, True),  # 57014: a lock may be held (retries are bounded)
         (_too_big_for_an_index, False),  # 54000: the same row is as big next time
         (_duplicate, False),  # 23505
     ],
@@ -105,3 +106,18 @@ async def test_a_pool_that_cannot_connect_raises_the_checkpoints_outage() -> Non
             await saver.aput(config, empty_checkpoint(), {}, {})  # type: ignore[arg-type]
     finally:
         await pool.close()
+
+
+async def test_a_listing_closed_early_lets_the_saver_go(pg_backend: Any) -> None:
+    """``alist`` holds the saver's lock (every checkpoint statement of the process waits
+    on it) and a pooled connection while it lists; closing it after one item lets both
+    go at once, as LangGraph's own saver does."""
+    saver = pg_backend.checkpointer
+    config = {"configurable": {"thread_id": "listed", "checkpoint_ns": ""}}
+    for _ in range(2):
+        config = await saver.aput(config, empty_checkpoint(), {}, {})
+    listing = saver.alist({"configurable": {"thread_id": "listed"}})
+    assert await anext(listing) is not None
+    assert saver.lock.locked()
+    await listing.aclose()
+    assert not saver.lock.locked()

@@ -31,7 +31,7 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.store import ApprovalStore
-from agent_bridge.worker import Worker
+from agent_bridge.worker import CHECKPOINT_RETRIES, Worker
 from bot.testing import RecordingNotifier
 from tests.graph_wrappers import ResumeInterceptor
 from tests.harness import agent_config
@@ -215,7 +215,8 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
 ) -> None:
     """A node of the agent's that raises ``StoreUnavailableError`` itself fails its run
     like any other exception (sent back, it would run the tool again on every sweep,
-    forever); the checkpointer's outage sends the run back from its intact checkpoint."""
+    forever); the checkpointer's outage sends the run back from its intact checkpoint,
+    until the ``CHECKPOINT_RETRIES``-th drive in a row, which fails it."""
     notifier = RecordingNotifier(store)
     driver, _ = driver_for(store, tmp_path, notifier, {})
     worker = Worker(
@@ -243,6 +244,14 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     assert ended is not None and ended.state == ends, ended
     if ends == RunState.FAILED:
         assert "StoreUnavailableError: the tool's own database is down" in (ended.error or "")
+        return
+    for _ in range(CHECKPOINT_RETRIES - 2):  # sent back each time, up to the last
+        await worker.advance(run.run_id, RunState.QUEUED)
+        assert (await store.get_run(run.run_id)).state == RunState.QUEUED
+    await worker.advance(run.run_id, RunState.QUEUED)
+    ended = await store.get_run(run.run_id)
+    assert ended.state == RunState.FAILED
+    assert f"in {CHECKPOINT_RETRIES} drives in a row" in (ended.error or "")
 
 
 async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state_and_the_progress(
