@@ -191,6 +191,7 @@ def _refuse_unescaped(url: str) -> None:
         )
         raise ConfigurationError(
             f"DATABASE_URL cannot be used (it is not shown): {said}, as when a password "
-            "holds a space, @, : or / unescaped; percent-encode them in the user and "
-            "password (a space as %20, @ as %40, : as %3A, / as %2F, and % itself as %25)"
+            "holds a space, @, :, / or ? unescaped; percent-encode them in the user and "
+            "password (a space as %20, @ as %40, : as %3A, / as %2F, ? as %3F, and % "
+            "itself as %25), and an @ in the database's name or a parameter as %40"
         )

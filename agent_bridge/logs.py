@@ -26,7 +26,9 @@ from collections.abc import Iterable
 from typing import IO, Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import psycopg
 import structlog
+from psycopg.conninfo import conninfo_to_dict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from agent_bridge.log_context import KEYS
@@ -39,7 +41,7 @@ MIN_SECRET_CHARS = 4
 SECRET_SHAPES = (
     re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
     re.compile(r"\bxapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
-    re.compile(r"(?<=://)([^:/?#@\s]*):[^@/?#\s]+(?=@)"),  # scheme://user:password@
+    re.compile(r"(?<=://)([^:/?#@\s]*):[^@/?\s]+(?=@)"),  # scheme://user:password@ ('#' too)
     re.compile(r"(?i)(?<=password=)[^&\s'\"]+"),  # conninfo or query password=...
 )
 """Secrets recognised by their shape, registered or not (an installation's token, a
@@ -78,16 +80,20 @@ def settings_secrets(settings: object) -> list[str]:
 
 def url_secrets(url: str | None) -> list[str]:
     """The password of a ``postgresql://`` or ``redis://`` URL, as written and decoded,
-    and any ``password=`` in its query (what ``add_secrets`` should be given)."""
+    and any ``password=`` in its query (what ``add_secrets`` should be given); of a
+    PostgreSQL URL also the password as libpq reads it (a ``#`` in it is no fragment).
+    """
     if not url:
         return []
     try:
         parts = urlsplit(url)
         found = [parts.password] if parts.password else []
         found += parse_qs(parts.query).get("password", [])
-    except ValueError:  # an unreadable URL: mask all of it
+        if parts.scheme in ("postgresql", "postgres"):
+            found.append(str(conninfo_to_dict(url).get("password") or ""))
+    except (ValueError, psycopg.ProgrammingError):  # an unreadable URL: mask all of it
         return [url]
-    return found + [unquote(p) for p in found]
+    return [p for p in found + [unquote(p) for p in found] if p]
 
 
 def scrub(text: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -239,12 +240,31 @@ class _Transaction(Queries):
         return await _on(self.conn, sql, params)
 
 
+def connect_timeout(url: str, timeout_s: float) -> dict[str, Any]:
+    """libpq's ``connect_timeout`` for a pool's connections, as connection keywords: the
+    pool's wait ``timeout_s`` (seconds, at least 2, libpq's least), or none if ``url``
+    sets one. A server that takes the TCP connection and never answers (a blackholed
+    failover) would otherwise hold each attempt for psycopg's 130 s, and the pool makes
+    one at a time.
+
+    Returns:
+        ``{"connect_timeout": seconds}``, or ``{}``.
+
+    Raises:
+        psycopg.ProgrammingError: ``url`` is not a connection string libpq can read.
+    """
+    if "connect_timeout" in conninfo_to_dict(url):
+        return {}
+    return {"connect_timeout": max(2, math.ceil(timeout_s))}
+
+
 async def open_pool(
     url: str, *, timeout_s: float = POOL_TIMEOUT_S, prepared_statements: bool = False
 ) -> AsyncConnectionPool[Any]:
     """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
-    A connection the pool fails to make is retried with psycopg_pool's backoff (1 s, then
+    Making a connection is bounded by the same wait (``connect_timeout``). A connection
+    the pool fails to make is retried with psycopg_pool's backoff (1 s, then
     doubling) for ``timeout_s`` only (``reconnect_timeout``), not its default 5 minutes:
     after an outage of a minute the next attempt could otherwise come a minute after the
     database is back, every click told meanwhile that it is unreachable. Past it the
@@ -264,7 +284,8 @@ async def open_pool(
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
         max_size=POOL_MAX_SIZE,
-        kwargs=connection_kwargs(prepared_statements=prepared_statements),
+        kwargs=connection_kwargs(prepared_statements=prepared_statements)
+        | connect_timeout(url, timeout_s),
         check=check_socket,
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,

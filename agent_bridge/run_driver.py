@@ -479,11 +479,13 @@ async def _nodes_failures_as_theirs(stream: AsyncIterator[Any]) -> AsyncIterator
     """Yield ``stream``'s chunks; a ``StoreUnavailableError`` out of it that is not the
     checkpointer's (``CheckpointUnavailableError``) was raised by a node, a tool of the
     agent's: raised as ``RuntimeError``, it fails the run like any other exception of
-    the graph, instead of sending it back to the queue to run the tool again, forever."""
+    the graph, instead of sending it back to the queue to run the tool again, forever.
+    The checkpointer's is marked ``tools_may_have_run``."""
     try:
         async for chunk in stream:
             yield chunk
-    except CheckpointUnavailableError:
+    except CheckpointUnavailableError as exc:
+        exc.tools_may_have_run = True
         raise
     except StoreUnavailableError as exc:
         raise RuntimeError(f"a node raised {type(exc).__name__}: {exc}") from exc

@@ -422,7 +422,9 @@ class Worker:
             )
             await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
         except CheckpointUnavailableError as exc:
-            await self._checkpoint_failed(run, exc, failures=retried + 1)
+            await self._checkpoint_failed(
+                run, exc, failures=retried + 1 if exc.tools_may_have_run else retried
+            )
         except StoreUnavailableError as exc:
             # The checkpoint is intact (a store statement failed, not the graph): back
             # to the queue if the database takes that, else to the lease.
@@ -441,12 +443,16 @@ class Worker:
         self, run: Run, exc: CheckpointUnavailableError, *, failures: int
     ) -> None:
         """Send ``run`` back to the queue after a checkpoint's outage (its checkpoint is
-        as it was before the failed statement), its ``failures``-th drive in a row to end
-        so; fail it at the ``CHECKPOINT_RETRIES``-th."""
-        if failures < CHECKPOINT_RETRIES:
+        as it was before the failed statement), ``failures`` drives in a row having
+        failed so while the graph ran (``tools_may_have_run``); fail it at the
+        ``CHECKPOINT_RETRIES``-th. If the failure cannot be recorded, the count is kept:
+        the next such drive fails it."""
+        if failures:
             self._checkpoint_failures[run.run_id] = failures
+        if failures < CHECKPOINT_RETRIES:
             logger.warning(
-                "run=%s thread_id=%s checkpoint unavailable mid-drive (%d of %d), will retry: %s",
+                "run=%s thread_id=%s checkpoint unavailable mid-drive (%d of %d with the "
+                "graph run), will retry: %s",
                 run.run_id,
                 run.thread_id,
                 failures,
@@ -463,6 +469,7 @@ class Worker:
             exc,
         )
         await self._fail(run, f"{type(exc).__name__} in {failures} drives in a row: {exc}")
+        self._checkpoint_failures.pop(run.run_id, None)
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,

@@ -24,7 +24,13 @@ from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
-from agent_bridge.postgres_db import POOL_MAX_SIZE, PostgresDatabase, _on, open_pool
+from agent_bridge.postgres_db import (
+    POOL_MAX_SIZE,
+    PostgresDatabase,
+    _on,
+    connect_timeout,
+    open_pool,
+)
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -277,6 +283,21 @@ async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: st
 OUTAGE_S = 10.0
 """Long enough that, by default, every connection attempt begun in its first 3 s is
 waiting out an 8 s backoff when it ends (attempts at 0, 1, 3, 7 and 15 s)."""
+
+
+async def test_a_server_that_takes_the_connection_and_never_answers_is_given_up() -> None:
+    """A blackholed failover: the TCP connection is taken, the startup never answered.
+    The pool's connections give up after its wait (``connect_timeout``), not psycopg's
+    130 s, during which the pool, making one connection at a time, made no other."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes connections; nothing ever answers them
+        url = f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/app"
+        keywords = connect_timeout(url, WEB_DB_TIMEOUT_S)
+        connecting = psycopg.AsyncConnection.connect(url, **keywords)
+        with pytest.raises(psycopg.errors.ConnectionTimeout):
+            await asyncio.wait_for(connecting, timeout=10 * WEB_DB_TIMEOUT_S)
+    assert connect_timeout(url + "?connect_timeout=30", WEB_DB_TIMEOUT_S) == {}
 
 
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:

@@ -115,13 +115,18 @@ def test_scrub_masks_registered_secrets_and_secret_shapes() -> None:
     text = logs.scrub(
         "token xoxb-1234-5678-abcdef, app xapp-1-A0-99, hunter2-registered, abc, "
         "postgresql://app:p%40ss@db:5432/app, redis://:r3dis@cache:6379/0, "
-        "host=db password=s3cret dbname=app"
+        "host=db password=s3cret dbname=app, postgresql://app:TOP#SECRET@db/app"
     )
     assert text == (
         "token [secret], app [secret], [secret], abc, "
         "postgresql://app:[secret]@db:5432/app, redis://:[secret]@cache:6379/0, "
-        "host=db password=[secret] dbname=app"
+        "host=db password=[secret] dbname=app, postgresql://app:[secret]@db/app"
     )
+
+
+def test_a_password_libpq_reads_with_a_hash_is_a_secret() -> None:
+    """libpq takes ``#`` as part of the password (``urlsplit`` as a fragment's start)."""
+    assert "TOP#SECRET" in logs.url_secrets("postgresql://app:TOP#SECRET@db/app")
 
 
 def test_settings_secrets_are_the_credentials_and_url_passwords() -> None:

@@ -18,6 +18,7 @@ from langgraph.types import Command
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import CheckpointUnavailableError, StoreUnavailableError
+from agent_bridge.graph import AgentGraph
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalState,
@@ -252,6 +253,58 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     ended = await store.get_run(run.run_id)
     assert ended.state == RunState.FAILED
     assert f"in {CHECKPOINT_RETRIES} drives in a row" in (ended.error or "")
+
+
+class StateReadFails:
+    """Delegates to the agent graph, but its first ``failures`` state reads raise the
+    checkpointer's outage (a lock held past ``lock_timeout``, before any resume)."""
+
+    def __init__(self, graph: AgentGraph, failures: int) -> None:
+        self.graph = graph
+        self.failures = failures
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise CheckpointUnavailableError("lock timeout on checkpoints")
+        return await self.graph.aget_state(config, subgraphs=subgraphs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        return self.graph.astream(input, config, **kwargs)
+
+
+async def test_a_checkpoint_read_failing_before_the_graph_runs_is_retried_as_long_as_it_takes(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """Only a drive whose graph ran counts toward ``CHECKPOINT_RETRIES`` (a retry of it
+    runs a tool again); one that fails reading the state (no tool ran) is retried however
+    often, and the run goes on once the read works."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    worker = Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
+    )
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    state, _ = await driver.drive(run)
+    await store.release_run(run.run_id, owner="w", state=state)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    driver.graph = StateReadFails(driver.graph, failures=2 * CHECKPOINT_RETRIES)
+
+    await worker.advance(run.run_id, RunState.WAITING)
+    for _ in range(2 * CHECKPOINT_RETRIES - 1):
+        assert (await store.get_run(run.run_id)).state == RunState.QUEUED
+        await worker.advance(run.run_id, RunState.QUEUED)
+    await worker.advance(run.run_id, RunState.QUEUED)
+
+    done = await store.get_run(run.run_id)
+    assert done.state == RunState.DONE, done.error
+    assert (tmp_path / "ws/files/a.txt").read_text() == "x"
 
 
 async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state_and_the_progress(
