@@ -281,11 +281,13 @@ async def open_pool(
     Raises:
         StoreUnavailableError: If no connection can be made within ``timeout_s``.
     """
+    keywords = connection_kwargs(prepared_statements=prepared_statements) | connect_timeout(
+        url, timeout_s
+    )
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
         max_size=POOL_MAX_SIZE,
-        kwargs=connection_kwargs(prepared_statements=prepared_statements)
-        | connect_timeout(url, timeout_s),
+        kwargs=keywords,
         check=check_socket,
         max_idle=MAX_CONNECTION_IDLE_S,
         max_lifetime=MAX_CONNECTION_LIFETIME_S,
@@ -297,10 +299,23 @@ async def open_pool(
         await pool.open(wait=True, timeout=timeout_s)
     except Exception as exc:
         await pool.close()
+        why = await _connect_failure(url, keywords) or str(exc)
         raise StoreUnavailableError(
-            f"Cannot connect to PostgreSQL at {database_target(url)}: {exc}. Is it running?"
+            f"Cannot connect to PostgreSQL at {database_target(url)}: {why}"
         ) from exc
     return pool
+
+
+async def _connect_failure(url: str, keywords: dict[str, Any]) -> str | None:
+    """Why one connection to ``url`` fails now, in libpq's words (the server refused it,
+    a role or database that does not exist, a password refused: never the password
+    itself), or ``None`` if it connects (the pool's own failure is then the reason)."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, **keywords)
+    except psycopg.Error as exc:
+        return " ".join(str(exc).split())
+    await conn.close()
+    return None
 
 
 def database_target(url: str) -> str:

@@ -197,6 +197,22 @@ def test_an_unknown_context_key_is_refused() -> None:
         pass
 
 
+def test_a_database_that_refuses_the_user_at_start_says_why() -> None:
+    """Not "is it running?" after the wait: libpq's reason, without the password."""
+    result = agent_bridge(
+        "web",
+        env=clean_environment(
+            SLACK_SIGNING_SECRET="a-real-looking-secret",
+            SLACK_BOT_TOKEN="xoxb-2-real-looking",
+            DATABASE_URL="postgresql://nobody_here:s3cretpw@127.0.0.1:5432/postgres",
+        ),
+    )
+    assert result.returncode == 2
+    said = result.stderr.splitlines()[-1]
+    assert said.startswith("agent-bridge web: Cannot connect to PostgreSQL at "), said
+    assert 'role "nobody_here" does not exist' in said and "s3cret" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("password", "said"),
     [
