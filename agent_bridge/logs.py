@@ -89,10 +89,13 @@ def url_secrets(url: str | None) -> list[str]:
         parts = urlsplit(url)
         found = [parts.password] if parts.password else []
         found += parse_qs(parts.query).get("password", [])
-        if parts.scheme in ("postgresql", "postgres"):
-            found.append(str(conninfo_to_dict(url).get("password") or ""))
-    except (ValueError, psycopg.ProgrammingError):  # an unreadable URL: mask all of it
+    except ValueError:  # an unreadable URL: mask all of it
         return [url]
+    if parts.scheme in ("postgresql", "postgres"):
+        try:
+            found.append(str(conninfo_to_dict(url).get("password") or ""))
+        except psycopg.ProgrammingError:  # libpq cannot read it: mask all of it too
+            found.append(url)
     return [p for p in found + [unquote(p) for p in found] if p]
 
 

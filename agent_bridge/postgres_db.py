@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -46,6 +47,8 @@ from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnav
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
 """How long a caller waits for a free connection before ``StoreUnavailableError``."""
+CONNECT_TIMEOUT_MIN_S = 10
+"""Least time a connection attempt is given, seconds (``connect_timeout``)."""
 MAX_CONNECTION_IDLE_S = 300.0
 MAX_CONNECTION_LIFETIME_S = 1800.0
 
@@ -242,10 +245,11 @@ class _Transaction(Queries):
 
 def connect_timeout(url: str, timeout_s: float) -> dict[str, Any]:
     """libpq's ``connect_timeout`` for a pool's connections, as connection keywords: the
-    pool's wait ``timeout_s`` (seconds, at least 2, libpq's least), or none if ``url``
-    sets one. A server that takes the TCP connection and never answers (a blackholed
-    failover) would otherwise hold each attempt for psycopg's 130 s, and the pool makes
-    one at a time.
+    pool's wait ``timeout_s`` but at least ``CONNECT_TIMEOUT_MIN_S`` seconds, or none if
+    ``url`` or ``PGCONNECT_TIMEOUT`` sets one. A server that takes the TCP connection and
+    never answers (a blackholed failover) would otherwise hold each attempt for
+    psycopg's 130 s; a healthy one slower to connect than the web process's 2 s wait (far
+    away, busy, waking up) still connects, for the next request.
 
     Returns:
         ``{"connect_timeout": seconds}``, or ``{}``.
@@ -253,9 +257,9 @@ def connect_timeout(url: str, timeout_s: float) -> dict[str, Any]:
     Raises:
         psycopg.ProgrammingError: ``url`` is not a connection string libpq can read.
     """
-    if "connect_timeout" in conninfo_to_dict(url):
+    if "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT"):
         return {}
-    return {"connect_timeout": max(2, math.ceil(timeout_s))}
+    return {"connect_timeout": max(CONNECT_TIMEOUT_MIN_S, math.ceil(timeout_s))}
 
 
 async def open_pool(
@@ -263,7 +267,7 @@ async def open_pool(
 ) -> AsyncConnectionPool[Any]:
     """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
-    Making a connection is bounded by the same wait (``connect_timeout``). A connection
+    Making a connection is bounded too (``connect_timeout``). A connection
     the pool fails to make is retried with psycopg_pool's backoff (1 s, then
     doubling) for ``timeout_s`` only (``reconnect_timeout``), not its default 5 minutes:
     after an outage of a minute the next attempt could otherwise come a minute after the
@@ -299,7 +303,11 @@ async def open_pool(
         await pool.open(wait=True, timeout=timeout_s)
     except Exception as exc:
         await pool.close()
-        why = await _connect_failure(url, keywords) or str(exc)
+        try:
+            why = await asyncio.wait_for(_connect_failure(url, keywords), timeout_s)
+        except TimeoutError:
+            why = None
+        why = why or str(exc)
         raise StoreUnavailableError(
             f"Cannot connect to PostgreSQL at {database_target(url)}: {why}"
         ) from exc

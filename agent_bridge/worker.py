@@ -56,12 +56,13 @@ PAUSED_THREADS_SCAN = 10
 (``PausedThreads``): a thread that just paused is among them, whatever the number of
 runs waiting for people."""
 CHECKPOINT_RETRIES = 5
-"""Drives of one run in a row a worker lets a checkpoint's outage
-(``CheckpointUnavailableError``) send back to the queue before it fails the run: each
-retry runs again the tool whose result was not saved, and no reading of PostgreSQL's
-errors is right every time (a message over 1 GiB ends the connection, as an outage
-does). Counted by each worker in memory: with several workers, or after a restart, a
-run may be retried up to this many times per worker."""
+"""Drives of one run a worker lets a checkpoint's outage while the graph ran
+(``CheckpointUnavailableError.tools_may_have_run``) send back to the queue before it
+fails the run: each retry may run again a tool whose result was not saved, and no
+reading of PostgreSQL's errors is right every time (a message over 1 GiB ends the
+connection, as an outage does). The count goes back to 0 only when a drive goes through
+(other failures between keep it). Counted by each worker in memory: with several
+workers, or after a restart, a run may be retried up to this many times per worker."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -378,8 +379,9 @@ class Worker:
         a checkpoint's: ``postgres_checkpointer``) fails, the run goes back to the queue
         and the next sweep drives it again from its checkpoint (the driver only ever
         continues from there); if the database cannot take even that, the lease is left
-        to expire and a later sweep retries. A run whose checkpoint failed in
-        ``CHECKPOINT_RETRIES`` drives in a row fails instead. If the
+        to expire and a later sweep retries. A run whose checkpoint failed while its
+        graph ran in ``CHECKPOINT_RETRIES`` drives (none going through between) fails
+        instead. If the
         lease cannot be renewed, the driving stops before the lease can end
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
@@ -399,9 +401,10 @@ class Worker:
             return
         if run is None:
             return
-        retried = self._checkpoint_failures.pop(run_id, 0)  # kept only by another failure
+        retried = self._checkpoint_failures.get(run_id, 0)
         try:
             state, answer = await self.leases.hold(run_id, self.driver.drive(run))
+            self._checkpoint_failures.pop(run_id, None)  # it went through: none in a row
             await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
         except asyncio.CancelledError:
             if self._stopping:
@@ -438,6 +441,7 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
+            self._checkpoint_failures.pop(run_id, None)
 
     async def _checkpoint_failed(
         self, run: Run, exc: CheckpointUnavailableError, *, failures: int
@@ -451,12 +455,12 @@ class Worker:
             self._checkpoint_failures[run.run_id] = failures
         if failures < CHECKPOINT_RETRIES:
             logger.warning(
-                "run=%s thread_id=%s checkpoint unavailable mid-drive (%d of %d with the "
-                "graph run), will retry: %s",
+                "run=%s thread_id=%s checkpoint unavailable %s, will retry: %s",
                 run.run_id,
                 run.thread_id,
-                failures,
-                CHECKPOINT_RETRIES,
+                f"while the graph ran ({failures} of {CHECKPOINT_RETRIES} drives in a row)"
+                if exc.tools_may_have_run
+                else "before the graph ran",
                 exc,
             )
             await self._requeue(run)

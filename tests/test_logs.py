@@ -127,6 +127,8 @@ def test_scrub_masks_registered_secrets_and_secret_shapes() -> None:
 def test_a_password_libpq_reads_with_a_hash_is_a_secret() -> None:
     """libpq takes ``#`` as part of the password (``urlsplit`` as a fragment's start)."""
     assert "TOP#SECRET" in logs.url_secrets("postgresql://app:TOP#SECRET@db/app")
+    unreadable = "postgresql://u:pa%zzss@h/db"  # libpq cannot decode it: all of it masked
+    assert {"pa%zzss", unreadable} <= set(logs.url_secrets(unreadable))
 
 
 def test_settings_secrets_are_the_credentials_and_url_passwords() -> None:

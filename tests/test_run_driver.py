@@ -17,7 +17,11 @@ from langgraph.types import Command
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.bus import InProcessBus
-from agent_bridge.errors import CheckpointUnavailableError, StoreUnavailableError
+from agent_bridge.errors import (
+    AgentServerUnavailableError,
+    CheckpointUnavailableError,
+    StoreUnavailableError,
+)
 from agent_bridge.graph import AgentGraph
 from agent_bridge.models import (
     AlreadyDecided,
@@ -246,7 +250,16 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     if ends == RunState.FAILED:
         assert "StoreUnavailableError: the tool's own database is down" in (ended.error or "")
         return
-    for _ in range(CHECKPOINT_RETRIES - 2):  # sent back each time, up to the last
+    # Another failure between (the Agent Server busy) neither counts nor starts it over.
+    interlude = AgentServerUnavailableError("another server run of the thread in flight")
+    raised_next = [interlude] + [raised] * (CHECKPOINT_RETRIES - 1)
+
+    async def raising_next(_: Command[Any]) -> AsyncIterator[Any]:
+        yield {"messages": []}
+        raise raised_next.pop(0)
+
+    driver.graph = ResumeInterceptor(driver.graph.graph, on_resume=raising_next)
+    while len(raised_next) > 1:  # sent back each time, up to the last
         await worker.advance(run.run_id, RunState.QUEUED)
         assert (await store.get_run(run.run_id)).state == RunState.QUEUED
     await worker.advance(run.run_id, RunState.QUEUED)
