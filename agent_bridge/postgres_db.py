@@ -43,6 +43,7 @@ from agent_bridge import metrics
 from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
 from agent_bridge.deadline import time_left
 from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
+from agent_bridge.pg_errors import is_outage
 
 POOL_MAX_SIZE = 10
 POOL_TIMEOUT_S = 10.0
@@ -161,16 +162,18 @@ class PostgresDatabase(StatementRunner):
 
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:
-        """Turn psycopg's errors into the port's (too slow, outage or refused statement)."""
+        """Turn psycopg's errors into the port's: too slow, an outage (``is_outage``), or
+        a statement refused for itself (a row too big for an index, a value out of range:
+        it would fail again, so it is not retried as an outage)."""
         try:
             yield
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
             raise StoreTooSlowError(f"PostgreSQL did not answer in time: {exc}") from exc
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except TimeoutError as exc:
             raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except psycopg.Error as exc:
+            if is_outage(exc):
+                raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
             raise StoreRejectedError(f"PostgreSQL refused the statement: {exc}") from exc
 
 

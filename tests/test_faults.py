@@ -22,7 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 from agent_bridge import wording
 from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
-from agent_bridge.errors import StoreTooSlowError, StoreUnavailableError
+from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.postgres_db import (
     CONNECT_TIMEOUT_MIN_S,
@@ -232,6 +232,26 @@ async def test_a_bounded_transaction_ends_by_its_deadline_not_each_statement(
             await tx.execute("SELECT pg_sleep(0.6)")  # within the deadline alone...
             await tx.execute("SELECT pg_sleep(0.6)")  # ...and so is this one: not both
     assert await db.fetch_all("SELECT n FROM bounded_marks") == []
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "raised"),
+    [
+        ("54000", StoreRejectedError),  # a row too big for an index: fails again
+        ("53100", StoreUnavailableError),  # disk full: may pass once it is freed
+        ("25006", StoreUnavailableError),  # a standby after a failover
+    ],
+)
+async def test_a_store_statement_refused_for_itself_is_not_an_outage(
+    pg_backend: Any, sqlstate: str, raised: type[Exception]
+) -> None:
+    """Both are psycopg's ``OperationalError``: only the server's (``is_outage``) is
+    ``StoreUnavailableError``, retried; the statement's own is ``StoreRejectedError``,
+    which fails the run instead of sending it back for good."""
+    refuse = f"DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '{sqlstate}'; END $$"
+    with pytest.raises(raised) as caught:
+        await pg_backend.db.execute(refuse)
+    assert type(caught.value) is raised
 
 
 async def test_a_checkpoint_write_cut_off_mid_statement_is_an_outage(

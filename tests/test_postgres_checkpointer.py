@@ -15,7 +15,8 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
 from agent_bridge.errors import CheckpointUnavailableError
-from agent_bridge.postgres_checkpointer import PostgresCheckpointer, is_outage
+from agent_bridge.pg_errors import is_outage
+from agent_bridge.postgres_checkpointer import PostgresCheckpointer
 from tests import services
 
 
