@@ -84,6 +84,31 @@ async def new_run(store: ApprovalStore, task: str) -> Run:
     return claimed
 
 
+def worker_for(store: ApprovalStore, driver: RunDriver, notifier: RecordingNotifier) -> Worker:
+    """A worker advancing runs with ``driver``, failures told through ``notifier``."""
+    return Worker(
+        store=store,
+        bus=InProcessBus(),
+        driver=driver,
+        failures=RunFailures(store=store, notifier=notifier),
+    )
+
+
+async def an_approved_write(store: ApprovalStore, tmp_path: Path) -> tuple[RunDriver, Worker, Run]:
+    """A driver, its worker, and a run paused on one ``write_file`` call, approved and
+    released ``waiting`` (the next advance resumes it)."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    state, _ = await driver.drive(run)
+    await store.release_run(run.run_id, owner="w", state=state)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    return driver, worker_for(store, driver, notifier), run
+
+
 async def test_an_answer_the_graph_refuses_goes_back_to_pending(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
@@ -171,12 +196,7 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     and its open cards are closed, never reopened (per-call mode keeps the answer)."""
     notifier = RecordingNotifier(store)
     driver, _ = driver_for(store, tmp_path, notifier, {})
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=driver,
-        failures=RunFailures(store=store, notifier=notifier),
-    )
+    worker = worker_for(store, driver, notifier)
     (tmp_path / "ws/files/adir").mkdir(parents=True)  # writing to it raises IsADirectoryError
     run = await new_run(
         store,
@@ -222,21 +242,7 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     like any other exception (sent back, it would run the tool again on every sweep,
     forever); the checkpointer's outage sends the run back from its intact checkpoint,
     until the ``CHECKPOINT_RETRIES``-th drive in a row, which fails it."""
-    notifier = RecordingNotifier(store)
-    driver, _ = driver_for(store, tmp_path, notifier, {})
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=driver,
-        failures=RunFailures(store=store, notifier=notifier),
-    )
-    run = await new_run(
-        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
-    )
-    state, _ = await driver.drive(run)
-    await store.release_run(run.run_id, owner="w", state=state)
-    (request,) = await store.requests_for_run(run.run_id)
-    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    driver, worker, run = await an_approved_write(store, tmp_path)
 
     async def raising(_: Command[Any]) -> AsyncIterator[Any]:
         yield {"messages": []}
@@ -292,21 +298,7 @@ async def test_a_checkpoint_read_failing_before_the_graph_runs_is_retried_as_lon
     """Only a drive whose graph ran counts toward ``CHECKPOINT_RETRIES`` (a retry of it
     runs a tool again); one that fails reading the state (no tool ran) is retried however
     often, and the run goes on once the read works."""
-    notifier = RecordingNotifier(store)
-    driver, _ = driver_for(store, tmp_path, notifier, {})
-    worker = Worker(
-        store=store,
-        bus=InProcessBus(),
-        driver=driver,
-        failures=RunFailures(store=store, notifier=notifier),
-    )
-    run = await new_run(
-        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
-    )
-    state, _ = await driver.drive(run)
-    await store.release_run(run.run_id, owner="w", state=state)
-    (request,) = await store.requests_for_run(run.run_id)
-    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    driver, worker, run = await an_approved_write(store, tmp_path)
     driver.graph = StateReadFails(driver.graph, failures=2 * CHECKPOINT_RETRIES)
 
     await worker.advance(run.run_id, RunState.WAITING)
