@@ -26,12 +26,20 @@ hypothesis.settings.register_profile("repeatable", derandomize=True)
 hypothesis.settings.load_profile("repeatable")
 
 
-@pytest.fixture(scope="session")
-def template_db() -> Iterator[str]:
-    """A migrated template database (store and checkpointer), made once per session."""
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop the run at once, saying how to start them, if PostgreSQL or Redis does not
+    answer. Checked by the process that runs the others (pytest-xdist's controller) or
+    by the only one: an exit inside a worker would end as an INTERNALERROR."""
+    if hasattr(session.config, "workerinput"):
+        return
     problem = services.check_services()
     if problem:
         pytest.exit(problem, returncode=3)
+
+
+@pytest.fixture(scope="session")
+def template_db() -> Iterator[str]:
+    """A migrated template database (store and checkpointer), made once per session."""
     url = services.recreate_database(services.TEMPLATE_DB)
 
     async def migrate() -> None:

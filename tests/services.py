@@ -2,7 +2,8 @@
 
 ``DATABASE_URL`` / ``REDIS_URL`` name them (defaults: this machine's local services).
 PostgreSQL: a template database migrated once per session, cloned per test
-(``CREATE DATABASE ... TEMPLATE``). Redis: a dedicated database index, flushed per test.
+(``CREATE DATABASE ... TEMPLATE``). Redis: a dedicated database index, flushed per test,
+one per pytest-xdist worker (the suite runs in one process per core, ``-n auto``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import redis
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
+REDIS_DATABASES = 16
+"""Redis's default ``databases``: the indexes a test process's own can wrap around."""
 TEMPLATE_DB = f"agent_bridge_template_{secrets.token_hex(4)}"
 """One per test session, so concurrent sessions on one server never share it."""
 
@@ -33,8 +36,15 @@ def admin_url() -> str:
 
 
 def redis_url() -> str:
-    """The Redis URL of the tests' own database index."""
-    return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    """The Redis URL of this test process's own database index: ``REDIS_URL``'s for the
+    first pytest-xdist worker (``gw0``, or no xdist), the one below it for ``gw1``, and
+    so on (modulo Redis's default 16), since each test flushes its index."""
+    parts = urlsplit(os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL)
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    if not worker:
+        return urlunsplit(parts)
+    index = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(index - worker) % REDIS_DATABASES}"))
 
 
 def database_url(name: str) -> str:

@@ -629,6 +629,10 @@ async def test_an_approve_on_a_decided_card_is_told_so_though_a_group_is_unread(
     the approvers' group: nothing is left to judge, so the click is told who decided,
     not refused for the group."""
     sql = await _escalated_after_a_dba_approved(harness)
+    await harness.wait_for(lambda: _drawn(harness, sql))
+    # The decided card's redraw is lost in Slack, so BACKUP still sees its buttons (else
+    # the worker's sweep could redraw it before the click: there would be nothing to click).
+    redraw = harness.sandbox.stall_next("chat.update", ts=sql.message_ts, applied=False)
     second = await harness.store.approve(
         sql.request_id, user_id=SECOND_DBA, team_id=sql.team_id, version=sql.version
     )
@@ -637,6 +641,7 @@ async def test_an_approve_on_a_decided_card_is_told_so_though_a_group_is_unread(
     harness.sandbox.fail_next("usergroups.users.list", status=500, times=50)
     await harness.click(sql, "approve", user_id=BACKUP)
     await told(harness, BACKUP, "This request was already decided")
+    redraw.released.set()
     assert not [n for n in harness.sandbox.ephemerals(user_id=BACKUP) if "Nothing" in n["text"]]
     assert [who for who, _ in await refusals(harness, sql) if who == BACKUP] == []
 
@@ -683,6 +688,12 @@ async def _approved_by(
 ) -> ApprovalRequest | None:
     stored = await current(harness, request)
     return stored if stored.approved_by == who else None
+
+
+async def _drawn(harness: Harness, request: ApprovalRequest) -> ApprovalRequest | None:
+    """The request once its card is drawn at its latest revision (no redraw in flight)."""
+    stored = await current(harness, request)
+    return stored if stored.drawn_revision >= stored.revision else None
 
 
 async def _pointer(harness: Harness, run: Run, text: str) -> str | None:
