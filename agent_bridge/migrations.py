@@ -254,6 +254,12 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
             WHERE state = 'pending' AND message_ts IS NOT NULL""",
         "CREATE INDEX runs_slack_thread ON runs (channel_id, thread_ts)",
     ),
+    (
+        # issue 11: the drives in a row whose checkpoint failed while the graph ran, kept
+        # with the run so that every worker, and a restarted one, counts the same drives
+        # toward worker.CHECKPOINT_RETRIES
+        "ALTER TABLE runs ADD COLUMN checkpoint_failures INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

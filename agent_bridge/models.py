@@ -182,6 +182,10 @@ class Run(BaseModel):
     thread_link: str | None = None
     """Permalink of the run's first message (``chat.getPermalink``), fetched when a card
     is first posted outside the run's Slack thread, so that card can link back."""
+    checkpoint_failures: int = 0
+    """Drives in a row whose checkpoint failed for an outage while the graph ran (a tool
+    may have run): the run fails at ``worker.CHECKPOINT_RETRIES``; 0 again once a drive
+    goes through."""
 
 
 class CallResult(BaseModel):

@@ -287,10 +287,19 @@ class ApprovalStore:
         state: RunState,
         final_answer: str | None = None,
         error: str | None = None,
+        checkpoint_failures: int | None = None,
     ) -> None:
-        """Leave the run in ``state`` (``waiting``, ``done`` or ``failed``) and drop the lease."""
+        """Leave the run in ``state`` (``queued``, ``waiting``, ``done`` or ``failed``) and
+        drop ``owner``'s lease (nothing if it no longer holds it). ``checkpoint_failures``
+        sets ``Run.checkpoint_failures`` (``None`` keeps it)."""
         await self._release(
-            self.db, run_id, owner=owner, state=state, final_answer=final_answer, error=error
+            self.db,
+            run_id,
+            owner=owner,
+            state=state,
+            final_answer=final_answer,
+            error=error,
+            checkpoint_failures=checkpoint_failures,
         )
 
     async def _release(
@@ -302,6 +311,7 @@ class ApprovalStore:
         state: RunState,
         final_answer: str | None = None,
         error: str | None = None,
+        checkpoint_failures: int | None = None,
     ) -> int:
         """``RELEASE_RUN`` on ``q`` (the database, or a transaction); returns the rows it
         changed: 0 if ``owner`` no longer holds the run's lease."""
@@ -313,6 +323,7 @@ class ApprovalStore:
                 "state": state.value,
                 "final_answer": final_answer,
                 "error": error,
+                "checkpoint_failures": checkpoint_failures,
                 "now": self.clock(),
             },
         )

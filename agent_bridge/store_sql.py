@@ -28,7 +28,7 @@ RENEW_LEASES = {
 """Extend one owner's leases on the runs of a JSON array of IDs, in one statement."""
 RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until = NULL,
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
-    updated_at = :now
+    checkpoint_failures = COALESCE(:checkpoint_failures, checkpoint_failures), updated_at = :now
     WHERE run_id = :run_id AND lease_owner = :owner"""
 SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
     WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""

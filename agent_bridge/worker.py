@@ -56,13 +56,13 @@ PAUSED_THREADS_SCAN = 10
 (``PausedThreads``): a thread that just paused is among them, whatever the number of
 runs waiting for people."""
 CHECKPOINT_RETRIES = 5
-"""Drives of one run a worker lets a checkpoint's outage while the graph ran
-(``CheckpointUnavailableError.tools_may_have_run``) send back to the queue before it
-fails the run: each retry may run again a tool whose result was not saved, and no
+"""Drives of one run in a row a checkpoint's outage while the graph ran
+(``CheckpointUnavailableError.tools_may_have_run``) may send back to the queue: the
+last fails the run. Each retry may run again a tool whose result was not saved, and no
 reading of PostgreSQL's errors is right every time (a message over 1 GiB ends the
-connection, as an outage does). The count goes back to 0 only when a drive goes through
-(other failures between keep it). Counted by each worker in memory: with several
-workers, or after a restart, a run may be retried up to this many times per worker."""
+connection, as an outage does). The count is the run's (``Run.checkpoint_failures``,
+in the database), whichever workers drive it; it goes back to 0 only when a drive goes
+through (other failures between keep it)."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -133,7 +133,6 @@ class Worker:
         self._published = False
         self._active: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
-        self._checkpoint_failures: dict[str, int] = {}
         self._stopping = False
         self.sweeps = 0
         """Sweeps finished (tests wait on it to prove something was not due)."""
@@ -381,8 +380,7 @@ class Worker:
         continues from there); if the database cannot take even that, the lease is left
         to expire and a later sweep retries. A run whose checkpoint failed while its
         graph ran in ``CHECKPOINT_RETRIES`` drives (none going through between) fails
-        instead. If the
-        lease cannot be renewed, the driving stops before the lease can end
+        instead. If the lease cannot be renewed, the driving stops before the lease can end
         (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
@@ -401,11 +399,15 @@ class Worker:
             return
         if run is None:
             return
-        retried = self._checkpoint_failures.get(run_id, 0)
         try:
             state, answer = await self.leases.hold(run_id, self.driver.drive(run))
-            self._checkpoint_failures.pop(run_id, None)  # it went through: none in a row
-            await self.store.release_run(run_id, owner=self.owner, state=state, final_answer=answer)
+            await self.store.release_run(
+                run_id,
+                owner=self.owner,
+                state=state,
+                final_answer=answer,
+                checkpoint_failures=0,  # it went through: none in a row
+            )
         except asyncio.CancelledError:
             if self._stopping:
                 await self._give_back(run)
@@ -425,9 +427,7 @@ class Worker:
             )
             await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
         except CheckpointUnavailableError as exc:
-            await self._checkpoint_failed(
-                run, exc, failures=retried + 1 if exc.tools_may_have_run else retried
-            )
+            await self._checkpoint_failed(run, exc)
         except StoreUnavailableError as exc:
             # The checkpoint is intact (a store statement failed, not the graph): back
             # to the queue if the database takes that, else to the lease.
@@ -441,18 +441,15 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
-            self._checkpoint_failures.pop(run_id, None)
 
-    async def _checkpoint_failed(
-        self, run: Run, exc: CheckpointUnavailableError, *, failures: int
-    ) -> None:
+    async def _checkpoint_failed(self, run: Run, exc: CheckpointUnavailableError) -> None:
         """Send ``run`` back to the queue after a checkpoint's outage (its checkpoint is
-        as it was before the failed statement), ``failures`` drives in a row having
-        failed so while the graph ran (``tools_may_have_run``); fail it at the
-        ``CHECKPOINT_RETRIES``-th. If the failure cannot be recorded, the count is kept:
-        the next such drive fails it."""
-        if failures:
-            self._checkpoint_failures[run.run_id] = failures
+        as it was before the failed statement), counting the drive in
+        ``Run.checkpoint_failures`` if the graph ran (``tools_may_have_run``); fail it at
+        the ``CHECKPOINT_RETRIES``-th such drive in a row. The count is the run's, in the
+        database: every worker, and a restarted one, adds to the same. If the database
+        cannot take the count either, the lease expires and this drive is not counted."""
+        failures = run.checkpoint_failures + (1 if exc.tools_may_have_run else 0)
         if failures < CHECKPOINT_RETRIES:
             logger.warning(
                 "run=%s thread_id=%s checkpoint unavailable %s, will retry: %s",
@@ -463,7 +460,7 @@ class Worker:
                 else "before the graph ran",
                 exc,
             )
-            await self._requeue(run)
+            await self._requeue(run, checkpoint_failures=failures)
             return
         logger.error(
             "run=%s thread_id=%s checkpoint unavailable in %d drives in a row; failing it: %s",
@@ -473,7 +470,6 @@ class Worker:
             exc,
         )
         await self._fail(run, f"{type(exc).__name__} in {failures} drives in a row: {exc}")
-        self._checkpoint_failures.pop(run.run_id, None)
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
@@ -488,12 +484,18 @@ class Worker:
         )
         await self._requeue(run)
 
-    async def _requeue(self, run: Run) -> None:
+    async def _requeue(self, run: Run, *, checkpoint_failures: int | None = None) -> None:
         """Release this worker's lease on ``run`` as ``queued``, so the next sweep (here
         or in another worker) continues it from its checkpoint rather than after the
-        lease; if the database cannot take that either, the lease expires instead."""
+        lease; if the database cannot take that either, the lease expires instead.
+        ``checkpoint_failures`` sets ``Run.checkpoint_failures`` (``None`` keeps it)."""
         try:
-            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+            await self.store.release_run(
+                run.run_id,
+                owner=self.owner,
+                state=RunState.QUEUED,
+                checkpoint_failures=checkpoint_failures,
+            )
         except StoreUnavailableError as exc:
             logger.warning("run=%s not given back, its lease will expire: %s", run.run_id, exc)
 

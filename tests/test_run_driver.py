@@ -241,7 +241,8 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     """A node of the agent's that raises ``StoreUnavailableError`` itself fails its run
     like any other exception (sent back, it would run the tool again on every sweep,
     forever); the checkpointer's outage sends the run back from its intact checkpoint,
-    until the ``CHECKPOINT_RETRIES``-th drive in a row, which fails it."""
+    until the ``CHECKPOINT_RETRIES``-th drive in a row, whichever workers drove it, which
+    fails it."""
     driver, worker, run = await an_approved_write(store, tmp_path)
 
     async def raising(_: Command[Any]) -> AsyncIterator[Any]:
@@ -256,7 +257,8 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     if ends == RunState.FAILED:
         assert "StoreUnavailableError: the tool's own database is down" in (ended.error or "")
         return
-    # Another failure between (the Agent Server busy) neither counts nor starts it over.
+    # Another failure between (the Agent Server busy) neither counts nor starts it over;
+    # the count is the run's: each drive here is another worker's (or a restarted one's).
     interlude = AgentServerUnavailableError("another server run of the thread in flight")
     raised_next = [interlude] + [raised] * (CHECKPOINT_RETRIES - 1)
 
@@ -266,9 +268,11 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
 
     driver.graph = ResumeInterceptor(driver.graph.graph, on_resume=raising_next)
     while len(raised_next) > 1:  # sent back each time, up to the last
-        await worker.advance(run.run_id, RunState.QUEUED)
+        await worker_for(store, driver, RecordingNotifier(store)).advance(
+            run.run_id, RunState.QUEUED
+        )
         assert (await store.get_run(run.run_id)).state == RunState.QUEUED
-    await worker.advance(run.run_id, RunState.QUEUED)
+    await worker_for(store, driver, RecordingNotifier(store)).advance(run.run_id, RunState.QUEUED)
     ended = await store.get_run(run.run_id)
     assert ended.state == RunState.FAILED
     assert f"in {CHECKPOINT_RETRIES} drives in a row" in (ended.error or "")
