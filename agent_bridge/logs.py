@@ -32,6 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from agent_bridge.log_context import KEYS
+from agent_bridge.repeated_lines import RepeatedLines
 
 LogFormat = Literal["text", "json"]
 SECRET_MARK = "[secret]"
@@ -173,10 +174,17 @@ a line per sweep for a worker of a deployed agent (``AGENT_URL``). Their request
 detail, shown at ``DEBUG`` only; their warnings and errors always."""
 
 
+REPEATING_LOGGERS = ("psycopg.pool",)
+"""Libraries that repeat one warning many times a minute while a service is down:
+psycopg_pool's at every failed connection attempt. Each kind of their warnings is
+written once a minute at most, with the count held back (``RepeatedLines``)."""
+
+
 def configure_logging(*, level: str, log_format: LogFormat) -> None:
     """Send every log record of the process through one ``handler(log_format)`` at
     ``level`` (``DEBUG``, ``INFO``...), replacing the root logger's handlers; below
-    ``DEBUG``'s detail, ``REQUEST_LOGGERS`` write warnings and errors only."""
+    ``DEBUG``'s detail, ``REQUEST_LOGGERS`` write warnings and errors only;
+    ``REPEATING_LOGGERS`` each kind of warning once a minute at most."""
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -185,3 +193,8 @@ def configure_logging(*, level: str, log_format: LogFormat) -> None:
     detail = root.getEffectiveLevel() <= logging.DEBUG
     for name in REQUEST_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if detail else logging.WARNING)
+    for name in REPEATING_LOGGERS:
+        repeating = logging.getLogger(name)
+        for old_filter in [f for f in repeating.filters if isinstance(f, RepeatedLines)]:
+            repeating.removeFilter(old_filter)
+        repeating.addFilter(RepeatedLines())

@@ -5,6 +5,7 @@ deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web,
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -32,6 +33,7 @@ from agent_bridge.postgres_db import (
     connect_timeout,
     open_pool,
 )
+from agent_bridge.repeated_lines import FIRST_NOTE, REPEAT_INTERVAL_S, RepeatedLines
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
@@ -282,10 +284,17 @@ async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: st
     10 s outage the next attempts came at about 15 s (after a minute's, up to a minute
     later), and a click after the database was back was still told it is unreachable.
     The pool now gives an attempt up after its wait (``reconnect_timeout``, here the web
-    process's), and the next statement after the outage connects within that wait."""
+    process's), and the next statement after the outage connects within that wait.
+
+    The pool warns at each failed attempt; as the processes log (``logs.REPEATING_LOGGERS``)
+    that is one line for the outage, not one per attempt."""
     pool = await open_pool(pg_url, timeout_s=WEB_DB_TIMEOUT_S)
     db = PostgresDatabase(pool)
     name = pg_url.rsplit("/", 1)[1]
+    attempts, paced, written = Seen(), RepeatedLines(), Written()
+    pool_logger = logging.getLogger("psycopg.pool")
+    pool_logger.filters[:0] = [attempts, paced]  # attempts: every warning, before pacing
+    pool_logger.addHandler(written)
     set_connections(name, allowed=False)
     try:
         ends = time.monotonic() + OUTAGE_S  # the scenario: how long the database is down
@@ -294,11 +303,42 @@ async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: st
                 await db.fetch_one("SELECT 1 AS one")
     finally:
         set_connections(name, allowed=True)
+        pool_logger.removeFilter(attempts)
+        pool_logger.removeFilter(paced)
+        pool_logger.removeHandler(written)
+    failed = [line for line in attempts.lines if line.startswith("error connecting")]
+    assert len(failed) > 3, attempts.lines  # the pool's own: a line per attempt
+    assert [line for line in written.lines if line.startswith("error connecting")] == [
+        failed[0] + FIRST_NOTE.format(interval=REPEAT_INTERVAL_S)
+    ]
     try:
         with within(WEB_DB_TIMEOUT_S):
             assert await db.fetch_one("SELECT 1 AS one") == {"one": 1}
     finally:
         await pool.close()
+
+
+class Seen(logging.Filter):
+    """A filter keeping the message of every record it sees (and passing each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.lines.append(record.getMessage())
+        return True
+
+
+class Written(logging.Handler):
+    """A handler keeping the message of every record written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 OUTAGE_S = 10.0
