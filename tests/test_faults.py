@@ -291,9 +291,10 @@ async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: st
     pool = await open_pool(pg_url, timeout_s=WEB_DB_TIMEOUT_S)
     db = PostgresDatabase(pool)
     name = pg_url.rsplit("/", 1)[1]
-    attempts, paced, written = Seen(), RepeatedLines(), Written()
+    attempts, written = Seen(), Written()
     pool_logger = logging.getLogger("psycopg.pool")
-    pool_logger.filters[:0] = [attempts, paced]  # attempts: every warning, before pacing
+    configured = pool_logger.filters[:]  # a test of logs.configure_logging may have left one
+    pool_logger.filters[:] = [attempts, RepeatedLines()]  # attempts: every warning
     pool_logger.addHandler(written)
     set_connections(name, allowed=False)
     try:
@@ -303,8 +304,7 @@ async def test_the_first_statement_after_a_ten_second_outage_connects(pg_url: st
                 await db.fetch_one("SELECT 1 AS one")
     finally:
         set_connections(name, allowed=True)
-        pool_logger.removeFilter(attempts)
-        pool_logger.removeFilter(paced)
+        pool_logger.filters[:] = configured
         pool_logger.removeHandler(written)
     failed = [line for line in attempts.lines if line.startswith("error connecting")]
     assert len(failed) > 3, attempts.lines  # the pool's own: a line per attempt

@@ -178,8 +178,12 @@ def test_text_lines_carry_the_bound_ids() -> None:
 def test_http_requests_are_logged_at_debug_only(level: str, shown: bool) -> None:
     # langgraph-sdk's httpx logs each request at INFO: a worker of a deployed agent wrote
     # "HTTP Request: POST .../threads/search" once per sweep.
-    root, httpx = logging.getLogger(), logging.getLogger("httpx")
-    saved = root.handlers[:], root.level, httpx.level
+    root, httpx, pool = (
+        logging.getLogger(),
+        logging.getLogger("httpx"),
+        logging.getLogger("psycopg.pool"),
+    )
+    saved = root.handlers[:], root.level, httpx.level, pool.filters[:]
     stream = io.StringIO()
     try:
         logs.configure_logging(level=level, log_format="text")
@@ -190,6 +194,7 @@ def test_http_requests_are_logged_at_debug_only(level: str, shown: bool) -> None
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
         httpx.setLevel(saved[2])
+        pool.filters[:] = saved[3]
     assert ("threads/search" in stream.getvalue()) == shown
     assert "a warning" in stream.getvalue()
 
