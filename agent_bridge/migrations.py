@@ -255,10 +255,10 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         "CREATE INDEX runs_slack_thread ON runs (channel_id, thread_ts)",
     ),
     (
-        # issue 11: the drives in a row whose checkpoint failed while the graph ran, kept
-        # with the run so that every worker, and a restarted one, counts the same drives
-        # toward worker.CHECKPOINT_RETRIES
-        "ALTER TABLE runs ADD COLUMN checkpoint_failures INTEGER NOT NULL DEFAULT 0",
+        # issue 11: the run's drives in a row that did not go through, kept with the run so
+        # that every worker, and a restarted one, counts the same drives toward
+        # worker.CHECKPOINT_RETRIES (models.Run.drives_in_a_row)
+        "ALTER TABLE runs ADD COLUMN drives_in_a_row INTEGER NOT NULL DEFAULT 0",
     ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""

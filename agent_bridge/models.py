@@ -182,10 +182,18 @@ class Run(BaseModel):
     thread_link: str | None = None
     """Permalink of the run's first message (``chat.getPermalink``), fetched when a card
     is first posted outside the run's Slack thread, so that card can link back."""
-    checkpoint_failures: int = 0
-    """Drives in a row whose checkpoint failed for an outage while the graph ran (a tool
-    may have run): the run fails at ``worker.CHECKPOINT_RETRIES``; 0 again once a drive
-    goes through."""
+    drives_in_a_row: int = 0
+    """Drives of the run in a row that did not go through, the one running included: each
+    claim counts its drive before the graph runs, so a worker that dies or loses its
+    lease mid-drive leaves it counted; a drive that goes through sets 0, and one that
+    fails before a tool could have run unsaved (Slack, the Agent Server, a store
+    statement, a checkpoint's read) takes its count back. A checkpoint's outage while
+    the graph ran fails the run at ``worker.CHECKPOINT_RETRIES``."""
+
+    @property
+    def drives_before(self) -> int:
+        """``drives_in_a_row`` without the running drive's (as its claim found it)."""
+        return max(self.drives_in_a_row - 1, 0)
 
 
 class CallResult(BaseModel):

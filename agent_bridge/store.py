@@ -240,8 +240,9 @@ class ApprovalStore:
         lease expired (a signal may name another agent's run: it is left alone).
 
         Returns:
-            The run, now ``running`` under ``owner`` until ``now + lease_s`` seconds, or
-            ``None`` if another worker holds it or it moved on.
+            The run, now ``running`` under ``owner`` until ``now + lease_s`` seconds, its
+            ``drives_in_a_row`` counting this drive, or ``None`` if another worker holds
+            it or it moved on.
         """
         now = self.clock()
         row = await self.db.fetch_one(
@@ -287,11 +288,11 @@ class ApprovalStore:
         state: RunState,
         final_answer: str | None = None,
         error: str | None = None,
-        checkpoint_failures: int | None = None,
+        drives_in_a_row: int | None = None,
     ) -> None:
         """Leave the run in ``state`` (``queued``, ``waiting``, ``done`` or ``failed``) and
-        drop ``owner``'s lease (nothing if it no longer holds it). ``checkpoint_failures``
-        sets ``Run.checkpoint_failures`` (``None`` keeps it)."""
+        drop ``owner``'s lease (nothing if it no longer holds it). ``drives_in_a_row``
+        sets ``Run.drives_in_a_row`` (``None`` keeps the claim's count)."""
         await self._release(
             self.db,
             run_id,
@@ -299,7 +300,7 @@ class ApprovalStore:
             state=state,
             final_answer=final_answer,
             error=error,
-            checkpoint_failures=checkpoint_failures,
+            drives_in_a_row=drives_in_a_row,
         )
 
     async def _release(
@@ -311,7 +312,7 @@ class ApprovalStore:
         state: RunState,
         final_answer: str | None = None,
         error: str | None = None,
-        checkpoint_failures: int | None = None,
+        drives_in_a_row: int | None = None,
     ) -> int:
         """``RELEASE_RUN`` on ``q`` (the database, or a transaction); returns the rows it
         changed: 0 if ``owner`` no longer holds the run's lease."""
@@ -323,7 +324,7 @@ class ApprovalStore:
                 "state": state.value,
                 "final_answer": final_answer,
                 "error": error,
-                "checkpoint_failures": checkpoint_failures,
+                "drives_in_a_row": drives_in_a_row,
                 "now": self.clock(),
             },
         )

@@ -12,7 +12,7 @@ INSERT_RUN = """INSERT INTO runs (run_id, thread_id, task, channel_id, user_id, 
 SELECT_RUN = "SELECT * FROM runs WHERE run_id = :run_id"
 SELECT_RUN_OF_THREAD = "SELECT * FROM runs WHERE thread_id = :thread_id"
 CLAIM_RUN = """UPDATE runs SET state = 'running', lease_owner = :owner, lease_until = :until,
-    updated_at = :now
+    drives_in_a_row = drives_in_a_row + 1, updated_at = :now
     WHERE run_id = :run_id AND agent = :agent AND (state = :from_state
         OR (state = 'running' AND lease_until < :now))
     RETURNING *"""
@@ -28,7 +28,7 @@ RENEW_LEASES = {
 """Extend one owner's leases on the runs of a JSON array of IDs, in one statement."""
 RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until = NULL,
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
-    checkpoint_failures = COALESCE(:checkpoint_failures, checkpoint_failures), updated_at = :now
+    drives_in_a_row = COALESCE(:drives_in_a_row, drives_in_a_row), updated_at = :now
     WHERE run_id = :run_id AND lease_owner = :owner"""
 SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
     WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""

@@ -56,13 +56,14 @@ PAUSED_THREADS_SCAN = 10
 (``PausedThreads``): a thread that just paused is among them, whatever the number of
 runs waiting for people."""
 CHECKPOINT_RETRIES = 5
-"""Drives of one run in a row a checkpoint's outage while the graph ran
-(``CheckpointUnavailableError.tools_may_have_run``) may send back to the queue: the
-last fails the run. Each retry may run again a tool whose result was not saved, and no
-reading of PostgreSQL's errors is right every time (a message over 1 GiB ends the
-connection, as an outage does). The count is the run's (``Run.checkpoint_failures``,
-in the database), whichever workers drive it; it goes back to 0 only when a drive goes
-through (other failures between keep it)."""
+"""Drives of one run in a row that did not go through, at which a checkpoint's outage
+while the graph ran (``CheckpointUnavailableError.tools_may_have_run``) fails the run
+instead of sending it back to the queue. Each retry may run again a tool whose result
+was not saved, and no reading of PostgreSQL's errors is right every time (a message over
+1 GiB ends the connection, as an outage does). The count is the run's
+(``Run.drives_in_a_row``, in the database, counted at each claim), whichever workers
+drive it: a drive a worker died in, lost the lease of or was stopped in counts; one
+that failed before a tool could run does not; 0 again only when a drive goes through."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -399,14 +400,12 @@ class Worker:
             return
         if run is None:
             return
+        went_through = False
         try:
             state, answer = await self.leases.hold(run_id, self.driver.drive(run))
+            went_through = True
             await self.store.release_run(
-                run_id,
-                owner=self.owner,
-                state=state,
-                final_answer=answer,
-                checkpoint_failures=0,  # it went through: none in a row
+                run_id, owner=self.owner, state=state, final_answer=answer, drives_in_a_row=0
             )
         except asyncio.CancelledError:
             if self._stopping:
@@ -425,7 +424,12 @@ class Worker:
                 run.thread_id,
                 exc,
             )
-            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+            await self.store.release_run(
+                run.run_id,
+                owner=self.owner,
+                state=RunState.QUEUED,
+                drives_in_a_row=run.drives_before,
+            )
         except CheckpointUnavailableError as exc:
             await self._checkpoint_failed(run, exc)
         except StoreUnavailableError as exc:
@@ -437,30 +441,40 @@ class Worker:
                 run.thread_id,
                 exc,
             )
-            await self._requeue(run)
+            await self._requeue(run, drives_in_a_row=0 if went_through else run.drives_before)
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
 
     async def _checkpoint_failed(self, run: Run, exc: CheckpointUnavailableError) -> None:
         """Send ``run`` back to the queue after a checkpoint's outage (its checkpoint is
-        as it was before the failed statement), counting the drive in
-        ``Run.checkpoint_failures`` if the graph ran (``tools_may_have_run``); fail it at
-        the ``CHECKPOINT_RETRIES``-th such drive in a row. The count is the run's, in the
-        database: every worker, and a restarted one, adds to the same. If the database
-        cannot take the count either, the lease expires and this drive is not counted."""
-        failures = run.checkpoint_failures + (1 if exc.tools_may_have_run else 0)
-        if failures < CHECKPOINT_RETRIES:
+        as it was before the failed statement); fail it if the graph ran
+        (``tools_may_have_run``) and this is the ``CHECKPOINT_RETRIES``-th drive in a row
+        that did not go through (``Run.drives_in_a_row``, counted by the claim: every
+        worker, and a restarted one, adds to the same). A drive whose graph did not run
+        takes its count back. If the database cannot take the release, the lease expires
+        and the drive stays counted."""
+        if not exc.tools_may_have_run:
             logger.warning(
-                "run=%s thread_id=%s checkpoint unavailable %s, will retry: %s",
+                "run=%s thread_id=%s checkpoint unavailable before the graph ran, will retry: %s",
                 run.run_id,
                 run.thread_id,
-                f"while the graph ran ({failures} of {CHECKPOINT_RETRIES} drives in a row)"
-                if exc.tools_may_have_run
-                else "before the graph ran",
                 exc,
             )
-            await self._requeue(run, checkpoint_failures=failures)
+            await self._requeue(run, drives_in_a_row=run.drives_before)
+            return
+        failures = run.drives_in_a_row
+        if failures < CHECKPOINT_RETRIES:
+            logger.warning(
+                "run=%s thread_id=%s checkpoint unavailable while the graph ran "
+                "(%d of %d drives in a row), will retry: %s",
+                run.run_id,
+                run.thread_id,
+                failures,
+                CHECKPOINT_RETRIES,
+                exc,
+            )
+            await self._requeue(run)
             return
         logger.error(
             "run=%s thread_id=%s checkpoint unavailable in %d drives in a row; failing it: %s",
@@ -484,17 +498,18 @@ class Worker:
         )
         await self._requeue(run)
 
-    async def _requeue(self, run: Run, *, checkpoint_failures: int | None = None) -> None:
+    async def _requeue(self, run: Run, *, drives_in_a_row: int | None = None) -> None:
         """Release this worker's lease on ``run`` as ``queued``, so the next sweep (here
         or in another worker) continues it from its checkpoint rather than after the
         lease; if the database cannot take that either, the lease expires instead.
-        ``checkpoint_failures`` sets ``Run.checkpoint_failures`` (``None`` keeps it)."""
+        ``drives_in_a_row`` sets ``Run.drives_in_a_row`` (``None`` keeps the claim's
+        count: this drive counted)."""
         try:
             await self.store.release_run(
                 run.run_id,
                 owner=self.owner,
                 state=RunState.QUEUED,
-                checkpoint_failures=checkpoint_failures,
+                drives_in_a_row=drives_in_a_row,
             )
         except StoreUnavailableError as exc:
             logger.warning("run=%s not given back, its lease will expire: %s", run.run_id, exc)
@@ -508,7 +523,12 @@ class Worker:
                 run.thread_id,
                 exc,
             )
-            await self.store.release_run(run.run_id, owner=self.owner, state=RunState.QUEUED)
+            await self.store.release_run(
+                run.run_id,
+                owner=self.owner,
+                state=RunState.QUEUED,
+                drives_in_a_row=run.drives_before,  # the step was saved before its posts
+            )
             return
         logger.error(
             "run=%s thread_id=%s failed, Slack refused a message: %s",

@@ -103,7 +103,7 @@ async def an_approved_write(store: ApprovalStore, tmp_path: Path) -> tuple[RunDr
         store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
     )
     state, _ = await driver.drive(run)
-    await store.release_run(run.run_id, owner="w", state=state)
+    await store.release_run(run.run_id, owner="w", state=state, drives_in_a_row=0)  # went through
     (request,) = await store.requests_for_run(run.run_id)
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
     return driver, worker_for(store, driver, notifier), run
@@ -276,6 +276,95 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     ended = await store.get_run(run.run_id)
     assert ended.state == RunState.FAILED
     assert f"in {CHECKPOINT_RETRIES} drives in a row" in (ended.error or "")
+
+
+WRITE_TASK = '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+
+
+async def test_a_drive_that_went_through_starts_the_count_over_though_its_release_failed(
+    store: ApprovalStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``CHECKPOINT_RETRIES`` counts drives in a row: one that went through (the graph
+    reached its interrupt, the checkpoint saved) starts the count over, even when the
+    database failed its release and the run went back ``queued`` instead (found by a
+    hostile review)."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    await store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task=WRITE_TASK, channel_id="C1", user_id="U1")
+    )
+    # CHECKPOINT_RETRIES - 1 drives had failed so (this one's claim counts the last).
+    await store.claim_run("run-1", owner="earlier", lease_s=60, from_state=RunState.QUEUED)
+    await store.release_run(
+        "run-1",
+        owner="earlier",
+        state=RunState.QUEUED,
+        drives_in_a_row=CHECKPOINT_RETRIES - 1,
+    )
+    released = store.release_run
+    lost: list[str] = []
+
+    async def release_lost_once(run_id: str, **kwargs: Any) -> None:
+        if kwargs["state"] == RunState.WAITING and not lost:
+            lost.append(run_id)
+            raise StoreUnavailableError("the connection was lost at the release")
+        await released(run_id, **kwargs)
+
+    monkeypatch.setattr(store, "release_run", release_lost_once)
+    worker = worker_for(store, driver, notifier)
+    await worker.advance("run-1", RunState.QUEUED)  # went through; its release failed
+    assert lost == ["run-1"]
+    after = await store.get_run("run-1")
+    assert after.state == RunState.QUEUED
+    assert after.drives_in_a_row == 0  # a drive went through
+
+    (request,) = await store.requests_for_run("run-1")
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+
+    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
+        yield {"messages": []}
+        raise CheckpointUnavailableError("the checkpoint's write lost its connection")
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    await worker.advance("run-1", RunState.QUEUED)
+    ended = await store.get_run("run-1")
+    assert ended.state == RunState.QUEUED, ended.error  # 1 drive failed since one went through
+
+
+async def test_a_checkpoint_failure_whose_requeue_fails_still_counts(
+    store: ApprovalStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint that takes the database down with it (a write that crashes the
+    server, which restarts) fails the release that would record the count too: the
+    lease expires and the next drive runs the tool again. It must still be bounded by
+    ``CHECKPOINT_RETRIES``: each claim counts its drive before the graph runs (found by a
+    hostile review)."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    resumes = 0
+
+    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
+        nonlocal resumes
+        resumes += 1
+        yield {"messages": []}
+        raise CheckpointUnavailableError("the server closed the connection unexpectedly")
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    released = store.release_run
+
+    async def requeue_fails(run_id: str, **kwargs: Any) -> None:
+        if kwargs["state"] == RunState.QUEUED:
+            raise StoreUnavailableError("the database system is in recovery mode")
+        await released(run_id, **kwargs)
+
+    monkeypatch.setattr(store, "release_run", requeue_fails)
+    now = [store.clock()]
+    store.clock = lambda: now[0]
+    await worker.advance(run.run_id, RunState.WAITING)
+    for _ in range(2 * CHECKPOINT_RETRIES):
+        now[0] += worker.lease_s + 1  # the lease left to expire has
+        await worker.advance(run.run_id, RunState.QUEUED)
+    ended = await store.get_run(run.run_id)
+    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
 
 
 class StateReadFails:

@@ -119,20 +119,25 @@ async def test_a_run_is_claimed_by_one_worker_until_its_lease_expires(store: App
     assert await store.renew_leases(["run-1", "run-2"], owner="b", lease_s=10) == {"run-1"}
 
 
-async def test_a_runs_checkpoint_failures_are_kept_with_it_until_set(store: ApprovalStore) -> None:
-    """``release_run(checkpoint_failures=n)`` records the count with the run, for whichever
-    worker claims it next; a release without one keeps it; only the lease's owner sets it."""
+async def test_a_runs_drives_in_a_row_are_counted_by_each_claim_until_set(
+    store: ApprovalStore,
+) -> None:
+    """Each claim counts its drive in ``drives_in_a_row`` (an expired lease's too); a
+    release sets it (``drives_in_a_row=n``) or keeps it; only the lease's owner sets it."""
+    now = [1_000.0]
+    store.clock = lambda: now[0]
     await store.create_run(make_run())
-    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
-    await store.release_run("run-1", owner="a", state=RunState.QUEUED, checkpoint_failures=2)
+    claimed = await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    assert claimed is not None and claimed.drives_in_a_row == 1
+    now[0] += 11  # a dies holding it
     claimed = await store.claim_run("run-1", owner="b", lease_s=10, from_state=RunState.QUEUED)
-    assert claimed is not None and claimed.checkpoint_failures == 2
-    await store.release_run("run-1", owner="a", state=RunState.QUEUED, checkpoint_failures=0)
+    assert claimed is not None and claimed.drives_in_a_row == 2
+    await store.release_run("run-1", owner="a", state=RunState.QUEUED, drives_in_a_row=0)
     await store.release_run("run-1", owner="b", state=RunState.QUEUED)  # kept
     claimed = await store.claim_run("run-1", owner="c", lease_s=10, from_state=RunState.QUEUED)
-    assert claimed is not None and claimed.checkpoint_failures == 2
-    await store.release_run("run-1", owner="c", state=RunState.WAITING, checkpoint_failures=0)
-    assert (await store.get_run("run-1")).checkpoint_failures == 0
+    assert claimed is not None and claimed.drives_in_a_row == 3
+    await store.release_run("run-1", owner="c", state=RunState.WAITING, drives_in_a_row=0)
+    assert (await store.get_run("run-1")).drives_in_a_row == 0
 
 
 async def test_a_run_is_found_by_its_thread_id(store: ApprovalStore) -> None:
