@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import psycopg
 import redis
@@ -36,13 +36,24 @@ def admin_url() -> str:
 
 
 def redis_url() -> str:
-    """The Redis URL of this test process's own database index: ``REDIS_URL``'s for the
-    first pytest-xdist worker (``gw0``, or no xdist), the one below it for ``gw1``, and
-    so on (modulo Redis's default 16), since each test flushes its index."""
-    parts = urlsplit(os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL)
+    """The Redis URL of this test process's own database index: ``REDIS_URL`` as given
+    for the first pytest-xdist worker (``gw0``, or no xdist), the index below its path's
+    for ``gw1``, and so on (modulo Redis's default 16), since each test flushes its index.
+
+    Raises:
+        ValueError: A second worker's ``REDIS_URL`` names its index some other way
+            (``unix://``, ``?db=``): every worker would flush the same one.
+    """
+    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     if not worker:
-        return urlunsplit(parts)
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss") or "db" in parse_qs(parts.query):
+        raise ValueError(
+            "with a test process per core, REDIS_URL must be redis:// or rediss:// with its "
+            "database index in the path (redis://host:6379/15); or run pytest -n 0"
+        )
     index = int(parts.path.strip("/") or 0)
     return urlunsplit(parts._replace(path=f"/{(index - worker) % REDIS_DATABASES}"))
 

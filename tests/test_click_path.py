@@ -93,8 +93,12 @@ async def test_a_reminder_backlog_does_not_delay_a_decision(harness: Harness) ->
 
 
 async def test_two_deployments_on_one_redis_do_not_wake_each_other(redis_bus_url: str) -> None:
-    ours = RedisBus(redis_bus_url, channel=signal_channel(services.database_url("ours")))
-    theirs = RedisBus(redis_bus_url, channel=signal_channel(services.database_url("theirs")))
+    # Names of this test's own: pub/sub channels are the server's, whatever the index, so
+    # fixed ones would meet another test session's on the same Redis.
+    ours_url = services.database_url(services.unique_name("ours"))
+    theirs_url = services.database_url(services.unique_name("theirs"))
+    ours = RedisBus(redis_bus_url, channel=signal_channel(ours_url))
+    theirs = RedisBus(redis_bus_url, channel=signal_channel(theirs_url))
     try:
         await theirs.subscribe()
         await ours.subscribe()
