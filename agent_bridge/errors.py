@@ -31,7 +31,8 @@ class CheckpointUnavailableError(StoreUnavailableError):
     outage, a failover, a killed session; ``agent_bridge.postgres_checkpointer``), not
     for the statement. The checkpoint is as it was before it; the worker gives the run
     back to the queue and a later drive goes on from there, up to
-    ``worker.CHECKPOINT_RETRIES`` drives that ran the graph (then the run fails).
+    ``worker.CHECKPOINT_RETRIES`` drives in a row that did not go through (then the run
+    fails).
 
     Raised only by the checkpointer: a node that raises ``StoreUnavailableError`` itself
     fails its run, as any exception of the graph does (``agent_bridge.run_driver``).
@@ -39,10 +40,11 @@ class CheckpointUnavailableError(StoreUnavailableError):
 
     tools_may_have_run = False
     """Set by the driver when raised while the graph ran (a start's or a resume's
-    stream): a retry may run again a tool whose result was not saved, so only such
-    failures count toward ``worker.CHECKPOINT_RETRIES`` (the stream's own first read and
-    write, before any tool, count too: the driver cannot tell them apart); one raised by
-    the drive's state read, before the graph runs, is retried as often as it takes."""
+    stream): a retry may run again a tool whose result was not saved, so such a drive
+    counts toward ``worker.CHECKPOINT_RETRIES`` (the stream's own first read and write,
+    before any tool, count too: the driver cannot tell them apart); one raised by the
+    drive's state read, before the graph runs, takes its count back and is retried as
+    often as it takes."""
 
 
 class SchemaOutdatedError(BridgeError):

@@ -187,8 +187,8 @@ class Run(BaseModel):
     claim counts its drive before the graph runs, so a worker that dies or loses its
     lease mid-drive leaves it counted; a drive that goes through sets 0, and one that
     fails before a tool could have run unsaved (Slack, the Agent Server, a store
-    statement, a checkpoint's read) takes its count back. A checkpoint's outage while
-    the graph ran fails the run at ``worker.CHECKPOINT_RETRIES``."""
+    statement, a checkpoint's read) takes its count back, if the database takes the
+    release. At ``worker.CHECKPOINT_RETRIES`` the run fails."""
 
     @property
     def drives_before(self) -> int:

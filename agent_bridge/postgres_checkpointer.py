@@ -7,7 +7,8 @@ lock held past a timeout) raises psycopg's error out of ``aget_state`` and ``ast
 where the worker could not tell it from a tool's own exception (which fails its run).
 Raised as ``CheckpointUnavailableError`` instead, it sends the run back to the queue:
 the checkpoint is intact, and a later drive goes on from it (docs/architecture.md,
-invariant 3), up to ``worker.CHECKPOINT_RETRIES`` drives that ran the graph.
+invariant 3), up to ``worker.CHECKPOINT_RETRIES`` drives in a row that did not go
+through.
 
 A failure of the statement itself (a row too big for an index, a value out of range, a
 missing table: any other SQLSTATE) would fail again on every retry, and each retry runs

@@ -56,14 +56,16 @@ PAUSED_THREADS_SCAN = 10
 (``PausedThreads``): a thread that just paused is among them, whatever the number of
 runs waiting for people."""
 CHECKPOINT_RETRIES = 5
-"""Drives of one run in a row that did not go through, at which a checkpoint's outage
-while the graph ran (``CheckpointUnavailableError.tools_may_have_run``) fails the run
-instead of sending it back to the queue. Each retry may run again a tool whose result
-was not saved, and no reading of PostgreSQL's errors is right every time (a message over
-1 GiB ends the connection, as an outage does). The count is the run's
-(``Run.drives_in_a_row``, in the database, counted at each claim), whichever workers
-drive it: a drive a worker died in, lost the lease of or was stopped in counts; one
-that failed before a tool could run does not; 0 again only when a drive goes through."""
+"""Drives of one run in a row that did not go through, at which the run fails: a
+checkpoint's outage while the graph ran (``CheckpointUnavailableError.tools_may_have_run``)
+in the last of them fails it instead of sending it back to the queue, and a claim that
+finds that many before it (their failing could not be recorded, or workers stopped, died
+or lost the lease mid-drive) fails it before the graph runs. Each retry may run again a
+tool whose result was not saved, and no reading of PostgreSQL's errors is right every
+time (a message over 1 GiB ends the connection, as an outage does). The count is the
+run's (``Run.drives_in_a_row``, in the database, counted at each claim), whichever
+workers drive it; a drive that failed before a tool could run takes its count back (if
+the database takes the release); 0 again only when a drive goes through."""
 STOP_GRACE_S = 20.0
 """How long ``run`` lets in-flight drives (a resume and what follows it, up to the run's
 next interrupt or its end) and the time-keeping pass finish after ``stop`` is set,
@@ -379,10 +381,11 @@ class Worker:
         a checkpoint's: ``postgres_checkpointer``) fails, the run goes back to the queue
         and the next sweep drives it again from its checkpoint (the driver only ever
         continues from there); if the database cannot take even that, the lease is left
-        to expire and a later sweep retries. A run whose checkpoint failed while its
-        graph ran in ``CHECKPOINT_RETRIES`` drives (none going through between) fails
-        instead. If the lease cannot be renewed, the driving stops before the lease can end
-        (``agent_bridge.lease``) and the run is left for whoever takes it next. A failure
+        to expire and a later sweep retries. A run whose last ``CHECKPOINT_RETRIES``
+        drives did not go through (the last failing for a checkpoint while its graph ran,
+        or none of them recorded) fails instead. If the lease cannot be renewed, the
+        driving stops before the lease can end (``agent_bridge.lease``) and the run is
+        left for whoever takes it next. A failure
         of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
         """
         async with self._room:
@@ -399,6 +402,9 @@ class Worker:
             logger.warning("run=%s not claimed, database unavailable, will retry: %s", run_id, exc)
             return
         if run is None:
+            return
+        if run.drives_before >= CHECKPOINT_RETRIES:
+            await self._fail_unfinished(run)
             return
         went_through = False
         try:
@@ -445,6 +451,24 @@ class Worker:
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
             await self._fail(run, f"{type(exc).__name__}: {exc}")
+
+    async def _fail_unfinished(self, run: Run) -> None:
+        """Fail ``run`` without driving it: its last ``CHECKPOINT_RETRIES`` drives did not
+        go through (their failing could not be recorded, as when a checkpoint's write
+        takes the database down with it, or their workers died or lost the lease), and
+        another might run a tool again whose result was never saved."""
+        logger.error(
+            "run=%s thread_id=%s its last %d drives did not go through; failing it",
+            run.run_id,
+            run.thread_id,
+            run.drives_before,
+        )
+        await self._fail(
+            run,
+            f"its last {run.drives_before} drives in a row did not go through (a checkpoint "
+            "unavailable while the graph ran, or a worker that stopped, died or lost its "
+            "lease mid-drive); not driven again, so that no tool runs again",
+        )
 
     async def _checkpoint_failed(self, run: Run, exc: CheckpointUnavailableError) -> None:
         """Send ``run`` back to the queue after a checkpoint's outage (its checkpoint is
@@ -542,12 +566,23 @@ class Worker:
         """End the run as failed (``RunFailures.end``) under its lease, renewed with the
         others' while Slack is told (a post held by a rate limit can outlast one lease):
         a lease lost meanwhile stops it there, the run being its next holder's to end.
-        The cards it closed are redrawn after, the run no longer leased."""
+        The cards it closed are redrawn after, the run no longer leased. If the database
+        cannot take it, the lease expires and the next claim drives the run again (or,
+        after ``CHECKPOINT_RETRIES`` drives that did not go through, fails it at once)."""
         try:
             closed = await self.leases.hold(
                 run.run_id,
                 self.failures.end(run, owner=self.owner, error=error, lease_s=self.lease_s),
             )
+        except StoreUnavailableError as exc:
+            logger.warning(
+                "run=%s thread_id=%s not recorded as failed, database unavailable; its lease "
+                "will expire: %s",
+                run.run_id,
+                run.thread_id,
+                exc,
+            )
+            return
         except LeaseLost as exc:
             logger.error(
                 "run=%s thread_id=%s lease lost while ending it as failed (closed cards, if "

@@ -23,6 +23,7 @@ from agent_bridge.errors import (
     StoreUnavailableError,
 )
 from agent_bridge.graph import AgentGraph
+from agent_bridge.lease import LeaseLost
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalState,
@@ -362,6 +363,81 @@ async def test_a_checkpoint_failure_whose_requeue_fails_still_counts(
     await worker.advance(run.run_id, RunState.WAITING)
     for _ in range(2 * CHECKPOINT_RETRIES):
         now[0] += worker.lease_s + 1  # the lease left to expire has
+        await worker.advance(run.run_id, RunState.QUEUED)
+    ended = await store.get_run(run.run_id)
+    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+
+
+async def test_a_checkpoint_write_taking_the_database_down_is_bounded_though_nothing_is_recorded(
+    store: ApprovalStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint write that crashes the server fails every release after it: the
+    requeue that would count it and the failing of the run at the last retry. The claim
+    counts each drive before the graph runs, so the claim after ``CHECKPOINT_RETRIES``
+    such drives fails the run without running the tool again (found by a hostile
+    review: 11 resumes in 11 drives, the run never failed)."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    resumes = 0
+
+    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
+        nonlocal resumes
+        resumes += 1
+        yield {"messages": []}
+        raise CheckpointUnavailableError("the server closed the connection unexpectedly")
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    released, failed = store.release_run, store.fail_run
+    down = [True]
+
+    async def requeue_fails(run_id: str, **kwargs: Any) -> None:
+        if kwargs["state"] == RunState.QUEUED:
+            raise StoreUnavailableError("the database system is in recovery mode")
+        await released(run_id, **kwargs)
+
+    async def fail_fails(*args: Any, **kwargs: Any) -> Any:
+        if down[0]:
+            raise StoreUnavailableError("the database system is in recovery mode")
+        return await failed(*args, **kwargs)
+
+    monkeypatch.setattr(store, "release_run", requeue_fails)
+    monkeypatch.setattr(store, "fail_run", fail_fails)
+    now = [store.clock()]
+    store.clock = lambda: now[0]
+    await worker.advance(run.run_id, RunState.WAITING)
+    for _ in range(2 * CHECKPOINT_RETRIES):
+        now[0] += worker.lease_s + 1  # the lease left to expire has
+        await worker.advance(run.run_id, RunState.QUEUED)
+    assert resumes == CHECKPOINT_RETRIES
+    down[0] = False  # the database takes the failing at last
+    now[0] += worker.lease_s + 1
+    await worker.advance(run.run_id, RunState.QUEUED)
+    ended = await store.get_run(run.run_id)
+    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+    assert "did not go through" in (ended.error or "")
+
+
+async def test_drives_cut_by_a_lost_lease_fail_the_run_at_the_bound(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """A resume that costs its worker the lease every time (it holds the event loop past
+    the lease, or the worker dies in it) runs the approved tool again at each drive:
+    each claim counts its drive, and the one after ``CHECKPOINT_RETRIES`` of them fails
+    the run before the graph runs (found by a hostile review: unbounded before)."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    resumes = 0
+
+    async def cut(_: Command[Any]) -> AsyncIterator[Any]:
+        nonlocal resumes
+        resumes += 1
+        yield {"messages": []}
+        raise LeaseLost("lease not renewed in time")  # as Leases.hold raises it
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=cut)
+    now = [store.clock()]
+    store.clock = lambda: now[0]
+    await worker.advance(run.run_id, RunState.WAITING)
+    for _ in range(2 * CHECKPOINT_RETRIES):
+        now[0] += worker.lease_s + 1
         await worker.advance(run.run_id, RunState.QUEUED)
     ended = await store.get_run(run.run_id)
     assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
