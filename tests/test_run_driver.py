@@ -39,6 +39,7 @@ from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.store import ApprovalStore
 from agent_bridge.worker import CHECKPOINT_RETRIES, Worker
 from bot.testing import RecordingNotifier
+from tests.clocks import ManualClock
 from tests.graph_wrappers import ResumeInterceptor
 from tests.harness import agent_config
 
@@ -95,19 +96,66 @@ def worker_for(store: ApprovalStore, driver: RunDriver, notifier: RecordingNotif
     )
 
 
+WRITE_TASK = '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+SERVER_GONE = "the server closed the connection unexpectedly"
+
+
 async def an_approved_write(store: ApprovalStore, tmp_path: Path) -> tuple[RunDriver, Worker, Run]:
     """A driver, its worker, and a run paused on one ``write_file`` call, approved and
     released ``waiting`` (the next advance resumes it)."""
     notifier = RecordingNotifier(store)
     driver, _ = driver_for(store, tmp_path, notifier, {})
-    run = await new_run(
-        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
-    )
+    run = await new_run(store, WRITE_TASK)
     state, _ = await driver.drive(run)
     await store.release_run(run.run_id, owner="w", state=state, drives_in_a_row=0)  # went through
     (request,) = await store.requests_for_run(run.run_id)
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
     return driver, worker_for(store, driver, notifier), run
+
+
+def raise_at_each_resume(driver: RunDriver, exc: Exception) -> list[Command[Any]]:
+    """Make each resume of ``driver``'s graph yield a chunk, then raise ``exc``.
+
+    Returns:
+        The resumes' commands, appended as each resume starts (their count: the times
+        the approved tool could have run).
+    """
+    resumes: list[Command[Any]] = []
+
+    async def raising(command: Command[Any]) -> AsyncIterator[Any]:
+        resumes.append(command)
+        yield {"messages": []}
+        raise exc
+
+    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    return resumes
+
+
+def refuse_requeues(store: ApprovalStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every release of a run back to ``queued`` fail as an outage would; the
+    store's other releases go through."""
+    released = store.release_run
+
+    async def requeue_fails(run_id: str, **kwargs: Any) -> None:
+        if kwargs["state"] == RunState.QUEUED:
+            raise StoreUnavailableError("the database system is in recovery mode")
+        await released(run_id, **kwargs)
+
+    monkeypatch.setattr(store, "release_run", requeue_fails)
+
+
+async def drive_after_each_lease(
+    store: ApprovalStore, worker: Worker, run: Run, *, drives: int
+) -> ManualClock:
+    """Advance the waiting ``run``, then ``drives`` times more, each once the lease
+    before it has expired (the store's clock moved past it). Returns that clock."""
+    clock = ManualClock(store.clock())
+    store.clock = clock
+    await worker.advance(run.run_id, RunState.WAITING)
+    for _ in range(drives):
+        clock.now += worker.lease_s + 1  # the lease left to expire has
+        await worker.advance(run.run_id, RunState.QUEUED)
+    return clock
 
 
 async def test_an_answer_the_graph_refuses_goes_back_to_pending(
@@ -245,12 +293,8 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     until the ``CHECKPOINT_RETRIES``-th drive in a row, whichever workers drove it, which
     fails it."""
     driver, worker, run = await an_approved_write(store, tmp_path)
-
-    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
-        yield {"messages": []}
-        raise raised
-
-    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
+    agent = driver.graph
+    raise_at_each_resume(driver, raised)
     await worker.advance(run.run_id, RunState.WAITING)
 
     ended = await store.get_run(run.run_id)
@@ -267,7 +311,7 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
         yield {"messages": []}
         raise raised_next.pop(0)
 
-    driver.graph = ResumeInterceptor(driver.graph.graph, on_resume=raising_next)
+    driver.graph = ResumeInterceptor(agent, on_resume=raising_next)
     while len(raised_next) > 1:  # sent back each time, up to the last
         await worker_for(store, driver, RecordingNotifier(store)).advance(
             run.run_id, RunState.QUEUED
@@ -279,9 +323,6 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     assert f"in {CHECKPOINT_RETRIES} drives in a row" in (ended.error or "")
 
 
-WRITE_TASK = '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
-
-
 async def test_a_drive_that_went_through_starts_the_count_over_though_its_release_failed(
     store: ApprovalStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -291,16 +332,10 @@ async def test_a_drive_that_went_through_starts_the_count_over_though_its_releas
     hostile review)."""
     notifier = RecordingNotifier(store)
     driver, _ = driver_for(store, tmp_path, notifier, {})
-    await store.create_run(
-        Run(run_id="run-1", thread_id="t-1", task=WRITE_TASK, channel_id="C1", user_id="U1")
-    )
+    run = await new_run(store, WRITE_TASK)
     # CHECKPOINT_RETRIES - 1 drives had failed so (this one's claim counts the last).
-    await store.claim_run("run-1", owner="earlier", lease_s=60, from_state=RunState.QUEUED)
     await store.release_run(
-        "run-1",
-        owner="earlier",
-        state=RunState.QUEUED,
-        drives_in_a_row=CHECKPOINT_RETRIES - 1,
+        run.run_id, owner="w", state=RunState.QUEUED, drives_in_a_row=CHECKPOINT_RETRIES - 1
     )
     released = store.release_run
     lost: list[str] = []
@@ -313,22 +348,17 @@ async def test_a_drive_that_went_through_starts_the_count_over_though_its_releas
 
     monkeypatch.setattr(store, "release_run", release_lost_once)
     worker = worker_for(store, driver, notifier)
-    await worker.advance("run-1", RunState.QUEUED)  # went through; its release failed
-    assert lost == ["run-1"]
-    after = await store.get_run("run-1")
+    await worker.advance(run.run_id, RunState.QUEUED)  # went through; its release failed
+    assert lost == [run.run_id]
+    after = await store.get_run(run.run_id)
     assert after.state == RunState.QUEUED
     assert after.drives_in_a_row == 0  # a drive went through
 
-    (request,) = await store.requests_for_run("run-1")
+    (request,) = await store.requests_for_run(run.run_id)
     await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
-
-    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
-        yield {"messages": []}
-        raise CheckpointUnavailableError("the checkpoint's write lost its connection")
-
-    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
-    await worker.advance("run-1", RunState.QUEUED)
-    ended = await store.get_run("run-1")
+    raise_at_each_resume(driver, CheckpointUnavailableError("the write lost its connection"))
+    await worker.advance(run.run_id, RunState.QUEUED)
+    ended = await store.get_run(run.run_id)
     assert ended.state == RunState.QUEUED, ended.error  # 1 drive failed since one went through
 
 
@@ -341,31 +371,11 @@ async def test_a_checkpoint_failure_whose_requeue_fails_still_counts(
     ``CHECKPOINT_RETRIES``: each claim counts its drive before the graph runs (found by a
     hostile review)."""
     driver, worker, run = await an_approved_write(store, tmp_path)
-    resumes = 0
-
-    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
-        nonlocal resumes
-        resumes += 1
-        yield {"messages": []}
-        raise CheckpointUnavailableError("the server closed the connection unexpectedly")
-
-    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
-    released = store.release_run
-
-    async def requeue_fails(run_id: str, **kwargs: Any) -> None:
-        if kwargs["state"] == RunState.QUEUED:
-            raise StoreUnavailableError("the database system is in recovery mode")
-        await released(run_id, **kwargs)
-
-    monkeypatch.setattr(store, "release_run", requeue_fails)
-    now = [store.clock()]
-    store.clock = lambda: now[0]
-    await worker.advance(run.run_id, RunState.WAITING)
-    for _ in range(2 * CHECKPOINT_RETRIES):
-        now[0] += worker.lease_s + 1  # the lease left to expire has
-        await worker.advance(run.run_id, RunState.QUEUED)
+    resumes = raise_at_each_resume(driver, CheckpointUnavailableError(SERVER_GONE))
+    refuse_requeues(store, monkeypatch)
+    await drive_after_each_lease(store, worker, run, drives=2 * CHECKPOINT_RETRIES)
     ended = await store.get_run(run.run_id)
-    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+    assert (ended.state, len(resumes)) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
 
 
 async def test_a_checkpoint_write_taking_the_database_down_is_bounded_though_nothing_is_recorded(
@@ -377,42 +387,24 @@ async def test_a_checkpoint_write_taking_the_database_down_is_bounded_though_not
     such drives fails the run without running the tool again (found by a hostile
     review: 11 resumes in 11 drives, the run never failed)."""
     driver, worker, run = await an_approved_write(store, tmp_path)
-    resumes = 0
-
-    async def raising(_: Command[Any]) -> AsyncIterator[Any]:
-        nonlocal resumes
-        resumes += 1
-        yield {"messages": []}
-        raise CheckpointUnavailableError("the server closed the connection unexpectedly")
-
-    driver.graph = ResumeInterceptor(driver.graph, on_resume=raising)
-    released, failed = store.release_run, store.fail_run
+    resumes = raise_at_each_resume(driver, CheckpointUnavailableError(SERVER_GONE))
+    refuse_requeues(store, monkeypatch)
+    failed = store.fail_run
     down = [True]
-
-    async def requeue_fails(run_id: str, **kwargs: Any) -> None:
-        if kwargs["state"] == RunState.QUEUED:
-            raise StoreUnavailableError("the database system is in recovery mode")
-        await released(run_id, **kwargs)
 
     async def fail_fails(*args: Any, **kwargs: Any) -> Any:
         if down[0]:
             raise StoreUnavailableError("the database system is in recovery mode")
         return await failed(*args, **kwargs)
 
-    monkeypatch.setattr(store, "release_run", requeue_fails)
     monkeypatch.setattr(store, "fail_run", fail_fails)
-    now = [store.clock()]
-    store.clock = lambda: now[0]
-    await worker.advance(run.run_id, RunState.WAITING)
-    for _ in range(2 * CHECKPOINT_RETRIES):
-        now[0] += worker.lease_s + 1  # the lease left to expire has
-        await worker.advance(run.run_id, RunState.QUEUED)
-    assert resumes == CHECKPOINT_RETRIES
+    clock = await drive_after_each_lease(store, worker, run, drives=2 * CHECKPOINT_RETRIES)
+    assert len(resumes) == CHECKPOINT_RETRIES
     down[0] = False  # the database takes the failing at last
-    now[0] += worker.lease_s + 1
+    clock.now += worker.lease_s + 1
     await worker.advance(run.run_id, RunState.QUEUED)
     ended = await store.get_run(run.run_id)
-    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+    assert (ended.state, len(resumes)) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
     assert "did not go through" in (ended.error or "")
 
 
@@ -424,23 +416,11 @@ async def test_drives_cut_by_a_lost_lease_fail_the_run_at_the_bound(
     each claim counts its drive, and the one after ``CHECKPOINT_RETRIES`` of them fails
     the run before the graph runs (found by a hostile review: unbounded before)."""
     driver, worker, run = await an_approved_write(store, tmp_path)
-    resumes = 0
-
-    async def cut(_: Command[Any]) -> AsyncIterator[Any]:
-        nonlocal resumes
-        resumes += 1
-        yield {"messages": []}
-        raise LeaseLost("lease not renewed in time")  # as Leases.hold raises it
-
-    driver.graph = ResumeInterceptor(driver.graph, on_resume=cut)
-    now = [store.clock()]
-    store.clock = lambda: now[0]
-    await worker.advance(run.run_id, RunState.WAITING)
-    for _ in range(2 * CHECKPOINT_RETRIES):
-        now[0] += worker.lease_s + 1
-        await worker.advance(run.run_id, RunState.QUEUED)
+    # As Leases.hold raises it when the lease was not renewed in time.
+    resumes = raise_at_each_resume(driver, LeaseLost("lease not renewed in time"))
+    await drive_after_each_lease(store, worker, run, drives=2 * CHECKPOINT_RETRIES)
     ended = await store.get_run(run.run_id)
-    assert (ended.state, resumes) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+    assert (ended.state, len(resumes)) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
 
 
 class StateReadFails:
