@@ -385,8 +385,8 @@ class Worker:
         drives did not go through (the last failing for a checkpoint while its graph ran,
         or none of them recorded) fails instead. If the lease cannot be renewed, the
         driving stops before the lease can end (``agent_bridge.lease``) and the run is
-        left for whoever takes it next. A failure
-        of the graph, or a message Slack refuses for good, ends the run (``RunFailures``).
+        left for whoever takes it next. A failure of the graph, or a message Slack refuses
+        for good, ends the run (``RunFailures``).
         """
         async with self._room:
             await self._claim_and_drive(run_id, from_state, agent)
@@ -430,12 +430,7 @@ class Worker:
                 run.thread_id,
                 exc,
             )
-            await self.store.release_run(
-                run.run_id,
-                owner=self.owner,
-                state=RunState.QUEUED,
-                drives_in_a_row=run.drives_before,
-            )
+            await self._requeue(run, drives_in_a_row=run.drives_before)
         except CheckpointUnavailableError as exc:
             await self._checkpoint_failed(run, exc)
         except StoreUnavailableError as exc:
@@ -547,12 +542,8 @@ class Worker:
                 run.thread_id,
                 exc,
             )
-            await self.store.release_run(
-                run.run_id,
-                owner=self.owner,
-                state=RunState.QUEUED,
-                drives_in_a_row=run.drives_before,  # the step was saved before its posts
-            )
+            # The step was saved before its results were posted: its tools do not run again.
+            await self._requeue(run, drives_in_a_row=run.drives_before)
             return
         logger.error(
             "run=%s thread_id=%s failed, Slack refused a message: %s",
