@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from agent_bridge import log_context, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.errors import (
+    AgentServerUnavailableError,
     CheckpointLostError,
     CheckpointUnavailableError,
     StoreUnavailableError,
@@ -60,6 +61,10 @@ class RunDriver:
         estimator: Affected rows of SQL statements, for tools whose policy's ``sql``
             has an ``estimate_url``.
         progress: Told of each step of the stream (the run's live progress message).
+        deployed: Whether ``graph`` runs on LangGraph Agent Server
+            (``agent_bridge.remote_agent.RemoteAgent``): an ``AgentServerUnavailableError``
+            out of its stream is then the server's, and the run is retried; out of a local
+            graph's stream it was raised by a node, and fails the run (``_stream``).
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class RunDriver:
         approvals_channel: str | None = None,
         estimator: RowEstimator | None = None,
         progress: ProgressHook | None = None,
+        deployed: bool = False,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -82,6 +88,7 @@ class RunDriver:
         self.approvals_channel = approvals_channel
         self.estimator = estimator or RowEstimator()
         self.progress = progress or NoProgress()
+        self.deployed = deployed
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
@@ -275,13 +282,16 @@ class RunDriver:
 
         Raises:
             CheckpointUnavailableError: A checkpoint's statement failed for an outage.
-            Exception: Whatever a node raised (a ``StoreUnavailableError`` of its own as
-                ``RuntimeError``, so that it fails the run instead of retrying it).
+            AgentServerUnavailableError: The Agent Server failed (a ``deployed`` graph).
+            Exception: Whatever a node raised (one of the errors the worker retries on,
+                ``StoreUnavailableError``, ``NotifyError`` or a local graph's
+                ``AgentServerUnavailableError``, as ``RuntimeError``, so that it fails
+                the run instead of running the node's tool again at each retry).
         """
         stream = self.graph.astream(
             graph_input, config, stream_mode="values", version="v2", durability="sync"
         )
-        async for chunk in _nodes_failures_as_theirs(stream):
+        async for chunk in _nodes_failures_as_theirs(stream, deployed=self.deployed):
             values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
             messages = values.get("messages") if isinstance(values, dict) else None
             if messages:
@@ -475,11 +485,17 @@ def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
     return list(values.get("messages", []))
 
 
-async def _nodes_failures_as_theirs(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """Yield ``stream``'s chunks; a ``StoreUnavailableError`` out of it that is not the
-    checkpointer's (``CheckpointUnavailableError``) was raised by a node, a tool of the
-    agent's: raised as ``RuntimeError``, it fails the run like any other exception of
-    the graph, instead of sending it back to the queue to run the tool again, forever.
+async def _nodes_failures_as_theirs(
+    stream: AsyncIterator[Any], *, deployed: bool
+) -> AsyncIterator[Any]:
+    """Yield ``stream``'s chunks; an error out of it that the worker retries on, but that
+    the graph's own machinery does not raise, was raised by a node, a tool of the agent's:
+    raised as ``RuntimeError``, it fails the run like any other exception of the graph,
+    instead of sending it back to the queue to run the tool again, forever. So are a
+    ``StoreUnavailableError`` that is not the checkpointer's
+    (``CheckpointUnavailableError``), any ``NotifyError`` (the driver posts to Slack
+    between chunks, never inside the stream), and an ``AgentServerUnavailableError`` out
+    of a graph that is not ``deployed`` (only ``RemoteAgent``'s stream raises its own).
     The checkpointer's is marked ``tools_may_have_run``."""
     try:
         async for chunk in stream:
@@ -487,5 +503,14 @@ async def _nodes_failures_as_theirs(stream: AsyncIterator[Any]) -> AsyncIterator
     except CheckpointUnavailableError as exc:
         exc.tools_may_have_run = True
         raise
-    except StoreUnavailableError as exc:
-        raise RuntimeError(f"a node raised {type(exc).__name__}: {exc}") from exc
+    except AgentServerUnavailableError as exc:
+        if deployed:
+            raise
+        raise _nodes(exc) from exc
+    except (StoreUnavailableError, NotifyError) as exc:
+        raise _nodes(exc) from exc
+
+
+def _nodes(exc: Exception) -> RuntimeError:
+    """``exc``, raised by a node of the graph, as the failure of the run it is."""
+    return RuntimeError(f"a node raised {type(exc).__name__}: {exc}")

@@ -244,6 +244,7 @@ def build_worker(
         approvals_channel=settings.approvals_channel,
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
         progress=notifier.progress,
+        deployed=isinstance(agent.graph, RemoteAgent),
     )
     pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(

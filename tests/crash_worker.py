@@ -252,6 +252,7 @@ async def main(
         notifier=notifier,
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
+        deployed=bool(settings.agent_url),
     )
     worker = ReadyWorker(
         store=store,

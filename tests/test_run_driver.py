@@ -31,6 +31,7 @@ from agent_bridge.models import (
     Run,
     RunState,
 )
+from agent_bridge.notifier import NotifyError
 from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.progress import NoProgress
 from agent_bridge.run_driver import RunDriver
@@ -281,29 +282,37 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     ("raised", "ends"),
     [
         (StoreUnavailableError("the tool's own database is down"), RunState.FAILED),
+        (NotifyError("the tool's own Slack post was rate limited"), RunState.FAILED),
+        (AgentServerUnavailableError("the tool's own sub-agent is unreachable"), RunState.FAILED),
         (CheckpointUnavailableError("the checkpoint's write lost its connection"), RunState.QUEUED),
     ],
 )
 async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_to_the_queue(
     store: ApprovalStore, tmp_path: Path, raised: Exception, ends: RunState
 ) -> None:
-    """A node of the agent's that raises ``StoreUnavailableError`` itself fails its run
-    like any other exception (sent back, it would run the tool again on every sweep,
-    forever); the checkpointer's outage sends the run back from its intact checkpoint,
-    until the ``CHECKPOINT_RETRIES``-th drive in a row, whichever workers drove it, which
-    fails it."""
+    """A node of the agent's that raises an error the worker retries on itself (the
+    database's, Slack's, or an Agent Server's of its own: a local graph's stream raises
+    none of them) fails its run like any other exception: sent back, it would run the
+    tool again on every sweep, forever (found by a review: a node's ``NotifyError`` or
+    ``AgentServerUnavailableError`` even took its drive's count back). The
+    checkpointer's outage sends the run back from its intact checkpoint, until the
+    ``CHECKPOINT_RETRIES``-th drive in a row, whichever workers drove it, which fails
+    it."""
     driver, worker, run = await an_approved_write(store, tmp_path)
     agent = driver.graph
-    raise_at_each_resume(driver, raised)
+    resumes = raise_at_each_resume(driver, raised)
     await worker.advance(run.run_id, RunState.WAITING)
 
     ended = await store.get_run(run.run_id)
     assert ended is not None and ended.state == ends, ended
     if ends == RunState.FAILED:
-        assert "StoreUnavailableError: the tool's own database is down" in (ended.error or "")
+        assert f"a node raised {type(raised).__name__}: {raised}" in (ended.error or "")
+        assert len(resumes) == 1
         return
-    # Another failure between (the Agent Server busy) neither counts nor starts it over;
-    # the count is the run's: each drive here is another worker's (or a restarted one's).
+    # Another failure between (the Agent Server busy: the graph stands for a deployed
+    # one here) neither counts nor starts it over; the count is the run's: each drive
+    # here is another worker's (or a restarted one's).
+    driver.deployed = True
     interlude = AgentServerUnavailableError("another server run of the thread in flight")
     raised_next = [interlude] + [raised] * (CHECKPOINT_RETRIES - 1)
 
