@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -25,14 +24,8 @@ from bench.bare_bolt import listener_marks
 from bench.stats import until
 from bot.app import EVENTS_PATH
 from tests.harness import Harness
+from tests.ports import free_port
 from tests.worker_processes import REPO, stop
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def _listening(port: int, process: asyncio.subprocess.Process, log: Path) -> bool:

@@ -18,8 +18,8 @@ from pathlib import Path
 from agent_bridge.settings import WorkerConfig
 from bench.agent import AGENT, POLICY
 from bench.stats import until
-from bench.web_process import free_port
 from tests.harness import Harness
+from tests.ports import free_port
 from tests.worker_processes import start_worker, stop
 
 DEFAULTS = {

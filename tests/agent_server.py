@@ -15,7 +15,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from langgraph_sdk.client import LangGraphClient
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.remote_agent import local_messages
 from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
+from tests.ports import PORT_ATTEMPTS, free_port, port_taken
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
@@ -95,24 +95,32 @@ def served_config(folder: Path) -> Path:
     return path
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_agent_server(folder: Path, config: Path = CONFIG) -> AgentServer:
     """Start ``langgraph dev`` of ``config`` (a ``langgraph.json``; its graphs' file
-    paths are read from ``folder``) in ``folder`` and return once it answers ``GET /ok``.
+    paths are read from ``folder``) in ``folder`` on a free port and return once it
+    answers ``GET /ok``; on another port if the first was taken before the server bound
+    it (``tests.ports``).
 
     Raises:
         RuntimeError: If it exits or does not answer within ``START_TIMEOUT_S`` (its
             log is in the message).
     """
     folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     log = folder / "langgraph-dev.log"
+    for _ in range(PORT_ATTEMPTS - 1):
+        server = _start_on(free_port(), folder, config, log)
+        if server is not None:
+            return server
+    server = _start_on(free_port(), folder, config, log)
+    if server is None:
+        raise RuntimeError(f"langgraph dev found each port taken:\n{log.read_text()}")
+    return server
+
+
+def _start_on(port: int, folder: Path, config: Path, log: Path) -> AgentServer | None:
+    """``start_agent_server`` on ``port``; ``None`` if the server exited because the
+    port was taken."""
+    since = log.stat().st_size if log.exists() else 0
     env = {
         **os.environ,
         "LANGSMITH_TRACING": "false",
@@ -145,6 +153,8 @@ def start_agent_server(folder: Path, config: Path = CONFIG) -> AgentServer:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            if port_taken(log, since):
+                return None
             raise RuntimeError(f"langgraph dev exited {process.returncode}:\n{log.read_text()}")
         try:
             if httpx.get(f"{server.url}/ok", timeout=1.0).status_code == 200:

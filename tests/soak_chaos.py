@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,17 +13,11 @@ from typing import Any
 import redis
 
 from tests.harness import Harness
+from tests.ports import free_port
 from tests.worker_processes import LEDGER_AGENT, killed, start_worker, stop
 
 POLL_S = 0.05
 WORKERS = 2
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class OwnRedis:

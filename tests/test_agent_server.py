@@ -36,13 +36,13 @@ from tests.agent_server import (
     EXAMPLE_CONFIG,
     AgentServer,
     cli,
-    free_port,
     remote,
     start_agent_server,
     stop_agent_server,
 )
 from tests.harness import REVIEWER, TEST_BOT_TOKEN, Harness, agent_config, decision_buttons
 from tests.interrupt_graphs import marked_graph
+from tests.ports import free_port
 from tests.test_any_interrupt import submit as submit_modal
 
 REASON = "Archive the rows before deleting them."

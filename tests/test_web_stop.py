@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 from pathlib import Path
+
+import pytest
 
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot.app import EVENTS_PATH
+from tests import web_process as web_processes
 from tests.harness import REVIEWER, Harness
+from tests.ports import free_port
 from tests.test_faults import rows_locked, waiting_on_lock
 from tests.web_process import EXIT_TIMEOUT_S, answers, start_web_process
 
@@ -60,3 +65,26 @@ async def test_sigterm_while_an_acked_click_waits_on_the_database_records_it(
 
 async def _refuses(url: str) -> bool:
     return not await answers(url)
+
+
+async def test_a_web_process_whose_port_was_taken_meanwhile_starts_on_another(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The port chosen free is taken before the process binds it (another test session's
+    server): the process exits saying so, and the next port is tried (``tests.ports``)."""
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        taken = taker.getsockname()[1]
+        ports = iter([taken])
+        monkeypatch.setattr(web_processes, "free_port", lambda: next(ports, None) or free_port())
+        log = tmp_path / "web.log"
+        web, url = await start_web_process(harness, log)
+    try:
+        assert url != f"http://127.0.0.1:{taken}" and await answers(url)
+        assert "address already in use" in log.read_text().lower()
+        run = await harness.start_run(DEMO_TASK)  # Slack's deliveries reach the new port
+        assert len(await harness.requests(run, count=2)) == 2
+    finally:
+        web.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(web.wait(), EXIT_TIMEOUT_S)

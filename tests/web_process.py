@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -12,27 +11,39 @@ import aiohttp
 
 from bot.app import EVENTS_PATH, HEALTH_PATH
 from tests.harness import Harness
+from tests.ports import PORT_ATTEMPTS, free_port, port_taken
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_TIMEOUT_S = 40.0
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def start_web_process(harness: Harness, log: Path) -> tuple[asyncio.subprocess.Process, str]:
-    """Start ``python -m bot.cli web`` with the harness's settings, wait until it
+    """Start ``python -m bot.cli web`` with the harness's settings on a free port (another
+    if the first was taken before the process bound it: ``tests.ports``), wait until it
     answers ``/healthz``, and point the sandbox's deliveries at it.
 
     Returns:
         The process and its base URL.
+
+    Raises:
+        AssertionError: If the process exited for anything but a taken port, or found
+            ``PORT_ATTEMPTS`` ports taken (its log is in the message).
     """
+    for _ in range(PORT_ATTEMPTS):
+        started = await _start_on(harness, free_port(), log)
+        if started is not None:
+            harness.sandbox.request_url = started[1] + EVENTS_PATH
+            return started
+    raise AssertionError(f"the web process found each port taken:\n{log.read_text()}")
+
+
+async def _start_on(
+    harness: Harness, port: int, log: Path
+) -> tuple[asyncio.subprocess.Process, str] | None:
+    """``start_web_process`` on ``port``; ``None`` if the process exited because the port
+    was taken."""
     settings = harness.web_settings
-    port = free_port()
+    since = log.stat().st_size if log.exists() else 0
     env = {
         **os.environ,
         "DATABASE_URL": settings.database_url,
@@ -50,13 +61,14 @@ async def start_web_process(harness: Harness, log: Path) -> tuple[asyncio.subpro
         )
     url = f"http://127.0.0.1:{port}"
 
-    async def healthy() -> bool:
-        assert process.returncode is None, log.read_text()
-        return await answers(url)
+    async def up_or_exited() -> bool:
+        return process.returncode is not None or await answers(url)
 
-    await harness.wait_for(healthy)
-    harness.sandbox.request_url = url + EVENTS_PATH
-    return process, url
+    await harness.wait_for(up_or_exited)
+    if process.returncode is None:
+        return process, url
+    assert port_taken(log, since), log.read_text()
+    return None
 
 
 async def answers(url: str) -> bool:
