@@ -37,7 +37,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agent_bridge import metrics
 from agent_bridge.db import Dialect, Params, Queries, Row, StatementRunner, Statements
@@ -164,13 +164,23 @@ class PostgresDatabase(StatementRunner):
     async def _translated(self) -> AsyncIterator[None]:
         """Turn psycopg's errors into the port's: too slow, an outage (``is_outage``), or
         a statement refused for itself (a row too big for an index, a value out of range:
-        it would fail again, so it is not retried as an outage)."""
+        it would fail again, so it is not retried as an outage).
+
+        No connection in time (``PoolTimeout``) is too slow when the pool holds all the
+        connections it may, every one busy (a burst of clicks: the database answers each
+        statement it is sent), and an outage otherwise (the pool could not make them)."""
         try:
             yield
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
             raise StoreTooSlowError(f"PostgreSQL did not answer in time: {exc}") from exc
         except TimeoutError as exc:
             raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
+        except PoolTimeout as exc:
+            if self.pool.get_stats().get("pool_size", 0) >= self.pool.max_size:
+                raise StoreTooSlowError(
+                    f"every one of the pool's {self.pool.max_size} connections was busy: {exc}"
+                ) from exc
+            raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except psycopg.Error as exc:
             if is_outage(exc):
                 raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc

@@ -5,6 +5,7 @@ deliveries and signature edge cases. Real PostgreSQL, Redis, sandbox Slack, web,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -571,6 +572,31 @@ class TestSlowDatabase:
         await harness.click(write, "approve")  # once the lock is gone, a click records
         assert (await harness.decided(write)).decided_by == REVIEWER
         assert harness.sandbox.violations == []
+
+    async def test_a_click_waiting_for_a_busy_pool_is_told_too_slow_not_unreachable(
+        self, harness: Harness
+    ) -> None:
+        """Every connection of the web process's pool is busy past the click's deadline (a
+        burst of clicks): the reviewer is told the database did not answer in time, not
+        that it is unreachable (it answers every statement it is sent); once a connection
+        is free, a click records."""
+        run = await harness.start_run(DEMO_TASK)
+        write, _ = await harness.requests(run, count=2)
+        assert harness.web_backend is not None
+        pool = harness.web_backend.db.pool  # type: ignore[attr-defined]
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(pool.max_size):
+                await held.enter_async_context(pool.connection())
+            clicked = time.monotonic()
+            status, _ = await harness.click(write, "approve")
+            assert status == 200
+            note = await harness.wait_for(lambda: harness.ephemeral("not* recorded"))
+            assert time.monotonic() - clicked < DECISION_DB_S + 3.0
+            assert note["text"] == wording.STORE_SLOW_DECISION_TEXT
+            stored = await harness.store.get_request(write.request_id)
+            assert stored is not None and stored.state == ApprovalState.PENDING
+        await harness.click(write, "approve")
+        assert (await harness.decided(write)).decided_by == REVIEWER
 
     async def test_a_form_is_not_opened_past_its_trigger_when_the_database_cannot_answer(
         self, harness: Harness
