@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, StateSnapshot, interrupt
 from pydantic import ValidationError
 
 from agent_bridge import log_context, metrics, review_wording, wording
@@ -27,6 +27,7 @@ from agent_bridge.errors import (
     CheckpointLostError,
     CheckpointUnavailableError,
     StoreUnavailableError,
+    error_text,
 )
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.interrupts import Placement, approval_requests
@@ -240,9 +241,15 @@ class RunDriver:
             await self._stream(run, graph_input, config, calls)
         except ValidationError as exc:
             # LangGraph checked a per-call answer against the interrupt's response_schema
-            # and refused it before saving anything. Any other error (a tool that raised)
-            # fails the run: re-answering would replay the saved answer, not the new one.
-            if not plan.applying or not await self._reopen_refused(run, config, plan, exc):
+            # and refused it before saving anything. Any other error (a tool that raised,
+            # a node's own ValidationError after the answer was taken and acted on) fails
+            # the run: re-answering would replay the saved answer, not the new one, and
+            # run the node's side effects again at each answer.
+            if (
+                not plan.applying
+                or not _langgraph_refused(exc)
+                or not await self._reopen_refused(run, config, plan, exc)
+            ):
                 raise
             return False
         return True
@@ -492,19 +499,23 @@ async def _nodes_failures_as_theirs(
     the graph's own machinery does not raise, was raised by a node, a tool of the agent's:
     raised as ``RuntimeError``, it fails the run like any other exception of the graph,
     instead of sending it back to the queue to run the tool again, forever. So are a
-    ``StoreUnavailableError`` that is not the checkpointer's
-    (``CheckpointUnavailableError``), any ``NotifyError`` (the driver posts to Slack
-    between chunks, never inside the stream), and an ``AgentServerUnavailableError`` out
-    of a graph that is not ``deployed`` (only ``RemoteAgent``'s stream raises its own).
-    The checkpointer's is marked ``tools_may_have_run``."""
+    ``StoreUnavailableError`` that is not the checkpointer's (``PostgresCheckpointer``
+    raises ``CheckpointUnavailableError`` itself, never a subclass), any ``NotifyError``
+    (the driver posts to Slack between chunks, never inside the stream), and an
+    ``AgentServerUnavailableError`` out of a graph that is not ``deployed`` (only
+    ``RemoteAgent``'s stream raises its own). The checkpointer's is marked
+    ``tools_may_have_run``. Whether an error is a node's is read from its type alone,
+    never from its text or attributes, which the node's code controls."""
     try:
         async for chunk in stream:
             yield chunk
     except CheckpointUnavailableError as exc:
+        if type(exc) is not CheckpointUnavailableError:
+            raise _nodes(exc) from exc
         exc.tools_may_have_run = True
         raise
     except AgentServerUnavailableError as exc:
-        if deployed:
+        if deployed and type(exc) is AgentServerUnavailableError:
             raise
         raise _nodes(exc) from exc
     except (StoreUnavailableError, NotifyError) as exc:
@@ -513,4 +524,16 @@ async def _nodes_failures_as_theirs(
 
 def _nodes(exc: Exception) -> RuntimeError:
     """``exc``, raised by a node of the graph, as the failure of the run it is."""
-    return RuntimeError(f"a node raised {type(exc).__name__}: {exc}")
+    return RuntimeError(f"a node raised {error_text(exc)}")
+
+
+def _langgraph_refused(exc: ValidationError) -> bool:
+    """Whether ``exc`` is LangGraph's check of a resume value against the interrupt's
+    ``response_schema``: raised inside ``langgraph.types.interrupt`` (its frame is on the
+    traceback), before the node that called it could act on the answer."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is interrupt.__code__:
+            return True
+        tb = tb.tb_next
+    return False

@@ -22,6 +22,7 @@ from agent_bridge.errors import (
     AgentServerUnavailableError,
     CheckpointUnavailableError,
     StoreUnavailableError,
+    error_text,
 )
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.graph import PausedThreads
@@ -445,7 +446,7 @@ class Worker:
             await self._requeue(run, drives_in_a_row=0 if went_through else run.drives_before)
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
-            await self._fail(run, f"{type(exc).__name__}: {exc}")
+            await self._fail(run, error_text(exc))
 
     async def _fail_unfinished(self, run: Run) -> None:
         """Fail ``run`` without driving it: its last ``CHECKPOINT_RETRIES`` drives did not

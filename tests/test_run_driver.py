@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
+from pydantic import TypeAdapter, ValidationError
 
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import (
+    ERROR_TEXT_MAX_CHARS,
     AgentServerUnavailableError,
     CheckpointUnavailableError,
     StoreUnavailableError,
+    error_text,
 )
 from agent_bridge.graph import AgentGraph
 from agent_bridge.lease import LeaseLost
@@ -32,6 +36,7 @@ from agent_bridge.models import (
     RunState,
 )
 from agent_bridge.notifier import NotifyError
+from agent_bridge.policy import Policy
 from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.progress import NoProgress
 from agent_bridge.run_driver import RunDriver
@@ -43,6 +48,7 @@ from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.graph_wrappers import ResumeInterceptor
 from tests.harness import agent_config
+from tests.interrupt_graphs import State, human_interrupt
 
 
 @pytest.fixture
@@ -278,12 +284,40 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing
 
 
+class Unreadable(StoreUnavailableError):
+    """A node's error whose text cannot be read: its ``__str__`` raises ``inner``."""
+
+    def __init__(self, inner: Exception) -> None:
+        super().__init__("unread")
+        self.inner = inner
+
+    def __str__(self) -> str:
+        raise self.inner
+
+
+class NotTheCheckpointers(CheckpointUnavailableError):
+    """A node's subclass of the checkpointer's error that keeps ``tools_may_have_run``
+    false whatever is set."""
+
+    @property
+    def tools_may_have_run(self) -> bool:
+        return False
+
+    @tools_may_have_run.setter
+    def tools_may_have_run(self, _: bool) -> None:
+        pass
+
+
 @pytest.mark.parametrize(
     ("raised", "ends"),
     [
         (StoreUnavailableError("the tool's own database is down"), RunState.FAILED),
         (NotifyError("the tool's own Slack post was rate limited"), RunState.FAILED),
         (AgentServerUnavailableError("the tool's own sub-agent is unreachable"), RunState.FAILED),
+        (Unreadable(StoreUnavailableError("raised by str()")), RunState.FAILED),
+        (Unreadable(NotifyError("raised by str()")), RunState.FAILED),
+        (Unreadable(AgentServerUnavailableError("raised by str()")), RunState.FAILED),
+        (NotTheCheckpointers("a node's look-alike"), RunState.FAILED),
         (CheckpointUnavailableError("the checkpoint's write lost its connection"), RunState.QUEUED),
     ],
 )
@@ -293,9 +327,11 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     """A node of the agent's that raises an error the worker retries on itself (the
     database's, Slack's, or an Agent Server's of its own: a local graph's stream raises
     none of them) fails its run like any other exception: sent back, it would run the
-    tool again on every sweep, forever (found by a review: a node's ``NotifyError`` or
-    ``AgentServerUnavailableError`` even took its drive's count back). The
-    checkpointer's outage sends the run back from its intact checkpoint, until the
+    tool again on every sweep, forever (found by reviews: a node's ``NotifyError`` or
+    ``AgentServerUnavailableError`` even took its drive's count back; an error whose
+    ``__str__`` raised one of them, or a subclass of the checkpointer's error that
+    ignores ``tools_may_have_run``, was retried without bound). The checkpointer's
+    outage sends the run back from its intact checkpoint, until the
     ``CHECKPOINT_RETRIES``-th drive in a row, whichever workers drove it, which fails
     it."""
     driver, worker, run = await an_approved_write(store, tmp_path)
@@ -306,7 +342,7 @@ async def test_only_the_checkpointers_outage_out_of_a_resume_sends_the_run_back_
     ended = await store.get_run(run.run_id)
     assert ended is not None and ended.state == ends, ended
     if ends == RunState.FAILED:
-        assert f"a node raised {type(raised).__name__}: {raised}" in (ended.error or "")
+        assert f"a node raised {error_text(raised)}" in (ended.error or "")
         assert len(resumes) == 1
         return
     # Another failure between (the Agent Server busy: the graph stands for a deployed
@@ -508,3 +544,70 @@ async def test_a_failed_read_of_the_requests_cancels_the_read_of_the_state_and_t
         await driver.drive(run)
     await asyncio.wait_for(cancelled.wait(), timeout=5)
     assert progress.runs == [run.run_id]  # its progress is left to the next drive
+
+
+SENT: list[str] = []
+"""What ``acting_then_raising``'s node sent, one item per time its side effect ran."""
+
+
+def acting_then_raising(exc: Callable[[], BaseException]) -> Any:
+    """A graph whose node asks a person (an Agent Inbox interrupt), sends an email on
+    the answer (``SENT``), then raises ``exc()``: as a node parsing the mail API's reply
+    with pydantic would."""
+
+    def ask_then_send(state: State) -> State:
+        answer = interrupt([human_interrupt(allow=("accept", "ignore"))])[0]
+        SENT.append(answer["type"])
+        raise exc()
+
+    builder = StateGraph(State)
+    builder.add_node("ask_then_send", ask_then_send)
+    builder.add_edge(START, "ask_then_send")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def a_replys_validation_error() -> ValidationError:
+    try:
+        TypeAdapter(int).validate_python("not a number")
+    except ValidationError as exc:
+        return exc
+    raise AssertionError("validated")
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [a_replys_validation_error, lambda: RuntimeError("x" * 1_000_000)],
+    ids=["validation_error", "a_megabyte_of_text"],
+)
+async def test_a_nodes_own_error_after_it_acted_on_the_answer_fails_the_run_once(
+    store: ApprovalStore, raised: Callable[[], BaseException]
+) -> None:
+    """A node's own ``ValidationError`` after it took the answer and acted on it is not
+    LangGraph refusing the answer (that is raised inside ``interrupt``): the run fails,
+    its card closed. Read as a refusal, the card was reopened and each approval sent the
+    email again, and with ``on_timeout: approve`` without anyone clicking (found by a
+    hostile review). The run's recorded error is cut to ``ERROR_TEXT_MAX_CHARS``."""
+    SENT.clear()
+    notifier = RecordingNotifier(store)
+    driver = RunDriver(
+        store=store,
+        graph=acting_then_raising(raised),
+        notifier=notifier,
+        policy=Policy(),
+        args_schemas={},
+    )
+    run = await new_run(store, "send the weekly report")
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    await store.release_run(run.run_id, owner="w", state=RunState.WAITING, drives_in_a_row=0)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+
+    await worker_for(store, driver, notifier).advance(run.run_id, RunState.WAITING)
+
+    failed = await store.get_run(run.run_id)
+    assert failed.state == RunState.FAILED, failed
+    assert type(raised()).__name__ in (failed.error or "")
+    assert len(failed.error or "") <= ERROR_TEXT_MAX_CHARS
+    closed = await store.get_request(request.request_id)
+    assert closed is not None and closed.state == ApprovalState.CANCELLED
+    assert SENT == ["accept"]
