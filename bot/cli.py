@@ -37,6 +37,12 @@ from bot.demo import DEMO_PAGE_PORT, run_demo
 from bot.manifest import render as render_manifest
 from bot.processes import run_release, run_web, run_worker
 
+logger = logging.getLogger(__name__)
+
+STOPPED_BY_ITS_CODE_EXIT = 70
+"""The worker's exit code when code it ran raised ``SystemExit`` or ``KeyboardInterrupt``
+out of its event loop (``EX_SOFTWARE`` of BSD's sysexits.h): not a clean stop."""
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse the command line."""
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "web":
             event_loop.run_server(run_web(_secrets_noted(read_settings(WebSettings))))
         elif args.command == "worker":
-            event_loop.run(run_worker(_secrets_noted(read_settings(WorkerSettings))))
+            return _worker(_secrets_noted(read_settings(WorkerSettings)))
         elif args.command == "release":
             settings = _secrets_noted(read_settings(ReleaseSettings))
             version = event_loop.run(run_release(settings))
@@ -157,6 +163,31 @@ def main(argv: list[str] | None = None) -> int:
     except BridgeError as exc:
         print(scrub(f"agent-bridge {args.command}: {exc}"), file=sys.stderr)
         return 2
+    return 0
+
+
+def _worker(settings: WorkerSettings) -> int:
+    """Run the worker until SIGINT or SIGTERM (exit code 0).
+
+    ``SystemExit`` or ``KeyboardInterrupt`` raised by the code it runs (a tool of the
+    agent's: a command-line program wrapped as a tool calls ``sys.exit``) is re-raised
+    by asyncio out of the event loop, which stops every drive at once; the worker then
+    logs it with its traceback and exits ``STOPPED_BY_ITS_CODE_EXIT``, so that its
+    supervisor starts it again (with ``SystemExit(0)``'s own code it would look like a
+    clean stop). Its runs are taken up again once their leases expire.
+    """
+    try:
+        event_loop.run(run_worker(settings))
+    except (SystemExit, KeyboardInterrupt) as exc:
+        logger.critical(
+            "the worker stopped: %s was raised out of its event loop by the code it ran "
+            "(a tool of the agent's?), cutting every drive in flight; SIGINT and SIGTERM "
+            "stop it cleanly once it runs; exiting %d so that it is started again",
+            type(exc).__name__,
+            STOPPED_BY_ITS_CODE_EXIT,
+            exc_info=exc,
+        )
+        return STOPPED_BY_ITS_CODE_EXIT
     return 0
 
 

@@ -6,9 +6,7 @@ process's ``/metrics`` has the database's figures, whichever process did the wor
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from agent_bridge.scripted_model import DEMO_TASK
 from bot.metrics_http import METRICS_PATH
 from tests.harness import Harness
 from tests.test_metrics import scrape, value
-from tests.worker_processes import REPO, stop
+from tests.worker_processes import start_cli_worker, stop
 
 LISTENING = re.compile(rb"worker metrics on port (\d+)/metrics")
 
@@ -44,25 +42,8 @@ async def metrics_port(log: Path, process: asyncio.subprocess.Process) -> int:
 async def test_the_workers_figures_are_on_its_own_metrics_port(
     harness: Harness, tmp_path: Path
 ) -> None:
-    settings = harness.settings
     log = tmp_path / "worker.log"
-    env = {
-        **os.environ,
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url or "",
-        "SIGNAL_CHANNEL": harness.channel,
-        "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
-        "WORKSPACE_DIR": str(settings.workspace_dir),
-        "POLICY": str(settings.policy or ""),
-        "POLL_INTERVAL_S": "0.3",
-        "METRICS_PORT": "0",
-        "LOG_FORMAT": "json",
-    }
-    with log.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "worker", cwd=REPO, env=env, stdout=out, stderr=out
-        )
+    process = await start_cli_worker(harness, log, {"METRICS_PORT": "0", "LOG_FORMAT": "json"})
     try:
         worker_url = f"http://127.0.0.1:{await metrics_port(log, process)}{METRICS_PATH}"
         run = await harness.start_run(DEMO_TASK)

@@ -74,6 +74,31 @@ async def start_worker(
         )
 
 
+async def start_cli_worker(
+    harness: Harness, log: Path, env_changes: dict[str, str]
+) -> asyncio.subprocess.Process:
+    """Start ``python -m bot.cli worker`` (what the Procfile runs) as a real process on the
+    harness's database, Redis channel, sandbox and workspace, with ``env_changes`` on top;
+    its output appended to ``log``."""
+    settings = harness.settings
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url or "",
+        "SIGNAL_CHANNEL": harness.channel,
+        "SLACK_API_URL": settings.slack_api_url,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
+        "WORKSPACE_DIR": str(settings.workspace_dir),
+        "POLICY": str(settings.policy or ""),
+        "POLL_INTERVAL_S": "0.3",
+        **env_changes,
+    }
+    with log.open("ab") as out:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli", "worker", cwd=REPO, env=env, stdout=out, stderr=out
+        )
+
+
 async def killed(process: asyncio.subprocess.Process) -> None:
     """Wait until the crashing worker has SIGKILLed itself."""
     code = await asyncio.wait_for(process.wait(), EXIT_TIMEOUT_S)
