@@ -36,6 +36,7 @@ from agent_bridge.models import HITL_MODES, ApprovalRequest, ApprovalState, Run,
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.policy import Policy, SqlPolicy
 from agent_bridge.progress import NoProgress, ProgressHook
+from agent_bridge.remote_agent import REFUSED_TITLE
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
@@ -247,7 +248,7 @@ class RunDriver:
             # run the node's side effects again at each answer.
             if (
                 not plan.applying
-                or not _langgraph_refused(exc)
+                or not _langgraph_refused(exc, deployed=self.deployed)
                 or not await self._reopen_refused(run, config, plan, exc)
             ):
                 raise
@@ -527,10 +528,15 @@ def _nodes(exc: Exception) -> RuntimeError:
     return RuntimeError(f"a node raised {error_text(exc)}")
 
 
-def _langgraph_refused(exc: ValidationError) -> bool:
+def _langgraph_refused(exc: ValidationError, *, deployed: bool) -> bool:
     """Whether ``exc`` is LangGraph's check of a resume value against the interrupt's
     ``response_schema``: raised inside ``langgraph.types.interrupt`` (its frame is on the
-    traceback), before the node that called it could act on the answer."""
+    traceback), before the node that called it could act on the answer; for a
+    ``deployed`` graph, ``RemoteAgent``'s stand-in for the server run's
+    ``ValidationError`` (``REFUSED_TITLE``: the server says only the error's name, so a
+    node's own ``ValidationError`` there cannot be told apart)."""
+    if deployed and exc.title == REFUSED_TITLE:
+        return True
     tb = exc.__traceback__
     while tb is not None:
         if tb.tb_frame.f_code is interrupt.__code__:

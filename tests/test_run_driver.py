@@ -39,6 +39,7 @@ from agent_bridge.notifier import NotifyError
 from agent_bridge.policy import Policy
 from agent_bridge.policy_file import POLICIES_DIR, load_policy
 from agent_bridge.progress import NoProgress
+from agent_bridge.remote_agent import REFUSED_TITLE
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
@@ -611,3 +612,26 @@ async def test_a_nodes_own_error_after_it_acted_on_the_answer_fails_the_run_once
     closed = await store.get_request(request.request_id)
     assert closed is not None and closed.state == ApprovalState.CANCELLED
     assert SENT == ["accept"]
+
+
+@pytest.mark.parametrize(("deployed", "ends"), [(True, RunState.WAITING), (False, RunState.FAILED)])
+async def test_a_deployed_graphs_refused_answer_reopens_its_card(
+    store: ApprovalStore, tmp_path: Path, deployed: bool, ends: RunState
+) -> None:
+    """The Agent Server names only the error of a server run that refused the answer:
+    ``RemoteAgent`` stands a ``ValidationError`` titled ``REFUSED_TITLE`` in for it, and
+    the driver of a deployed graph reopens the card as a refused answer. A local graph's
+    stream raising that look-alike is a node's error: the run fails."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    driver.deployed = deployed
+    raise_at_each_resume(driver, ValidationError.from_exception_data(REFUSED_TITLE, []))
+    await worker.advance(run.run_id, RunState.WAITING)
+
+    ended = await store.get_run(run.run_id)
+    assert ended is not None and ended.state == ends, ended
+    (request,) = await store.requests_for_run(run.run_id)
+    if deployed:
+        assert request.state == ApprovalState.PENDING
+        assert (request.note or "").startswith("the agent refused the answer (ValidationError")
+    else:
+        assert request.state == ApprovalState.CANCELLED
