@@ -86,6 +86,26 @@ def connection_kwargs(*, prepared_statements: bool = False) -> dict[str, Any]:
     }
 
 
+class PostgresPool(AsyncConnectionPool[Any]):
+    """psycopg_pool's ``AsyncConnectionPool`` that can tell whether connections can be
+    made now (``connect_failing``), for what a ``PoolTimeout`` means: an outage, or a
+    pool whose connections were all busy (or slow to make) past the caller's wait.
+    Arguments as ``AsyncConnectionPool``'s but ``configure``, which it uses."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._errors_when_connected = 0
+        super().__init__(*args, configure=self._note_connected, **kwargs)
+
+    async def _note_connected(self, conn: Any) -> None:
+        """The pool's ``configure`` callback: a connection was just made."""
+        self._errors_when_connected = self.get_stats().get("connections_errors", 0)
+
+    def connect_failing(self) -> bool:
+        """Whether an attempt to connect failed after the last one that succeeded
+        (psycopg_pool's ``connections_errors`` count, read as each connection is made)."""
+        return self.get_stats().get("connections_errors", 0) > self._errors_when_connected
+
+
 class PostgresDatabase(StatementRunner):
     """The database port over a psycopg pool.
 
@@ -166,9 +186,10 @@ class PostgresDatabase(StatementRunner):
         a statement refused for itself (a row too big for an index, a value out of range:
         it would fail again, so it is not retried as an outage).
 
-        No connection in time (``PoolTimeout``) is too slow when the pool holds all the
-        connections it may, every one busy (a burst of clicks: the database answers each
-        statement it is sent), and an outage otherwise (the pool could not make them)."""
+        No connection in time (``PoolTimeout``) is an outage when the pool's latest
+        attempts to connect failed (``PostgresPool.connect_failing``), and too slow
+        otherwise: every connection busy (a burst of clicks), or new ones slow to make;
+        the database answers what it is sent."""
         try:
             yield
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
@@ -176,9 +197,9 @@ class PostgresDatabase(StatementRunner):
         except TimeoutError as exc:
             raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except PoolTimeout as exc:
-            if self.pool.get_stats().get("pool_size", 0) >= self.pool.max_size:
+            if isinstance(self.pool, PostgresPool) and not self.pool.connect_failing():
                 raise StoreTooSlowError(
-                    f"every one of the pool's {self.pool.max_size} connections was busy: {exc}"
+                    f"no connection free in time (each busy, or slow to make): {exc}"
                 ) from exc
             raise StoreUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         except psycopg.Error as exc:
@@ -277,7 +298,7 @@ def connect_timeout(url: str, timeout_s: float) -> dict[str, Any]:
 
 async def open_pool(
     url: str, *, timeout_s: float = POOL_TIMEOUT_S, prepared_statements: bool = False
-) -> AsyncConnectionPool[Any]:
+) -> PostgresPool:
     """Open a checked (``check_socket``), recycling connection pool on ``url``.
 
     Making a connection is bounded too (``connect_timeout``). A connection
@@ -301,7 +322,7 @@ async def open_pool(
     keywords = connection_kwargs(prepared_statements=prepared_statements) | connect_timeout(
         url, timeout_s
     )
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    pool = PostgresPool(
         url,
         max_size=POOL_MAX_SIZE,
         kwargs=keywords,

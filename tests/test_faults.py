@@ -351,6 +351,32 @@ async def test_a_server_that_takes_the_connection_and_never_answers_is_given_up(
     assert connect_timeout(url + "?connect_timeout=30", WEB_DB_TIMEOUT_S) == {}
 
 
+async def test_no_connection_in_time_is_an_outage_only_while_connecting_fails(
+    pg_url: str,
+) -> None:
+    """A ``PoolTimeout`` reads as the database unreachable only when the pool's attempts
+    to connect fail (``PostgresPool.connect_failing``): a pool grown to its size by a
+    burst, every connection then ended and the database closed to new ones, is an outage
+    (found by a review: read from the pool's size alone it was "did not answer in
+    time"); the same pool with every connection merely checked out is too slow."""
+    pool = await open_pool(pg_url, timeout_s=WEB_DB_TIMEOUT_S)
+    db = PostgresDatabase(pool)
+    name = pg_url.rsplit("/", 1)[1]
+    try:
+        async with contextlib.AsyncExitStack() as held:  # a burst: the pool at its size
+            for _ in range(pool.max_size):
+                await held.enter_async_context(pool.connection())
+            with pytest.raises(StoreTooSlowError), within(0.5):
+                await db.fetch_one("SELECT 1 AS one")
+        set_connections(name, allowed=False)
+        with pytest.raises(StoreUnavailableError) as raised, within(WEB_DB_TIMEOUT_S):
+            await db.fetch_one("SELECT 1 AS one")
+        assert not isinstance(raised.value, StoreTooSlowError), raised.value
+    finally:
+        set_connections(name, allowed=True)
+        await pool.close()
+
+
 async def test_a_pooled_connection_is_handed_out_without_a_round_trip(pg_backend: Any) -> None:
     """The pool's check before each checkout reads the socket only (no ``SELECT 1`` or
     empty query per statement), and still sees a connection the server ended."""
