@@ -40,8 +40,8 @@ from bot.processes import run_release, run_web, run_worker
 logger = logging.getLogger(__name__)
 
 STOPPED_BY_ITS_CODE_EXIT = 70
-"""The worker's exit code when code it ran raised ``SystemExit`` or ``KeyboardInterrupt``
-out of its event loop (``EX_SOFTWARE`` of BSD's sysexits.h): not a clean stop."""
+"""The worker's exit code when code it ran raised ``SystemExit`` out of its event loop
+(``EX_SOFTWARE`` of BSD's sysexits.h): not a clean stop."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -169,21 +169,23 @@ def main(argv: list[str] | None = None) -> int:
 def _worker(settings: WorkerSettings) -> int:
     """Run the worker until SIGINT or SIGTERM (exit code 0).
 
-    ``SystemExit`` or ``KeyboardInterrupt`` raised by the code it runs (a tool of the
-    agent's: a command-line program wrapped as a tool calls ``sys.exit``) is re-raised
-    by asyncio out of the event loop, which stops every drive at once; the worker then
-    logs it with its traceback and exits ``STOPPED_BY_ITS_CODE_EXIT``, so that its
-    supervisor starts it again (with ``SystemExit(0)``'s own code it would look like a
-    clean stop). Its runs are taken up again once their leases expire.
+    A ``SystemExit`` raised by the code it runs (a tool of the agent's: a command-line
+    program wrapped as a tool calls ``sys.exit``) is re-raised by asyncio out of the
+    event loop, which stops every drive at once; the worker then logs it with its
+    traceback and exits ``STOPPED_BY_ITS_CODE_EXIT``, so that its supervisor starts it
+    again (with ``SystemExit(0)``'s own code it would look like a clean stop). Its runs
+    are taken up again once their leases expire. (``KeyboardInterrupt`` is left as
+    Python handles it: before the worker's own SIGINT handler is installed, it is how a
+    Ctrl-C during the start arrives.)
     """
     try:
         event_loop.run(run_worker(settings))
-    except (SystemExit, KeyboardInterrupt) as exc:
+    except SystemExit as exc:
         logger.critical(
-            "the worker stopped: %s was raised out of its event loop by the code it ran "
-            "(a tool of the agent's?), cutting every drive in flight; SIGINT and SIGTERM "
-            "stop it cleanly once it runs; exiting %d so that it is started again",
-            type(exc).__name__,
+            "the worker stopped: SystemExit(%r) was raised out of its event loop by the "
+            "code it ran (a tool of the agent's calling sys.exit?), cutting every drive "
+            "in flight; exiting %d so that it is started again",
+            exc.code,
             STOPPED_BY_ITS_CODE_EXIT,
             exc_info=exc,
         )
