@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from langgraph_sdk.client import LangGraphClient
 from agent_bridge.policy_file import POLICIES_DIR
 from agent_bridge.remote_agent import local_messages
 from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
-from tests.ports import PORT_ATTEMPTS, free_port, port_taken
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "langgraph.json"
@@ -46,6 +47,9 @@ START_TIMEOUT_S = 90.0
 """How long ``langgraph dev`` may take to answer ``GET /ok`` (it imports the graphs)."""
 STOP_TIMEOUT_S = 15.0
 READY_POLL_S = 0.1
+ANNOUNCED = re.compile(r"API: (?:\x1b\[[0-9;]*m)?(http://127\.0\.0\.1:\d+)")
+"""``langgraph dev``'s banner line naming the URL it serves, the port it took (``- 🚀 API:
+http://127.0.0.1:PORT``, the URL maybe coloured)."""
 
 
 @dataclass
@@ -98,8 +102,8 @@ def served_config(folder: Path) -> Path:
 def start_agent_server(folder: Path, config: Path = CONFIG) -> AgentServer:
     """Start ``langgraph dev`` of ``config`` (a ``langgraph.json``; its graphs' file
     paths are read from ``folder``) in ``folder`` on a free port and return once it
-    answers ``GET /ok``; on another port if the first was taken before the server bound
-    it (``tests.ports``).
+    answers ``GET /ok`` on the port it announces (``ANNOUNCED``): ``langgraph dev``
+    takes another itself if the one asked for was taken meanwhile (``tests.ports``).
 
     Raises:
         RuntimeError: If it exits or does not answer within ``START_TIMEOUT_S`` (its
@@ -107,19 +111,6 @@ def start_agent_server(folder: Path, config: Path = CONFIG) -> AgentServer:
     """
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "langgraph-dev.log"
-    for _ in range(PORT_ATTEMPTS - 1):
-        server = _start_on(free_port(), folder, config, log)
-        if server is not None:
-            return server
-    server = _start_on(free_port(), folder, config, log)
-    if server is None:
-        raise RuntimeError(f"langgraph dev found each port taken:\n{log.read_text()}")
-    return server
-
-
-def _start_on(port: int, folder: Path, config: Path, log: Path) -> AgentServer | None:
-    """``start_agent_server`` on ``port``; ``None`` if the server exited because the
-    port was taken."""
     since = log.stat().st_size if log.exists() else 0
     env = {
         **os.environ,
@@ -136,7 +127,7 @@ def _start_on(port: int, folder: Path, config: Path, log: Path) -> AgentServer |
         "--host",
         "127.0.0.1",
         "--port",
-        str(port),
+        str(free_port()),
         "--no-browser",
         "--no-reload",
         "--allow-blocking",  # the demo tools use sqlite3 and files synchronously
@@ -147,23 +138,29 @@ def _start_on(port: int, folder: Path, config: Path, log: Path) -> AgentServer |
         process = subprocess.Popen(
             command, cwd=folder, env=env, stdout=out, stderr=out, start_new_session=True
         )
-    server = AgentServer(
-        process=process, url=f"http://127.0.0.1:{port}", workspace=folder / "workspace", log=log
-    )
+    server = AgentServer(process=process, url="", workspace=folder / "workspace", log=log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            if port_taken(log, since):
-                return None
             raise RuntimeError(f"langgraph dev exited {process.returncode}:\n{log.read_text()}")
+        server.url = server.url or _announced_url(log, since)
         try:
-            if httpx.get(f"{server.url}/ok", timeout=1.0).status_code == 200:
+            if server.url and httpx.get(f"{server.url}/ok", timeout=1.0).status_code == 200:
                 return server
         except httpx.TransportError:
             pass
         time.sleep(READY_POLL_S)
     stop_agent_server(server)
     raise RuntimeError(f"langgraph dev did not answer in {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def _announced_url(log: Path, since: int) -> str:
+    """The API URL ``langgraph dev`` announced in ``log`` from byte ``since`` on, or ``""``
+    before it has."""
+    with log.open("rb") as text:
+        text.seek(since)
+        found = ANNOUNCED.search(text.read().decode(errors="replace"))
+    return found.group(1) if found else ""
 
 
 def stop_agent_server(server: AgentServer) -> None:

@@ -1,12 +1,11 @@
 """Ports for the servers the tests and benchmarks start as processes.
 
 A port is chosen free, then released for the server to bind: between the two, another
-process (a parallel test session's server, any listener) can take it. A server started
-on a taken port exits saying so in its log (uvicorn's and aiohttp's ``[Errno 98] ...
-address already in use``), and its starter tries again on another port. (Another
-server of the same kind that took the port, answering the starter's readiness check
-before this one gives up, is not told apart: that needs both choices to collide within
-the second the server takes to bind.)
+process (a parallel test session's server, any listener) can take it. Our ``web``
+process then exits saying so in its log (aiohttp's ``[Errno 98] ... address already in
+use``), and its starter tries again on another port (``port_taken``, ``PORT_ATTEMPTS``);
+``langgraph dev`` takes another port itself and announces it, and its starter reads it
+there (``tests.agent_server.ANNOUNCED``).
 """
 
 from __future__ import annotations

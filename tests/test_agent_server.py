@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
 from bot import ids
+from tests import agent_server as agent_servers
 from tests.agent_server import (
     ASSISTANTS,
     EXAMPLE_CONFIG,
@@ -135,11 +137,19 @@ async def test_the_demo_runs_against_the_deployed_agent(agent_server: AgentServe
 @pytest.fixture(scope="session")
 def example_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
     """``langgraph dev`` of a copy of ``examples/deployed_graph/`` (what an engineer
-    copies), run from that folder as its ``langgraph.json`` expects."""
+    copies), run from that folder as its ``langgraph.json`` expects. Its port is taken
+    by another listener before it starts (as a parallel test session's server can take
+    it): it is found on the port ``langgraph dev`` took instead and announced."""
     copy = tmp_path_factory.mktemp("example-server") / "deployed_graph"
     shutil.copytree(EXAMPLE_CONFIG.parent, copy)
-    server = start_agent_server(copy, copy / EXAMPLE_CONFIG.name)
+    with socket.socket() as taker, pytest.MonkeyPatch.context() as patch:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        taken = taker.getsockname()[1]
+        patch.setattr(agent_servers, "free_port", lambda: taken)
+        server = start_agent_server(copy, copy / EXAMPLE_CONFIG.name)
     try:
+        assert server.url != f"http://127.0.0.1:{taken}", server.url
         yield server
     finally:
         stop_agent_server(server)
