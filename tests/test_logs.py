@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from agent_bridge import log_context, logs
+from agent_bridge.errors import ERROR_TEXT_MAX_CHARS, error_text
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WebConfig, WorkerConfig
 from tests.harness import REVIEWER, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
@@ -122,6 +123,19 @@ def test_scrub_masks_registered_secrets_and_secret_shapes() -> None:
         "postgresql://app:[secret]@db:5432/app, redis://:[secret]@cache:6379/0, "
         "host=db password=[secret] dbname=app, postgresql://app:[secret]@db/app"
     )
+
+
+@pytest.mark.parametrize("before", [30, 1, 0])
+def test_an_error_text_is_masked_before_it_is_cut(before: int) -> None:
+    """A registered secret across the cut of ``errors.error_text`` (a run's recorded
+    error, its log line) leaves no part of itself: masked first, then cut (found by a
+    review: cut first, the log's masking no longer found the whole secret)."""
+    secret = "lsv2_sk_0123456789abcdef0123456789abcdef"
+    logs.add_secrets([secret])
+    head = "RuntimeError: "
+    text = error_text(RuntimeError("x" * (ERROR_TEXT_MAX_CHARS - len(head) - before) + secret))
+    assert len(text) <= ERROR_TEXT_MAX_CHARS
+    assert not any(secret[:n] in text for n in range(6, len(secret) + 1))
 
 
 def test_a_password_libpq_reads_with_a_hash_is_a_secret() -> None:
