@@ -23,8 +23,15 @@ def error_text(exc: BaseException) -> str:
     except BaseException:
         message = "(its message could not be read)"
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    text = scrub(text[: ERROR_TEXT_MAX_CHARS + SECRET_MAX_CHARS])
-    return text if len(text) <= ERROR_TEXT_MAX_CHARS else text[: ERROR_TEXT_MAX_CHARS - 1] + "…"
+    window = ERROR_TEXT_MAX_CHARS + SECRET_MAX_CHARS
+    masked = scrub(text[:window])
+    if len(text) > window:
+        # A secret cut by the window's end is the masked text's tail (masking what came
+        # before it shortens the text, and can bring that tail inside what is kept).
+        masked = masked[:-SECRET_MAX_CHARS]
+    if len(text) > window or len(masked) > ERROR_TEXT_MAX_CHARS:
+        return masked[: ERROR_TEXT_MAX_CHARS - 1] + "…"
+    return masked
 
 
 class BridgeError(Exception):

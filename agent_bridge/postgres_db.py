@@ -335,8 +335,12 @@ async def open_pool(
     )
     try:
         await pool.open(wait=True, timeout=timeout_s)
-    except Exception as exc:
+    except BaseException as exc:
+        # Cancelled too (a Ctrl-C while connecting): the pool's workers take a
+        # cancellation for a failed attempt and would wait on, keeping the process up.
         await pool.close()
+        if not isinstance(exc, Exception):
+            raise
         try:
             why = await asyncio.wait_for(_connect_failure(url, keywords), timeout_s)
         except TimeoutError:

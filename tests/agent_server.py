@@ -47,9 +47,9 @@ START_TIMEOUT_S = 90.0
 """How long ``langgraph dev`` may take to answer ``GET /ok`` (it imports the graphs)."""
 STOP_TIMEOUT_S = 15.0
 READY_POLL_S = 0.1
-ANNOUNCED = re.compile(r"API: (?:\x1b\[[0-9;]*m)?(http://127\.0\.0\.1:\d+)")
+ANNOUNCED = re.compile(r"API: (?:\x1b\[[0-9;]*m)*(http://127\.0\.0\.1:\d+)(?=\x1b|\s)")
 """``langgraph dev``'s banner line naming the URL it serves, the port it took (``- 🚀 API:
-http://127.0.0.1:PORT``, the URL maybe coloured)."""
+http://127.0.0.1:PORT``, the URL maybe coloured), once the line is written whole."""
 
 
 @dataclass

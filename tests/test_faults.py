@@ -351,6 +351,27 @@ async def test_a_server_that_takes_the_connection_and_never_answers_is_given_up(
     assert connect_timeout(url + "?connect_timeout=30", WEB_DB_TIMEOUT_S) == {}
 
 
+async def test_a_pool_cancelled_while_it_connects_leaves_no_task_behind() -> None:
+    """A Ctrl-C while a process still connects to a server that never answers cancels
+    ``open_pool``: the pool is closed, its workers with it. They take a cancellation for
+    a failed attempt and waited on, so the process never ended (found by a review: one
+    Ctrl-C did not stop a worker starting against a blackholed database)."""
+    loop = asyncio.get_running_loop()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        silent.setblocking(False)
+        url = f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/app"
+        opening = asyncio.create_task(open_pool(url, timeout_s=CONNECT_TIMEOUT_MIN_S))
+        taken, _ = await loop.sock_accept(silent)  # the pool is connecting: never answered
+        with taken:
+            opening.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(opening, CONNECT_TIMEOUT_MIN_S)
+            left = [t for t in asyncio.all_tasks() if "psycopg_pool" in repr(t.get_coro())]
+            assert not [t for t in left if not t.done()], left
+
+
 async def test_no_connection_in_time_is_an_outage_only_while_connecting_fails(
     pg_url: str,
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_bridge import log_context, logs
-from agent_bridge.errors import ERROR_TEXT_MAX_CHARS, error_text
+from agent_bridge.errors import ERROR_TEXT_MAX_CHARS, SECRET_MAX_CHARS, error_text
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WebConfig, WorkerConfig
 from tests.harness import REVIEWER, TEST_BOT_TOKEN, TEST_SIGNING_SECRET, Harness
@@ -125,17 +125,30 @@ def test_scrub_masks_registered_secrets_and_secret_shapes() -> None:
     )
 
 
-@pytest.mark.parametrize("before", [30, 1, 0])
-def test_an_error_text_is_masked_before_it_is_cut(before: int) -> None:
-    """A registered secret across the cut of ``errors.error_text`` (a run's recorded
-    error, its log line) leaves no part of itself: masked first, then cut (found by a
-    review: cut first, the log's masking no longer found the whole secret)."""
+@pytest.mark.parametrize(
+    ("masked_before", "starts_at"),
+    [
+        (0, ERROR_TEXT_MAX_CHARS - 30),
+        (0, ERROR_TEXT_MAX_CHARS - 1),
+        (35, ERROR_TEXT_MAX_CHARS + SECRET_MAX_CHARS - 12),
+    ],
+)
+def test_an_error_text_is_masked_before_it_is_cut(masked_before: int, starts_at: int) -> None:
+    """A registered secret across a cut of ``errors.error_text`` (a run's recorded error,
+    its log line) leaves no part of itself: masked first, then cut (found by reviews: cut
+    first, the log's masking no longer found the whole secret; and masking
+    ``masked_before`` secrets ahead of one the masked window cut shortens the text,
+    bringing what is left of it inside what is kept). The secret starts at character
+    ``starts_at`` of the text."""
     secret = "lsv2_sk_0123456789abcdef0123456789abcdef"
-    logs.add_secrets([secret])
+    other = "Zq8xW3vR7tY2uI9oP4aS6dF1gH5jK0lMnB7vC3xZ"
+    logs.add_secrets([secret, other])
+    lines = "".join(f"retry {i:02d} x-api-key={other}\n" for i in range(masked_before))
     head = "RuntimeError: "
-    text = error_text(RuntimeError("x" * (ERROR_TEXT_MAX_CHARS - len(head) - before) + secret))
+    pad = "x" * (starts_at - len(head) - len(lines))
+    text = error_text(RuntimeError(lines + pad + secret + " and more"))
     assert len(text) <= ERROR_TEXT_MAX_CHARS
-    assert not any(secret[:n] in text for n in range(6, len(secret) + 1))
+    assert not any(secret[:n] in text for n in range(6, len(secret) + 1)), text[-80:]
 
 
 def test_a_password_libpq_reads_with_a_hash_is_a_secret() -> None:
