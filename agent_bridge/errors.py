@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-from agent_bridge.logs import scrub
+from agent_bridge.logs import scrub_cut
 
 ERROR_TEXT_MAX_CHARS = 2000
 """Characters of an exception's text kept where a run's failure is recorded (the agent's
 own exceptions can carry anything: a whole reply, a gigabyte)."""
-SECRET_MAX_CHARS = 1000
-"""Longer than any secret the logs mask (a token, a password, a URL's password): the
-text is masked with that much more than it keeps, so no secret is cut in two first."""
 
 
 def error_text(exc: BaseException) -> str:
-    """``"TypeName: message"`` of ``exc``, its secrets masked (``logs.scrub``), cut to
-    ``ERROR_TEXT_MAX_CHARS``, whatever its ``__str__`` does: an exception the agent's
-    code raised is read like agent text, and one whose text cannot be read is named by
-    its type alone (its ``__str__`` raised, and what it raised must not leave here as if
-    the caller had)."""
+    """``"TypeName: message"`` of ``exc``, its secrets masked and cut to
+    ``ERROR_TEXT_MAX_CHARS`` (``logs.scrub_cut``), whatever its ``__str__`` does: an
+    exception the agent's code raised is read like agent text, and one whose text cannot
+    be read is named by its type alone (its ``__str__`` raised, and what it raised must
+    not leave here as if the caller had)."""
     try:
         message = str(exc)
     except BaseException:
         message = "(its message could not be read)"
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    window = ERROR_TEXT_MAX_CHARS + SECRET_MAX_CHARS
-    masked = scrub(text[:window])
-    if len(text) > window:
-        # A secret cut by the window's end is the masked text's tail (masking what came
-        # before it shortens the text, and can bring that tail inside what is kept).
-        masked = masked[:-SECRET_MAX_CHARS]
-    if len(text) > window or len(masked) > ERROR_TEXT_MAX_CHARS:
-        return masked[: ERROR_TEXT_MAX_CHARS - 1] + "…"
-    return masked
+    return scrub_cut(text, ERROR_TEXT_MAX_CHARS)
 
 
 class BridgeError(Exception):

@@ -10,7 +10,7 @@ libraries' lines (Bolt, slack_sdk, psycopg, aiohttp, asyncio) go the same way:
 3. ``scrub``: every registered secret (``add_secrets``: the process's Slack tokens,
    signing secret, database and Redis passwords) and anything shaped like a Slack token
    or a URL's password is replaced by ``SECRET_MARK``, in the message, the traceback
-   and every field;
+   and every field, each cut to ``LOG_TEXT_MAX_CHARS`` (``scrub_cut``);
 4. one line: JSON (an object per line: ``timestamp``, ``level``, ``logger``, ``event``,
    the IDs, ``exception``) or text (``<time> <LEVEL> <logger>: <message> key=value...``).
 
@@ -48,6 +48,14 @@ SECRET_SHAPES = (
 """Secrets recognised by their shape, registered or not (an installation's token, a
 URL in a library's message)."""
 URL_PASSWORD = SECRET_SHAPES[2]
+
+SECRET_MAX_CHARS = 1000
+"""Longer than any secret masked (a token, a password, a URL's password): a text cut to
+``n`` characters is masked over ``n`` plus this many, so no secret is cut in two first."""
+LOG_TEXT_MAX_CHARS = 100_000
+"""Characters of each string of a log line (its message, its traceback, a field): an
+exception of the agent's code can carry megabytes, and masking them all would hold the
+process's event loop (about 3.4 s per 100 MB), past the leases it renews."""
 
 _secrets: set[str] = set()
 
@@ -113,18 +121,33 @@ def scrub(text: str) -> str:
     return text
 
 
+def scrub_cut(text: str, limit: int) -> str:
+    """``text`` masked (``scrub``) and cut to ``limit`` characters, a cut one ending in
+    "…", with no part of a secret left at the cut: masked over ``SECRET_MAX_CHARS`` more
+    than it keeps, and, when that window cut the text, without the window's last
+    ``SECRET_MAX_CHARS`` (masking what came before a secret the window cut shortens the
+    text, and can bring its start inside what is kept)."""
+    window = limit + SECRET_MAX_CHARS
+    masked = scrub(text[:window])
+    if len(text) > window:
+        masked = masked[:-SECRET_MAX_CHARS]
+    if len(text) > window or len(masked) > limit:
+        return masked[: limit - 1] + "…"
+    return masked
+
+
 def scrub_event(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
-    """structlog processor: ``scrub`` every string of the event (message, traceback,
-    fields)."""
+    """structlog processor: ``scrub_cut`` every string of the event (message, traceback,
+    fields) to ``LOG_TEXT_MAX_CHARS``."""
     return {key: _scrubbed(value) for key, value in event_dict.items()}
 
 
 def _scrubbed(value: Any) -> Any:
     if isinstance(value, str):
-        return scrub(value)
+        return scrub_cut(value, LOG_TEXT_MAX_CHARS)
     if isinstance(value, (int, float, bool)) or value is None:
         return value
-    return scrub(repr(value))
+    return scrub_cut(repr(value), LOG_TEXT_MAX_CHARS)
 
 
 def text_line(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
