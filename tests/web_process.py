@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -12,8 +11,8 @@ import aiohttp
 from bot.app import EVENTS_PATH, HEALTH_PATH
 from tests.harness import Harness
 from tests.ports import PORT_ATTEMPTS, free_port, port_taken
+from tests.worker_processes import REPO, service_env
 
-REPO = Path(__file__).resolve().parent.parent
 EXIT_TIMEOUT_S = 40.0
 
 
@@ -45,12 +44,7 @@ async def _start_on(
     settings = harness.web_settings
     since = log.stat().st_size if log.exists() else 0
     env = {
-        **os.environ,
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url or "",
-        "SIGNAL_CHANNEL": harness.channel,
-        "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
+        **service_env(settings, harness.channel),
         "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
         "HOST": "127.0.0.1",
         "PORT": str(port),

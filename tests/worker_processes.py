@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from agent_bridge.settings import WebConfig, WorkerConfig
 from tests.harness import Harness
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,6 +27,20 @@ TWO_TURNS = {
 """A task whose next turn, once the first call's result is back, calls the tool again."""
 
 
+def service_env(settings: WorkerConfig | WebConfig, channel: str) -> dict[str, str]:
+    """This process's environment with what a product process started by a test needs
+    of ``settings`` to reach the harness: its database, Redis and signal ``channel``, and
+    the sandbox's Slack API and bot token."""
+    return {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url or "",
+        "SIGNAL_CHANNEL": channel,
+        "SLACK_API_URL": settings.slack_api_url,
+        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
+    }
+
+
 async def start_worker(
     harness: Harness,
     log: Path,
@@ -40,11 +55,7 @@ async def start_worker(
     more arguments; ``env_changes``: variables changed, or removed when ``None``)."""
     settings = harness.settings
     env = {
-        **os.environ,
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url or "",
-        "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
+        **service_env(settings, harness.channel),
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLICY": str(settings.policy or ""),
         "POLL_INTERVAL_S": "0.3",
@@ -82,12 +93,7 @@ async def start_cli_worker(
     its output appended to ``log``."""
     settings = harness.settings
     env = {
-        **os.environ,
-        "DATABASE_URL": settings.database_url,
-        "REDIS_URL": settings.redis_url or "",
-        "SIGNAL_CHANNEL": harness.channel,
-        "SLACK_API_URL": settings.slack_api_url,
-        "SLACK_BOT_TOKEN": settings.slack_bot_token or "",
+        **service_env(settings, harness.channel),
         "WORKSPACE_DIR": str(settings.workspace_dir),
         "POLICY": str(settings.policy or ""),
         "POLL_INTERVAL_S": "0.3",
