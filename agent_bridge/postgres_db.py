@@ -115,7 +115,7 @@ class PostgresDatabase(StatementRunner):
 
     dialect: Dialect = "postgres"
 
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+    def __init__(self, pool: PostgresPool) -> None:
         self.pool = pool
 
     async def close(self) -> None:
@@ -197,7 +197,7 @@ class PostgresDatabase(StatementRunner):
         except TimeoutError as exc:
             raise StoreTooSlowError("PostgreSQL did not answer within the deadline") from exc
         except PoolTimeout as exc:
-            if isinstance(self.pool, PostgresPool) and not self.pool.connect_failing():
+            if not self.pool.connect_failing():
                 raise StoreTooSlowError(
                     f"no connection free in time (each busy, or slow to make): {exc}"
                 ) from exc
