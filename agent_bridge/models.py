@@ -98,6 +98,12 @@ class Decision(BaseModel):
     message: str | None = None
     """For ``reject`` (optional reason) and ``respond`` (the answer)."""
 
+    @property
+    def runs_the_call(self) -> bool:
+        """Whether the call runs on this decision: ``approve`` and ``edit`` let it run;
+        ``reject``, ``respond`` and ``ignore`` keep it from running."""
+        return self.type in ("approve", "edit")
+
     def as_langgraph(self, tool_name: str) -> dict[str, Any]:
         """Return the middleware's decision dict for a call of ``tool_name`` (``ignore``
         is not one: it is only ever allowed on a ``HumanInterrupt``, see

@@ -92,6 +92,14 @@ class RunDriver:
         self.progress = progress or NoProgress()
         self.deployed = deployed
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
+        self._sent: dict[str, frozenset[str]] = {}
+
+    def answers_sent(self, run_id: str) -> frozenset[str]:
+        """The requests whose answers the graph was given by the latest drive of
+        ``run_id``, if that drive raised once it had (in the stream, or in what follows
+        it); empty otherwise. Forgotten once read. For the worker to close a failed run's
+        cards truthfully: those calls may have run (``RunFailures.end``)."""
+        return self._sent.pop(run_id, frozenset())
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
         """Advance ``run`` once; return the state to leave it in and its final answer.
@@ -106,10 +114,12 @@ class RunDriver:
                 failed).
         """
         try:
-            return await self._drive(run)
+            ended = await self._drive(run)
         except BaseException:
             self.progress.abandon(run)  # cut: whoever drives it next draws its progress
             raise
+        self._sent.pop(run.run_id, None)
+        return ended
 
     async def _drive(self, run: Run) -> tuple[RunState, str | None]:
         """``drive``'s steps."""
@@ -143,6 +153,7 @@ class RunDriver:
         if graph_input is _FINISHED:
             return await self._finish(run, snapshot, calls)
         applying = [r for r in requests if r.request_id in plan.applying]
+        self._sent[run.run_id] = frozenset(plan.applying)
         with metrics.resuming(applying, now=self.store.clock()):
             resumed = await self._resume(run, graph_input, config, plan, calls)
         if not resumed:

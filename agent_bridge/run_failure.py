@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Collection
 
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.store import ApprovalStore
-from agent_bridge.wording import run_failed_note
+from agent_bridge.wording import run_failed_after_call_sent_note, run_failed_note
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,13 @@ class RunFailures:
         self.notifier = notifier
 
     async def end(
-        self, run: Run, *, owner: str, error: str, lease_s: float
+        self,
+        run: Run,
+        *,
+        owner: str,
+        error: str,
+        lease_s: float,
+        sent: Collection[str] | None = (),
     ) -> list[ApprovalRequest]:
         """End ``run``, which ``owner`` drove: if ``owner`` still holds its lease (renewed
         for ``lease_s`` seconds, so it holds while Slack is told), post the failure in
@@ -44,6 +51,11 @@ class RunFailures:
         (``ApprovalStore.fail_run``: one transaction). A worker that lost the lease
         (another worker drives the run now, or its workspace was closed) says and changes
         nothing: the run is not its to end.
+
+        A closed request's note says its call will not run (``run_failed_note``), but for
+        a call approved or edited whose request is in ``sent``, the requests whose
+        answers the failed drive gave the graph (``RunDriver.answers_sent``; ``None``: not
+        known, so any of them): that call may have run (``run_failed_after_call_sent_note``).
 
         Returns:
             The requests closed, whose cards are to be redrawn; none if the run was not
@@ -67,7 +79,17 @@ class RunFailures:
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
         note = run_failed_note(run.run_id)
-        closed = await self.store.fail_run(run.run_id, owner=owner, error=error, note=note)
+        may_have_run = run_failed_after_call_sent_note(run.run_id)
+
+        def note_for(request: ApprovalRequest) -> str | None:
+            decided = request.decision is not None and request.decision.runs_the_call
+            if decided and (sent is None or request.request_id in sent):
+                return may_have_run
+            return None
+
+        closed = await self.store.fail_run(
+            run.run_id, owner=owner, error=error, note=note, note_for=note_for
+        )
         logger.info("run=%s thread_id=%s failed: %s", run.run_id, run.thread_id, error)
         return closed
 

@@ -88,6 +88,7 @@ from agent_bridge.store_sql import (
     SET_MESSAGE,
     SET_NOTICE_TS,
     SET_POINTER,
+    SET_REQUEST_NOTE,
     SET_RESULT,
     SET_RUN_THREAD_LINK,
     SET_RUN_THREAD_TS,
@@ -651,11 +652,19 @@ class ApprovalStore:
         return expired
 
     async def fail_run(
-        self, run_id: str, *, owner: str, error: str, note: str
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        error: str,
+        note: str,
+        note_for: Callable[[ApprovalRequest], str | None] | None = None,
     ) -> list[ApprovalRequest]:
         """Release the run as ``failed`` with ``error`` (as ``release_run``) and close its
-        pending and unapplied requests, each with its audit event (``reason``: ``note``),
-        in one transaction: nobody sees the run ended with cards still open, and a crash
+        pending and unapplied requests, each with ``note`` (or the one ``note_for`` gives
+        it, as closed, where ``note`` would be untrue for it; ``None``: ``note``) and its
+        audit event (``reason``: its note), in one transaction: nobody sees the run ended
+        with cards still open, and a crash
         leaves neither done, so the run's lease expires and it is driven again. Only
         ``owner``'s lease is released: a worker that lost it (another took the run, or
         ``close_workspace`` failed it) changes nothing, and leaves the cards to the run's
@@ -672,9 +681,19 @@ class ApprovalStore:
             rows = await tx.fetch_all(
                 CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
             )
-            cancelled = [request_from_row(r) for r in rows]
-            for request in cancelled:
-                await self._audit(tx, self._event(AuditKind.CANCELLED, request, reason=note))
+            cancelled = []
+            for row in rows:
+                request = request_from_row(row)
+                own = note_for(request) if note_for is not None else None
+                if own is not None and own != note:
+                    changed = await tx.fetch_one(
+                        SET_REQUEST_NOTE, {"request_id": request.request_id, "note": own}
+                    )
+                    request = request_from_row(changed) if changed is not None else request
+                cancelled.append(request)
+                await self._audit(
+                    tx, self._event(AuditKind.CANCELLED, request, reason=request.note or note)
+                )
         return cancelled
 
     async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:

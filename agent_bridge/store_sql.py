@@ -145,6 +145,8 @@ CANCEL_OPEN_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note
     revision = revision + 1, changed_at = :now
     WHERE run_id = :run_id AND state IN ('pending', 'decided')
     RETURNING *"""
+SET_REQUEST_NOTE = """UPDATE approval_requests SET note = :note WHERE request_id = :request_id
+    RETURNING *"""
 CLOSE_TEAM_REQUESTS = """UPDATE approval_requests SET state = 'cancelled', note = :note,
     revision = revision + 1, drawn_revision = revision + 1, changed_at = :now
     WHERE state IN ('pending', 'decided')

@@ -107,6 +107,18 @@ def run_failed_note(run_id: str) -> str:
     return f"The run failed, so this call will not run (details in the worker's log, run {run_id})."
 
 
+def run_failed_after_call_sent_note(run_id: str) -> str:
+    """A request closed because its run failed after the graph was given its approved
+    (or edited) call: the call may have started, even finished, before the failure, so
+    "will not run" would be untrue (``run_failed_note``'s; the error itself is only in
+    the worker's log)."""
+    return (
+        "The run failed after this call was sent to it, so the call may have run, in "
+        f"whole or in part: check before running it again (details in the worker's log, "
+        f"run {run_id})."
+    )
+
+
 def uninstalled_note(team_id: str) -> str:
     """A request closed because the app left its workspace (uninstalled, or its bot
     token revoked): its card can no longer be updated, so this is in the audit trail."""

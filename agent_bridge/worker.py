@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Collection
 
 from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
@@ -446,7 +447,9 @@ class Worker:
             await self._requeue(run, drives_in_a_row=0 if went_through else run.drives_before)
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
-            await self._fail(run, error_text(exc))
+            await self._fail(run, error_text(exc), sent=self.driver.answers_sent(run_id))
+        finally:
+            self.driver.answers_sent(run_id)  # forgotten: only a failure reads it
 
     async def _fail_unfinished(self, run: Run) -> None:
         """Fail ``run`` without driving it: its last ``CHECKPOINT_RETRIES`` drives did not
@@ -464,6 +467,7 @@ class Worker:
             f"its last {run.drives_before} drives in a row did not go through (a checkpoint "
             "unavailable while the graph ran, or a worker that stopped, died or lost its "
             "lease mid-drive); not driven again, so that no tool runs again",
+            sent=None,  # which answers those drives gave the graph is not known
         )
 
     async def _checkpoint_failed(self, run: Run, exc: CheckpointUnavailableError) -> None:
@@ -503,7 +507,11 @@ class Worker:
             failures,
             exc,
         )
-        await self._fail(run, f"{type(exc).__name__} in {failures} drives in a row: {exc}")
+        await self._fail(
+            run,
+            f"{type(exc).__name__} in {failures} drives in a row: {exc}",
+            sent=self.driver.answers_sent(run.run_id),
+        )
 
     async def _give_back(self, run: Run) -> None:
         """Release a run whose drive was cut by the end of ``stop_grace_s`` as ``queued``,
@@ -552,11 +560,12 @@ class Worker:
             run.thread_id,
             exc,
         )
-        await self._fail(run, str(exc))
+        await self._fail(run, str(exc), sent=self.driver.answers_sent(run.run_id))
 
-    async def _fail(self, run: Run, error: str) -> None:
-        """End the run as failed (``RunFailures.end``) under its lease, renewed with the
-        others' while Slack is told (a post held by a rate limit can outlast one lease):
+    async def _fail(self, run: Run, error: str, *, sent: Collection[str] | None) -> None:
+        """End the run as failed (``RunFailures.end``, ``sent``: the requests whose answers
+        the failed drive gave the graph, ``None`` if not known) under its lease, renewed
+        with the others' while Slack is told (a post held by a rate limit can outlast one lease):
         a lease lost meanwhile stops it there, the run being its next holder's to end.
         The cards it closed are redrawn after, the run no longer leased. If the database
         cannot take it, the lease expires and the next claim drives the run again (or,
@@ -564,7 +573,9 @@ class Worker:
         try:
             closed = await self.leases.hold(
                 run.run_id,
-                self.failures.end(run, owner=self.owner, error=error, lease_s=self.lease_s),
+                self.failures.end(
+                    run, owner=self.owner, error=error, lease_s=self.lease_s, sent=sent
+                ),
             )
         except StoreUnavailableError as exc:
             logger.warning(

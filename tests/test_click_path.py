@@ -24,6 +24,7 @@ from agent_bridge.worker import Worker
 from bot.processes import open_bus
 from tests import services
 from tests.harness import DBA, Harness
+from tests.test_leases import StandInDriver
 
 REMINDERS_DUE = 300
 """A backlog of reminders all due at once (after an outage, thousands)."""
@@ -190,7 +191,7 @@ async def test_a_signal_for_another_agents_run_is_not_claimed(
     assert own is not None and own.state == RunState.RUNNING
 
 
-class HeldDriver:
+class HeldDriver(StandInDriver):
     """A driver whose drives each wait for the test to let them end, in order."""
 
     def __init__(self) -> None:

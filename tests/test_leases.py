@@ -28,7 +28,14 @@ LEASE_S = 0.6
 OWNER = "worker-a"
 
 
-class SlowDriver:
+class StandInDriver:
+    """What the worker reads of a driver besides ``drive``: no answer given to a graph."""
+
+    def answers_sent(self, run_id: str) -> frozenset[str]:
+        return frozenset()
+
+
+class SlowDriver(StandInDriver):
     """A driver whose drive runs until cancelled, or until ``enough`` is set."""
 
     def __init__(self) -> None:
@@ -132,7 +139,7 @@ async def test_a_healthy_worker_keeps_its_lease_through_a_long_drive(
     assert (run["state"], run["final_answer"], run["lease_owner"]) == ("done", "finished", None)
 
 
-class FailingDriver:
+class FailingDriver(StandInDriver):
     """A driver whose drive raises at once (a tool or the graph failed)."""
 
     async def drive(self, run: Run) -> tuple[RunState, str | None]:
@@ -276,7 +283,7 @@ async def test_one_statement_renews_every_lease_a_worker_holds(
     assert leases.renewals == len(store.statements)
 
 
-class CountingDriver:
+class CountingDriver(StandInDriver):
     """A driver whose drives wait for ``enough``; it counts drives at once."""
 
     def __init__(self, started_needed: int) -> None:

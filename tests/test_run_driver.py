@@ -18,6 +18,7 @@ from langgraph.types import Command, interrupt
 from pydantic import TypeAdapter, ValidationError
 
 from agent_bridge.agent import build_agent, load_tools
+from agent_bridge.audit import read_events
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import (
     ERROR_TEXT_MAX_CHARS,
@@ -44,6 +45,7 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import run_failed_after_call_sent_note, run_failed_note
 from agent_bridge.worker import CHECKPOINT_RETRIES, Worker
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
@@ -250,7 +252,9 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
     """Not a refused answer: re-answering would replay the saved one, so the run fails
-    and its open cards are closed, never reopened (per-call mode keeps the answer)."""
+    and its open cards are closed, never reopened (per-call mode keeps the answer). The
+    approved call that raised ran: its card says it may have run, not that it will not
+    (the pending one's does: it was never sent)."""
     notifier = RecordingNotifier(store)
     driver, _ = driver_for(store, tmp_path, notifier, {})
     worker = worker_for(store, driver, notifier)
@@ -277,8 +281,12 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert failed.state == RunState.FAILED and "IsADirectoryError" in (failed.error or "")
     closed = {r.tool_name: r for r in await store.requests_for_run(run.run_id)}
     assert {r.state for r in closed.values()} == {ApprovalState.CANCELLED}
-    assert (closed["execute_sql"].note or "").startswith("The run failed")
+    assert closed["execute_sql"].note == run_failed_note(run.run_id)
+    assert closed["write_file"].note == run_failed_after_call_sent_note(run.run_id)
     assert str(tmp_path) not in (closed["execute_sql"].note or "")  # no server path on a card
+    audit = {e.tool_name: e.reason for e in await read_events(store.db) if e.kind == "cancelled"}
+    assert audit == {name: request.note for name, request in closed.items()}
+    assert not driver.answers_sent(run.run_id)  # read by the worker, then forgotten
     redrawn = [e for e, _ in notifier.events if e == "updated"]
     assert len(redrawn) == 2 and ("failed", run.run_id) in notifier.events
     late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
@@ -467,6 +475,9 @@ async def test_drives_cut_by_a_lost_lease_fail_the_run_at_the_bound(
     await drive_after_each_lease(store, worker, run, drives=2 * CHECKPOINT_RETRIES)
     ended = await store.get_run(run.run_id)
     assert (ended.state, len(resumes)) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
+    # Which drive gave the graph the answer is not known then: the approved call may have run.
+    (write,) = await store.requests_for_run(run.run_id)
+    assert write.note == run_failed_after_call_sent_note(run.run_id)
 
 
 class StateReadFails:

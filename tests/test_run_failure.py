@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from agent_bridge.wording import run_failed_after_call_sent_note
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.harness import Harness
@@ -188,6 +190,36 @@ class TestFailingInItsFirstDrive:
             m for m in harness.sandbox.messages(ended.channel_id) if "run failed" in m["text"]
         ]
         assert failed and all(m.get("thread_ts") == ended.thread_ts for m in failed), failed
+
+
+async def test_a_card_whose_approved_call_ran_then_failed_the_run_says_it_may_have_run(
+    harness: Harness,
+) -> None:
+    """The approved call ran and raised (a file over a directory: not a ToolException,
+    so the run fails): its closed card in Slack says the call may have run, never that
+    it will not run; the audit trail gives the same reason."""
+    (harness.settings.workspace_dir / "files" / "adir").mkdir(parents=True)
+    run = await harness.start_run(
+        json.dumps(
+            {"tool_calls": [{"name": "write_file", "args": {"path": "adir", "content": "x"}}]}
+        )
+    )
+    (write,) = await harness.requests(run, count=1)
+    status, _ = await harness.click(write, "approve")
+    assert status == 200
+    assert (await harness.finished(run)).state == RunState.FAILED
+
+    async def closed_and_drawn() -> ApprovalRequest | None:
+        card = await harness.store.get_request(write.request_id)
+        drawn = card and card.drawn_revision == card.revision
+        return card if card and card.state == ApprovalState.CANCELLED and drawn else None
+
+    closed = await harness.wait_for(closed_and_drawn)
+    assert closed.note == run_failed_after_call_sent_note(run.run_id)
+    card = json.dumps(harness.sandbox.message(closed.channel_id or "", closed.message_ts or ""))
+    assert "may have run" in card and "will not run" not in card and "Approved" in card
+    (event,) = [e for e in await read_events(harness.store.db) if e.kind == AuditKind.CANCELLED]
+    assert event.reason == closed.note
 
 
 LINK_TEXT = "Open the run's thread"
