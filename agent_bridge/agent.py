@@ -179,6 +179,11 @@ def assemble_agent(
             graph itself (not a factory, which may read it), since it would be ignored.
     """
     if settings.agent_url:
+        if settings.step_timeout_s is not None:
+            raise ConfigurationError(
+                "STEP_TIMEOUT_S is set, but AGENT_URL is too: the Agent Server runs that "
+                "graph, and bounds its steps itself. Unset STEP_TIMEOUT_S."
+            )
         return deployed_agent(settings=settings, policy=policy, model=model)
     source = load_agent(settings)
     if isinstance(source, Pregel):
@@ -204,7 +209,11 @@ def assemble_agent(
             ", ".join(sorted(shape.gated)) or "none",
             shape.interrupt_mode or "no HumanInTheLoopMiddleware",
         )
-        attached = attach_checkpointer(source, checkpointer, reference=settings.agent)
+        attached = with_step_timeout(
+            attach_checkpointer(source, checkpointer, reference=settings.agent),
+            settings.step_timeout_s,
+            reference=settings.agent,
+        )
         try:
             applied = policy_for_graph(policy, shape)
         except ConfigurationError as exc:
@@ -234,8 +243,33 @@ def assemble_agent(
         system_prompt=settings.system_prompt or policy.system_prompt,
     )
     return WorkerAgent(
-        graph=graph, policy=policy, args_schemas={t.name: tool_args_schema(t) for t in source}
+        graph=cast(
+            "AgentGraph",
+            with_step_timeout(graph, settings.step_timeout_s, reference=settings.agent),
+        ),
+        policy=policy,
+        args_schemas={t.name: tool_args_schema(t) for t in source},
     )
+
+
+def with_step_timeout(
+    graph: CompiledGraph, seconds: float | None, *, reference: str
+) -> CompiledGraph:
+    """``graph``, or a copy of it whose steps may take at most ``seconds``
+    (``STEP_TIMEOUT_S``; LangGraph's ``Pregel.step_timeout``).
+
+    Raises:
+        ConfigurationError: If ``graph`` (``AGENT``: ``reference``) has a different
+            ``step_timeout`` of its own: neither wins quietly.
+    """
+    if seconds is None or graph.step_timeout == seconds:
+        return graph
+    if graph.step_timeout is not None:
+        raise ConfigurationError(
+            f"STEP_TIMEOUT_S={seconds:g} is set, but AGENT={reference} is a graph with "
+            f"step_timeout={graph.step_timeout:g} of its own: keep one of them."
+        )
+    return graph.copy(update={"step_timeout": seconds})
 
 
 def deployed_agent(
