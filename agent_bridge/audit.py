@@ -60,7 +60,8 @@ class AuditKind(StrEnum):
     OUTCOME = "outcome"
     """The call ran, or was answered instead (``detail``: result or error, short)."""
     CANCELLED = "cancelled"
-    """Its run failed first; the call will never run."""
+    """Closed before its decision was applied (its run failed, or its workspace left);
+    ``reason``: the card's note, saying whether the call may have run."""
 
 
 SELECT_EVENTS = """SELECT * FROM audit_events

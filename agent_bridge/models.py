@@ -64,7 +64,9 @@ class ApprovalState(StrEnum):
     APPLIED = "applied"
     """The ``thread_id`` was resumed with the decision (or the checkpoint shows it was)."""
     CANCELLED = "cancelled"
-    """The run failed first: the call will never run, whatever was or is decided."""
+    """Closed without being applied: its run failed, or its workspace left. Nobody can
+    decide it any more; its ``note`` says whether the call may have run (an answer given
+    to the graph before the failure) or will never run."""
 
 
 class RunState(StrEnum):
@@ -97,12 +99,6 @@ class Decision(BaseModel):
     """For ``edit``: the reviewer's replacement arguments."""
     message: str | None = None
     """For ``reject`` (optional reason) and ``respond`` (the answer)."""
-
-    @property
-    def runs_the_call(self) -> bool:
-        """Whether the call runs on this decision: ``approve`` and ``edit`` let it run;
-        ``reject``, ``respond`` and ``ignore`` keep it from running."""
-        return self.type in ("approve", "edit")
 
     def as_langgraph(self, tool_name: str) -> dict[str, Any]:
         """Return the middleware's decision dict for a call of ``tool_name`` (``ignore``
@@ -309,6 +305,16 @@ class ApprovalRequest(BaseModel):
     """Argument keys whose values are never shown (``agent_bridge.redaction``), copied
     from the policy when the request is made; a request stored without them gets the
     defaults (fails closed)."""
+
+    @property
+    def may_run_once_sent(self) -> bool:
+        """Whether what was decided may run once the graph is given it: a tool call of
+        ``HumanInTheLoopMiddleware`` on ``approve`` or ``edit`` (``reject`` and
+        ``respond`` keep it from running); any other interrupt on any answer, which its
+        node acts on as it will. ``False`` while undecided."""
+        if self.decision is None:
+            return False
+        return self.mode not in HITL_MODES or self.decision.type in ("approve", "edit")
 
     def redacted(self) -> ApprovalRequest:
         """This request as people may see it: every argument value the ``redact`` rules

@@ -140,8 +140,8 @@ class RunDriver:
             raise CheckpointLostError(
                 f"thread_id {run.thread_id} has no state any more, though the run paused "
                 f"on it ({len(requests)} requests): the agent's checkpoints are gone (an "
-                "in-memory Agent Server restarted, or the thread was deleted); its "
-                "decisions were not sent"
+                "in-memory Agent Server restarted, or the thread was deleted); the "
+                "decisions not given to it yet can no longer be"
             )
         calls = ToolCalls.of(requests, snapshot)
         await self._catch_up(run, snapshot, requests, calls)

@@ -6,7 +6,8 @@ exception text can hold server paths and data. The error is logged here with the
 ID and ``thread_id``, and kept in ``runs.error``.
 
 The worker calls ``end``, then ``redraw``, when the graph raised or Slack refused a
-message for good; nobody should then decide a call that will never run.
+message for good; nobody should then decide a call of the run, and each closed card says
+whether its call ran, may have run, or will not run.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from collections.abc import Collection
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.notifier import Notifier, NotifyError
 from agent_bridge.store import ApprovalStore
-from agent_bridge.wording import run_failed_after_call_sent_note, run_failed_note
+from agent_bridge.wording import (
+    run_failed_after_call_ran_note,
+    run_failed_call_may_have_run_note,
+    run_failed_note,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +58,11 @@ class RunFailures:
         nothing: the run is not its to end.
 
         A closed request's note says its call will not run (``run_failed_note``), but for
-        a call approved or edited whose request is in ``sent``, the requests whose
-        answers the failed drive gave the graph (``RunDriver.answers_sent``; ``None``: not
-        known, so any of them): that call may have run (``run_failed_after_call_sent_note``).
+        one whose decision lets it run (``ApprovalRequest.may_run_once_sent``): with a
+        result recorded, it ran (``run_failed_after_call_ran_note``); in ``sent``, the
+        requests whose answers the failed drive gave the graph
+        (``RunDriver.answers_sent``; ``None``: not known, as when earlier drives did not go
+        through), it may have run (``run_failed_call_may_have_run_note``).
 
         Returns:
             The requests closed, whose cards are to be redrawn; none if the run was not
@@ -79,12 +86,14 @@ class RunFailures:
         with contextlib.suppress(NotifyError):
             await self.notifier.run_failed(run)
         note = run_failed_note(run.run_id)
-        may_have_run = run_failed_after_call_sent_note(run.run_id)
 
         def note_for(request: ApprovalRequest) -> str | None:
-            decided = request.decision is not None and request.decision.runs_the_call
-            if decided and (sent is None or request.request_id in sent):
-                return may_have_run
+            if not request.may_run_once_sent:
+                return None
+            if request.result is not None:
+                return run_failed_after_call_ran_note(run.run_id)
+            if sent is None or request.request_id in sent:
+                return run_failed_call_may_have_run_note(run.run_id)
             return None
 
         closed = await self.store.fail_run(

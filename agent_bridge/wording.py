@@ -107,16 +107,21 @@ def run_failed_note(run_id: str) -> str:
     return f"The run failed, so this call will not run (details in the worker's log, run {run_id})."
 
 
-def run_failed_after_call_sent_note(run_id: str) -> str:
-    """A request closed because its run failed after the graph was given its approved
-    (or edited) call: the call may have started, even finished, before the failure, so
-    "will not run" would be untrue (``run_failed_note``'s; the error itself is only in
-    the worker's log)."""
+def run_failed_call_may_have_run_note(run_id: str) -> str:
+    """A request closed because its run failed after its decision, which the graph was
+    (or may have been) given: its call may have started, even finished, so
+    ``run_failed_note``'s "will not run" would be untrue (the error itself is only in the
+    worker's log)."""
     return (
-        "The run failed after this call was sent to it, so the call may have run, in "
-        f"whole or in part: check before running it again (details in the worker's log, "
-        f"run {run_id})."
+        "The run failed after this decision, and the call may have run, in whole or in "
+        f"part: check before running it again (details in the worker's log, run {run_id})."
     )
+
+
+def run_failed_after_call_ran_note(run_id: str) -> str:
+    """A request closed because its run failed after its call ran (its result, above
+    the note, says how it went)."""
+    return f"The run failed after this call ran (details in the worker's log, run {run_id})."
 
 
 def uninstalled_note(team_id: str) -> str:

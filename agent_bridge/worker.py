@@ -21,6 +21,7 @@ from agent_bridge import log_context
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import (
     AgentServerUnavailableError,
+    CheckpointLostError,
     CheckpointUnavailableError,
     StoreUnavailableError,
     error_text,
@@ -447,7 +448,8 @@ class Worker:
             await self._requeue(run, drives_in_a_row=0 if went_through else run.drives_before)
         except Exception as exc:
             logger.exception("run=%s thread_id=%s failed", run.run_id, run.thread_id)
-            await self._fail(run, error_text(exc), sent=self.driver.answers_sent(run_id))
+            lost = isinstance(exc, CheckpointLostError)  # with what earlier drives sent
+            await self._fail(run, error_text(exc), sent=None if lost else self._sent(run))
         finally:
             self.driver.answers_sent(run_id)  # forgotten: only a failure reads it
 
@@ -508,9 +510,7 @@ class Worker:
             exc,
         )
         await self._fail(
-            run,
-            f"{type(exc).__name__} in {failures} drives in a row: {exc}",
-            sent=self.driver.answers_sent(run.run_id),
+            run, f"{type(exc).__name__} in {failures} drives in a row: {exc}", sent=None
         )
 
     async def _give_back(self, run: Run) -> None:
@@ -560,7 +560,13 @@ class Worker:
             run.thread_id,
             exc,
         )
-        await self._fail(run, str(exc), sent=self.driver.answers_sent(run.run_id))
+        await self._fail(run, str(exc), sent=self._sent(run))
+
+    def _sent(self, run: Run) -> frozenset[str] | None:
+        """The requests whose answers the failed drive of ``run`` gave the graph; ``None``
+        (not known) if drives before it did not go through: they may have given it others."""
+        sent = self.driver.answers_sent(run.run_id)
+        return None if run.drives_before else sent
 
     async def _fail(self, run: Run, error: str, *, sent: Collection[str] | None) -> None:
         """End the run as failed (``RunFailures.end``, ``sent``: the requests whose answers

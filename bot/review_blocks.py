@@ -101,7 +101,8 @@ def render_pointer(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The one line in the run's Slack thread about a card posted in another channel:
     where it waits, then its outcome (``link``: the card's permalink), with what an edit
-    changed and, once the call ran, how it went."""
+    changed and, once the call ran, how it went; a card closed undecided or unapplied
+    (its run failed) with its note, which says whether the call may have run."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     channel = f"<#{request.channel_id}>" if request.channel_id else "?"
     if request.state == ApprovalState.PENDING and request.reminded_at is not None:
@@ -128,6 +129,8 @@ def render_pointer(
         result = ran_result(request)
         if result is not None:
             text += f"\n{result_text(result, request.run_id)}"
+        if request.state == ApprovalState.CANCELLED and request.note:
+            text += f"\n{quote(request.note, POINTER_WORDS_MAX_CHARS)[0]}"  # why; if it ran
     return text, [{"type": "section", "text": text_object(text)}]
 
 

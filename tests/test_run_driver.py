@@ -45,8 +45,13 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.store import ApprovalStore
-from agent_bridge.wording import run_failed_after_call_sent_note, run_failed_note
+from agent_bridge.wording import (
+    run_failed_after_call_ran_note,
+    run_failed_call_may_have_run_note,
+    run_failed_note,
+)
 from agent_bridge.worker import CHECKPOINT_RETRIES, Worker
+from bot.review_blocks import render_pointer
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.graph_wrappers import ResumeInterceptor
@@ -282,7 +287,7 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     closed = {r.tool_name: r for r in await store.requests_for_run(run.run_id)}
     assert {r.state for r in closed.values()} == {ApprovalState.CANCELLED}
     assert closed["execute_sql"].note == run_failed_note(run.run_id)
-    assert closed["write_file"].note == run_failed_after_call_sent_note(run.run_id)
+    assert closed["write_file"].note == run_failed_call_may_have_run_note(run.run_id)
     assert str(tmp_path) not in (closed["execute_sql"].note or "")  # no server path on a card
     audit = {e.tool_name: e.reason for e in await read_events(store.db) if e.kind == "cancelled"}
     assert audit == {name: request.note for name, request in closed.items()}
@@ -291,6 +296,119 @@ async def test_a_tool_that_raises_fails_the_run_and_closes_its_cards(
     assert len(redrawn) == 2 and ("failed", run.run_id) in notifier.events
     late = await store.record_decision(sql.request_id, Decision(type="approve"), user_id="U3")
     assert isinstance(late, AlreadyDecided)  # a click on the closed card records nothing
+
+
+async def test_a_call_an_earlier_drive_ran_is_said_to_have_run_when_a_later_drive_fails(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """Drive 1 runs the approved tool, records its result, and is sent back to the queue
+    (its result's post failed for a while); drive 2 fails before it plans (the post,
+    caught up, refused for good), knowing of no answer it gave: the card says the call
+    ran, not that it will not (found by a hostile review), in the run's thread too."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    errors = [
+        NotifyError("ratelimited", retryable=True),
+        NotifyError("is_archived", retryable=False),
+    ]
+
+    async def tool_ran(*args: Any, **kwargs: Any) -> None:
+        raise errors.pop(0)
+
+    driver.notifier.tool_ran = tool_ran  # type: ignore[method-assign]
+    await worker.advance(run.run_id, RunState.WAITING)
+    assert (await store.get_run(run.run_id)).state == RunState.QUEUED
+    assert (tmp_path / "ws/files/a.txt").read_text() == "x"
+    await worker.advance(run.run_id, RunState.QUEUED)
+    assert (await store.get_run(run.run_id)).state == RunState.FAILED
+    (write,) = await store.requests_for_run(run.run_id)
+    assert write.result is not None and write.result.ok
+    assert write.note == run_failed_after_call_ran_note(run.run_id)
+    pointer, _ = render_pointer(write.model_copy(update={"channel_id": "C9"}), link=None)
+    assert "after this call ran" in pointer
+
+
+class ForgetsAfterADrop:
+    """A deployed agent whose first resume runs the tool on the server, then drops the
+    connection (the run is sent back to the queue); the server then restarts in memory
+    and forgets the thread (its state reads empty: ``CheckpointLostError``)."""
+
+    def __init__(self, graph: AgentGraph) -> None:
+        self.graph = graph
+        self.restarted = False
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        if self.restarted:
+            config = {"configurable": {"thread_id": "forgotten"}}
+        return await self.graph.aget_state(config, subgraphs=subgraphs)
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        async for chunk in self.graph.astream(input, config, **kwargs):
+            if not isinstance(input, Command):
+                yield chunk
+        if isinstance(input, Command):
+            raise AgentServerUnavailableError("the server closed the connection")
+
+
+async def test_a_call_sent_before_its_checkpoints_were_lost_may_have_run(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """What the drives before the loss gave the graph is not known once its checkpoints
+    are gone: the approved call (it ran on the server) may have run (a hostile review)."""
+    driver, worker, run = await an_approved_write(store, tmp_path)
+    server = ForgetsAfterADrop(driver.graph)
+    driver.graph, driver.deployed = server, True
+    await worker.advance(run.run_id, RunState.WAITING)
+    assert (tmp_path / "ws/files/a.txt").read_text() == "x"
+    server.restarted = True
+    await worker.advance(run.run_id, RunState.QUEUED)
+    failed = await store.get_run(run.run_id)
+    assert failed.state == RunState.FAILED and "can no longer be" in (failed.error or "")
+    (write,) = await store.requests_for_run(run.run_id)
+    assert write.note == run_failed_call_may_have_run_note(run.run_id)
+
+
+ACTED_ON: list[Any] = []
+
+
+def _ask_then_act(state: State) -> State:
+    ACTED_ON.append(interrupt("Which table should I drop?"))
+    raise RuntimeError("connection reset after DROP TABLE")
+
+
+def _inbox_then_act(state: State) -> State:
+    ACTED_ON.append(interrupt([human_interrupt(allow=("respond",))])[0]["args"])
+    raise RuntimeError("connection reset after acting on the response")
+
+
+@pytest.mark.parametrize("node", [_ask_then_act, _inbox_then_act])
+async def test_a_text_answer_the_node_acted_on_may_have_run(
+    store: ApprovalStore, node: Any
+) -> None:
+    """A plain question's or an Agent Inbox ``response``'s answer is acted on by the node
+    that asked, unlike a middleware's ``respond``, which keeps its call from running:
+    the node acted, then raised, so its card says it may have run (a hostile review)."""
+    ACTED_ON.clear()
+    builder = StateGraph(State)
+    builder.add_node("ask", node)
+    builder.add_edge(START, "ask")
+    graph: Any = builder.compile(checkpointer=InMemorySaver())
+    notifier = RecordingNotifier(store)
+    driver = RunDriver(
+        store=store, graph=graph, notifier=notifier, policy=Policy(), args_schemas={}
+    )
+    worker = worker_for(store, driver, notifier)
+    run = await store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task="go", channel_id="C1", user_id="U1")
+    )
+    await worker.advance(run.run_id, RunState.QUEUED)
+    (request,) = await store.requests_for_run(run.run_id)
+    answer = Decision(type="respond", message="orders")
+    await store.record_decision(request.request_id, answer, user_id="U2")
+    await worker.advance(run.run_id, RunState.WAITING)
+    assert (await store.get_run(run.run_id)).state == RunState.FAILED
+    assert ACTED_ON == ["orders"]
+    (closed,) = await store.requests_for_run(run.run_id)
+    assert closed.note == run_failed_call_may_have_run_note(run.run_id)
 
 
 class Unreadable(StoreUnavailableError):
@@ -477,7 +595,7 @@ async def test_drives_cut_by_a_lost_lease_fail_the_run_at_the_bound(
     assert (ended.state, len(resumes)) == (RunState.FAILED, CHECKPOINT_RETRIES), ended
     # Which drive gave the graph the answer is not known then: the approved call may have run.
     (write,) = await store.requests_for_run(run.run_id)
-    assert write.note == run_failed_after_call_sent_note(run.run_id)
+    assert write.note == run_failed_call_may_have_run_note(run.run_id)
 
 
 class StateReadFails:

@@ -19,7 +19,7 @@ from agent_bridge.run_failure import RunFailures
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
-from agent_bridge.wording import run_failed_after_call_sent_note
+from agent_bridge.wording import run_failed_call_may_have_run_note
 from bot.testing import RecordingNotifier
 from tests.clocks import ManualClock
 from tests.harness import Harness
@@ -215,7 +215,7 @@ async def test_a_card_whose_approved_call_ran_then_failed_the_run_says_it_may_ha
         return card if card and card.state == ApprovalState.CANCELLED and drawn else None
 
     closed = await harness.wait_for(closed_and_drawn)
-    assert closed.note == run_failed_after_call_sent_note(run.run_id)
+    assert closed.note == run_failed_call_may_have_run_note(run.run_id)
     card = json.dumps(harness.sandbox.message(closed.channel_id or "", closed.message_ts or ""))
     assert "may have run" in card and "will not run" not in card and "Approved" in card
     (event,) = [e for e in await read_events(harness.store.db) if e.kind == AuditKind.CANCELLED]

@@ -16,7 +16,7 @@ from agent_bridge.models import ApprovalRequest, ApprovalState, RunState
 from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
-from agent_bridge.wording import run_failed_after_call_sent_note
+from agent_bridge.wording import run_failed_call_may_have_run_note
 from tests.hanging_agent import HANG_TASK, HANGING_AGENT, HANGING_POLICY, NOTE_TASK, make_tools
 from tests.harness import Harness
 
@@ -56,7 +56,7 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
         return card if card and card.state == ApprovalState.CANCELLED and drawn else None
 
     closed = await harness.wait_for(closed_and_drawn)
-    assert closed.note == run_failed_after_call_sent_note(hung.run_id)
+    assert closed.note == run_failed_call_may_have_run_note(hung.run_id)
     card = json.dumps(harness.sandbox.message(closed.channel_id or "", closed.message_ts or ""))
     assert "may have run" in card
 
