@@ -90,6 +90,18 @@ async def test_a_failed_call_on_its_card(harness: Harness) -> None:
     assert str(harness.settings.workspace_dir) not in shown and "Refused" not in shown
 
 
+async def test_an_approved_card_whose_run_failed_as_its_call_ran(harness: Harness) -> None:
+    (harness.settings.workspace_dir / "files" / "reports").mkdir(parents=True)
+    run, request = await routed(harness, write_task(path="reports"))  # a directory: raises
+    await harness.click(request, "approve")
+    await harness.finished(run)
+    shown = await shoot_card(
+        harness.sandbox.base_url, request, "approved-run-failed", "may have run"
+    )
+    assert "Approved" in shown and "check before running it again" in shown
+    assert "will not run" not in shown and "IsADirectoryError" not in shown
+
+
 async def test_a_rejected_card(harness: Harness) -> None:
     run, request = await routed(harness, write_task())
     await harness.reject(request, "Not this quarter's numbers", user_id=REVIEWER)
