@@ -310,12 +310,21 @@ class RunDriver:
         stream = self.graph.astream(
             graph_input, config, stream_mode="values", version="v2", durability="sync"
         )
-        async for chunk in _nodes_failures_as_theirs(stream, deployed=self.deployed):
-            values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
-            messages = values.get("messages") if isinstance(values, dict) else None
-            if messages:
-                await self.messages.results(run, messages, calls)
-                await self.progress.step(run, messages)
+        try:
+            async for chunk in _nodes_failures_as_theirs(stream, deployed=self.deployed):
+                values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
+                messages = values.get("messages") if isinstance(values, dict) else None
+                if messages:
+                    await self.messages.results(run, messages, calls)
+                    await self.progress.step(run, messages)
+        except TimeoutError as exc:
+            bound = getattr(self.graph, "step_timeout", None)
+            if bound is None or not _raised_by_langgraphs_runner(exc):
+                raise
+            raise RuntimeError(
+                f"a step of the graph ran longer than STEP_TIMEOUT_S ({bound:g} s) and was "
+                "cancelled; a sync tool of it cannot be, and may still be running"
+            ) from exc
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -537,6 +546,20 @@ async def _nodes_failures_as_theirs(
 def _nodes(exc: Exception) -> RuntimeError:
     """``exc``, raised by a node of the graph, as the failure of the run it is."""
     return RuntimeError(f"a node raised {error_text(exc)}")
+
+
+def _raised_by_langgraphs_runner(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by LangGraph's step runner itself, where a step past
+    ``step_timeout`` ends (the innermost frame of its traceback outside ``asyncio``'s, which
+    waits for the step, is in ``langgraph.pregel._runner``), not by a node's code (a tool's
+    own ``TimeoutError`` has the tool's frames inside)."""
+    modules = []
+    tb = exc.__traceback__
+    while tb is not None:
+        modules.append(str(tb.tb_frame.f_globals.get("__name__", "")))
+        tb = tb.tb_next
+    inner = next((m for m in reversed(modules) if m.split(".")[0] != "asyncio"), "")
+    return inner == "langgraph.pregel._runner"
 
 
 def _langgraph_refused(exc: ValidationError, *, deployed: bool) -> bool:

@@ -202,12 +202,14 @@ class WorkerConfig(ProcessConfig):
     run more workers) for agents whose tools take minutes (``agent_bridge.worker``)."""
     step_timeout_s: float | None = Field(default=None, gt=0)
     """Longest a step of a graph the worker runs may take (a model turn, or a turn's tool
-    calls), seconds: LangGraph's ``step_timeout``, whose ``TimeoutError`` cancels the
-    step's async tools and fails the run, its approved calls' cards saying they may have
-    run (a sync tool's thread cannot be stopped, and may still finish). So a tool that
-    never returns frees its run's room (``max_concurrent_runs``) instead of holding it
-    for good. Unset: no limit (LangGraph's default). Not with ``agent_url``: the Agent
-    Server runs that graph."""
+    calls; a node running a whole sub-agent is one step), seconds: LangGraph's
+    ``step_timeout``, whose ``TimeoutError`` cancels the step's async tools and fails the
+    run, its approved calls' cards saying they may have run. So an async tool that never
+    returns frees its run's room (``max_concurrent_runs``) instead of holding it for good.
+    What cannot be cancelled keeps what it holds: a sync tool's thread (of the event
+    loop's default executor) runs on, and an async tool that catches the cancellation
+    keeps its room. Unset: no limit (LangGraph's default). Not with ``agent_url``: the
+    Agent Server runs that graph."""
     stop_grace_s: float = Field(default=20.0, gt=0)
     """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
     a run still driven then is given back to the queue (``agent_bridge.worker``)."""

@@ -114,7 +114,8 @@ def run_failed_call_may_have_run_note(run_id: str) -> str:
     worker's log)."""
     return (
         "The run failed after this decision, and the call may have run, in whole or in "
-        f"part: check before running it again (details in the worker's log, run {run_id})."
+        "part, or may still be running: check its effects before running it again "
+        f"(details in the worker's log, run {run_id})."
     )
 
 

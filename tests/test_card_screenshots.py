@@ -98,7 +98,7 @@ async def test_an_approved_card_whose_run_failed_as_its_call_ran(harness: Harnes
     shown = await shoot_card(
         harness.sandbox.base_url, request, "approved-run-failed", "may have run"
     )
-    assert "Approved" in shown and "check before running it again" in shown
+    assert "Approved" in shown and "check its effects before running it again" in shown
     assert "will not run" not in shown and "IsADirectoryError" not in shown
 
 

@@ -17,7 +17,14 @@ from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.wording import run_failed_call_may_have_run_note
-from tests.hanging_agent import HANG_TASK, HANGING_AGENT, HANGING_POLICY, NOTE_TASK, make_tools
+from tests.hanging_agent import (
+    GIVE_UP_TASK,
+    HANG_TASK,
+    HANGING_AGENT,
+    HANGING_POLICY,
+    NOTE_TASK,
+    make_tools,
+)
 from tests.harness import Harness
 
 STEP_TIMEOUT_S = 2.0
@@ -48,7 +55,8 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
     waiting = await harness.start_run(NOTE_TASK)
 
     failed = await harness.finished(hung)
-    assert failed.state == RunState.FAILED and "TimeoutError" in (failed.error or "")
+    assert failed.state == RunState.FAILED
+    assert "ran longer than STEP_TIMEOUT_S (2 s)" in (failed.error or "")
 
     async def closed_and_drawn() -> ApprovalRequest | None:
         card = await harness.store.get_request(hang.request_id)
@@ -65,6 +73,14 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
     assert status == 200
     done = await harness.finished(waiting)
     assert done.state == RunState.DONE and "noted hello" in (done.final_answer or "")
+
+
+async def test_a_tools_own_timeout_is_not_taken_for_the_bound(harness: Harness) -> None:
+    run = await harness.start_run(GIVE_UP_TASK)
+    failed = await harness.finished(run)
+    assert failed.state == RunState.FAILED
+    assert "the API did not answer" in (failed.error or "")
+    assert "STEP_TIMEOUT_S" not in (failed.error or "")
 
 
 def test_an_agent_server_graph_is_not_bounded_here(settings: WorkerConfig) -> None:
