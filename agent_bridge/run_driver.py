@@ -322,8 +322,9 @@ class RunDriver:
             if bound is None or not _raised_by_langgraphs_runner(exc):
                 raise
             raise RuntimeError(
-                f"a step of the graph ran longer than STEP_TIMEOUT_S ({bound:g} s) and was "
-                "cancelled; a sync tool of it cannot be, and may still be running"
+                f"a step of the graph ran longer than its step_timeout ({bound:g} s, as "
+                "STEP_TIMEOUT_S or the graph set it) and was cancelled; a sync tool of it "
+                "cannot be, and may still be running"
             ) from exc
 
     async def _reopen_refused(
@@ -549,17 +550,24 @@ def _nodes(exc: Exception) -> RuntimeError:
 
 
 def _raised_by_langgraphs_runner(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised by LangGraph's step runner itself, where a step past
-    ``step_timeout`` ends (the innermost frame of its traceback outside ``asyncio``'s, which
-    waits for the step, is in ``langgraph.pregel._runner``), not by a node's code (a tool's
-    own ``TimeoutError`` has the tool's frames inside)."""
+    """Whether ``exc`` was raised by the graph's own step runner, where a step past its
+    ``step_timeout`` ends: from the traceback's first LangGraph frame inward, every frame
+    is LangGraph's or ``asyncio``'s (which waits for the step), the innermost of
+    LangGraph's in ``langgraph.pregel._runner``. A node's code in between (a tool's own
+    ``TimeoutError``, a sub-agent with a ``step_timeout`` of its own run by a tool) makes
+    it the node's."""
     modules = []
     tb = exc.__traceback__
     while tb is not None:
         modules.append(str(tb.tb_frame.f_globals.get("__name__", "")))
         tb = tb.tb_next
-    inner = next((m for m in reversed(modules) if m.split(".")[0] != "asyncio"), "")
-    return inner == "langgraph.pregel._runner"
+    first = next((i for i, m in enumerate(modules) if m.split(".")[0] == "langgraph"), None)
+    if first is None:
+        return False
+    inner = [m for m in modules[first:] if m.split(".")[0] != "asyncio"]
+    return all(m.split(".")[0] == "langgraph" for m in inner) and inner[-1] == (
+        "langgraph.pregel._runner"
+    )
 
 
 def _langgraph_refused(exc: ValidationError, *, deployed: bool) -> bool:

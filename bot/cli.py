@@ -16,8 +16,6 @@ import asyncio
 import logging
 import os
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from agent_bridge import event_loop
@@ -39,19 +37,13 @@ from bot.audit_export import export
 from bot.demo import DEMO_PAGE_PORT, run_demo
 from bot.manifest import render as render_manifest
 from bot.processes import run_release, run_web, run_worker
+from bot.worker_threads import WorkerThreads, exit_within
 
 logger = logging.getLogger(__name__)
 
 STOPPED_BY_ITS_CODE_EXIT = 70
 """The worker's exit code when code it ran raised ``SystemExit`` out of its event loop
 (``EX_SOFTWARE`` of BSD's sysexits.h): not a clean stop."""
-TOOL_THREADS_STOP_S = 5.0
-"""How long a stopped worker waits for its sync tools' threads to end, seconds: an idle
-one ends at once; one still running belongs to a tool that outlasted ``STOP_GRACE_S``."""
-THREADS_POLL_S = 0.05
-"""How often a stopped worker looks whether its threads have ended, seconds."""
-WORKER_THREADS = "agent-bridge-worker"
-"""The name prefix of the worker's default executor's threads."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -186,10 +178,12 @@ def _worker(settings: WorkerSettings) -> int:
     again (with ``SystemExit(0)``'s own code it would look like a clean stop). Its runs
     are taken up again once their leases expire. (``KeyboardInterrupt`` is left as
     Python handles it: before the worker's own SIGINT handler is installed, it is how a
-    Ctrl-C during the start arrives.)
+    Ctrl-C during the start arrives.) Either way the process ends within
+    ``bot.worker_threads.THREADS_STOP_S`` of its loop's end, though a sync tool's thread
+    never returns (``exit_within``).
     """
     try:
-        event_loop.run(_worker_then_its_tools_threads(settings))
+        event_loop.run(_worker_on_its_threads(settings))
     except SystemExit as exc:
         logger.critical(
             "the worker stopped: SystemExit(%r) was raised out of its event loop by the "
@@ -199,35 +193,17 @@ def _worker(settings: WorkerSettings) -> int:
             STOPPED_BY_ITS_CODE_EXIT,
             exc_info=exc,
         )
+        exit_within(STOPPED_BY_ITS_CODE_EXIT)
         return STOPPED_BY_ITS_CODE_EXIT
+    exit_within(0)
     return 0
 
 
-async def _worker_then_its_tools_threads(settings: WorkerSettings) -> None:
-    """``run_worker`` on an event loop whose default executor (where the agent's sync tools
-    run, and ``asyncio.to_thread``) is the worker's own, then that executor's threads
-    ended, waited for at most ``TOOL_THREADS_STOP_S``. A sync tool that never returns
-    cannot be stopped, and asyncio (``Runner.close``, ``shutdown_default_executor``) and
-    Python's exit would wait for its thread for good, leaving a stopped worker running
-    until its supervisor kills it; its run was given back (``STOP_GRACE_S``) or failed
-    (``STEP_TIMEOUT_S``) already, so the process ends without it: ``os._exit(0)``, its
-    log flushed first."""
-    loop = asyncio.get_running_loop()
-    executor = ThreadPoolExecutor(thread_name_prefix=WORKER_THREADS)
-    loop.set_default_executor(executor)
+async def _worker_on_its_threads(settings: WorkerSettings) -> None:
+    """``run_worker`` on an event loop whose default executor is the worker's own
+    (``bot.worker_threads.WorkerThreads``)."""
+    asyncio.get_running_loop().set_default_executor(WorkerThreads())
     await run_worker(settings)
-    executor.shutdown(wait=False)  # idle threads end now; a tool's when it returns
-    deadline = loop.time() + TOOL_THREADS_STOP_S
-    while any(t.name.startswith(WORKER_THREADS) for t in threading.enumerate()):
-        if loop.time() >= deadline:
-            logger.error(
-                "the worker stopped, but a sync tool's thread still runs %g s later (a tool "
-                "that never returns); exiting without waiting for it",
-                TOOL_THREADS_STOP_S,
-            )
-            logging.shutdown()
-            os._exit(0)
-        await asyncio.sleep(THREADS_POLL_S)
 
 
 def print_manifest(args: argparse.Namespace) -> int:

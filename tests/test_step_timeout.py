@@ -18,6 +18,7 @@ from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.wording import run_failed_call_may_have_run_note
 from tests.hanging_agent import (
+    DELEGATE_TASK,
     GIVE_UP_TASK,
     HANG_TASK,
     HANGING_AGENT,
@@ -57,7 +58,7 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
 
     failed = await harness.finished(hung)
     assert failed.state == RunState.FAILED
-    assert "ran longer than STEP_TIMEOUT_S (5 s)" in (failed.error or "")
+    assert "ran longer than its step_timeout (5 s" in (failed.error or "")
 
     async def closed_and_drawn() -> ApprovalRequest | None:
         card = await harness.store.get_request(hang.request_id)
@@ -76,12 +77,15 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
     assert done.state == RunState.DONE and "noted hello" in (done.final_answer or "")
 
 
-async def test_a_tools_own_timeout_is_not_taken_for_the_bound(harness: Harness) -> None:
-    run = await harness.start_run(GIVE_UP_TASK)
+@pytest.mark.parametrize("task", [GIVE_UP_TASK, DELEGATE_TASK], ids=["its_own", "a_sub_agents"])
+async def test_a_tools_own_timeout_is_not_taken_for_the_bound(harness: Harness, task: str) -> None:
+    """A tool's own ``TimeoutError``, or that of a sub-agent it runs with a
+    ``step_timeout`` of its own (a review), is the tool's error, not the graph's bound."""
+    run = await harness.start_run(task)
     failed = await harness.finished(run)
     assert failed.state == RunState.FAILED
-    assert "the API did not answer" in (failed.error or "")
-    assert "STEP_TIMEOUT_S" not in (failed.error or "")
+    assert "TimeoutError" in (failed.error or "")
+    assert "step_timeout" not in (failed.error or "")
 
 
 def test_an_agent_server_graph_is_not_bounded_here(settings: WorkerConfig) -> None:
