@@ -34,8 +34,8 @@ class WorkerThreads(ThreadPoolExecutor):
     """The worker event loop's default executor (``loop.set_default_executor``: the
     agent's sync tools and ``asyncio.to_thread`` run on it), whose ``shutdown`` with
     ``wait`` waits for its threads ``THREADS_STOP_S`` at most, so that asyncio's
-    ``Runner.close`` returns though a sync tool never does. Threads are named
-    ``THREAD_NAME_PREFIX``; arguments as ``ThreadPoolExecutor``'s but that prefix."""
+    ``Runner.close`` returns though a sync tool never does. ``ThreadPoolExecutor``'s
+    default size; its threads are named ``THREAD_NAME_PREFIX``."""
 
     def __init__(self) -> None:
         super().__init__(thread_name_prefix=THREAD_NAME_PREFIX)

@@ -311,6 +311,17 @@ class Harness:
 
         return await self.wait_for(ended)
 
+    async def closed_and_drawn(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Wait until ``request`` is closed (``cancelled``: its run failed) and its card
+        shows it (``drawn_revision``); return it as stored."""
+
+        async def closed() -> ApprovalRequest | None:
+            card = await self.store.get_request(request.request_id)
+            drawn = card and card.drawn_revision == card.revision
+            return card if card and card.state == ApprovalState.CANCELLED and drawn else None
+
+        return await self.wait_for(closed)
+
     async def released(self, run: Run) -> Run:
         """Wait until no worker holds ``run`` (it is ``running`` while one does); return it.
 

@@ -175,12 +175,7 @@ class TestFailingInItsFirstDrive:
     ) -> None:
         _, first = await self.fail_in_first_drive(harness)
 
-        async def closed_and_drawn() -> ApprovalRequest | None:
-            card = await harness.store.get_request(first.request_id)
-            drawn = card and card.drawn_revision == card.revision
-            return card if card and card.state == ApprovalState.CANCELLED and drawn else None
-
-        await harness.wait_for(closed_and_drawn)
+        await harness.closed_and_drawn(first)
         text = _card_text(harness, first)
         assert '"actions"' not in text and LINK_TEXT in text
 
@@ -209,12 +204,7 @@ async def test_a_card_whose_approved_call_ran_then_failed_the_run_says_it_may_ha
     assert status == 200
     assert (await harness.finished(run)).state == RunState.FAILED
 
-    async def closed_and_drawn() -> ApprovalRequest | None:
-        card = await harness.store.get_request(write.request_id)
-        drawn = card and card.drawn_revision == card.revision
-        return card if card and card.state == ApprovalState.CANCELLED and drawn else None
-
-    closed = await harness.wait_for(closed_and_drawn)
+    closed = await harness.closed_and_drawn(write)
     assert closed.note == run_failed_call_may_have_run_note(run.run_id)
     card = json.dumps(harness.sandbox.message(closed.channel_id or "", closed.message_ts or ""))
     assert "may have run" in card and "will not run" not in card and "Approved" in card

@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agent_bridge.agent import assemble_agent, build_agent, with_step_timeout
 from agent_bridge.errors import ConfigurationError
-from agent_bridge.models import ApprovalRequest, ApprovalState, RunState
+from agent_bridge.models import RunState
 from agent_bridge.policy_file import load_policy
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import WorkerConfig
@@ -60,12 +60,7 @@ async def test_a_tool_that_never_returns_fails_its_run_and_frees_its_room(
     assert failed.state == RunState.FAILED
     assert "ran longer than its step_timeout (5 s" in (failed.error or "")
 
-    async def closed_and_drawn() -> ApprovalRequest | None:
-        card = await harness.store.get_request(hang.request_id)
-        drawn = card and card.drawn_revision == card.revision
-        return card if card and card.state == ApprovalState.CANCELLED and drawn else None
-
-    closed = await harness.wait_for(closed_and_drawn)
+    closed = await harness.closed_and_drawn(hang)
     assert closed.note == run_failed_call_may_have_run_note(hung.run_id)
     card = json.dumps(harness.sandbox.message(closed.channel_id or "", closed.message_ts or ""))
     assert "may have run" in card
