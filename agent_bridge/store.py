@@ -65,6 +65,7 @@ from agent_bridge.store_sql import (
     MOVE_MESSAGE,
     RECORD_DECISION,
     RELEASE_RUN,
+    RELEASE_RUN_SETTING_NOTICES_TS,
     RENEW_LEASES,
     REOPEN_REQUEST,
     SELECT_AGENT_POLICY,
@@ -87,6 +88,7 @@ from agent_bridge.store_sql import (
     SELECT_UNDRAWN_CARDS,
     SET_MESSAGE,
     SET_NOTICE_TS,
+    SET_NOTICES_TS,
     SET_POINTER,
     SET_REQUEST_NOTE,
     SET_RESULT,
@@ -164,6 +166,9 @@ class ApprovalStore:
     def __init__(self, db: Database, *, clock: Clock = time.time) -> None:
         self.db = db
         self.clock = clock
+        self._ts_at_release: dict[str, dict[str, str]] = {}
+        """Run ID -> notice key -> ``ts``: messages of a drive whose ``ts`` its run's
+        release records (``set_notice_ts(..., at_release=True)``)."""
 
     # -- runs ---------------------------------------------------------------
 
@@ -315,20 +320,30 @@ class ApprovalStore:
         error: str | None = None,
         drives_in_a_row: int | None = None,
     ) -> int:
-        """``RELEASE_RUN`` on ``q`` (the database, or a transaction); returns the rows it
-        changed: 0 if ``owner`` no longer holds the run's lease."""
-        return await q.execute(
-            RELEASE_RUN,
-            {
-                "run_id": run_id,
-                "owner": owner,
-                "state": state.value,
-                "final_answer": final_answer,
-                "error": error,
-                "drives_in_a_row": drives_in_a_row,
-                "now": self.clock(),
-            },
-        )
+        """``RELEASE_RUN`` on ``q`` (the database, or a transaction), recording the ``ts``
+        of the run's messages left for it (``set_notice_ts(..., at_release=True)``), on
+        PostgreSQL in the same statement; returns the rows it changed: 0 if ``owner`` no
+        longer holds the run's lease (the messages' ``ts`` are recorded either way)."""
+        params = {
+            "run_id": run_id,
+            "owner": owner,
+            "state": state.value,
+            "final_answer": final_answer,
+            "error": error,
+            "drives_in_a_row": drives_in_a_row,
+            "now": self.clock(),
+        }
+        notices = self._ts_at_release.get(run_id)
+        if not notices:
+            return await q.execute(RELEASE_RUN, params)
+        pairs = json.dumps(notices)
+        if self.db.dialect == "postgres":
+            changed = await q.execute(RELEASE_RUN_SETTING_NOTICES_TS, {**params, "notices": pairs})
+        else:
+            await q.execute(SET_NOTICES_TS["sqlite"], {"run_id": run_id, "notices": pairs})
+            changed = await q.execute(RELEASE_RUN, params)
+        self._ts_at_release.pop(run_id, None)
+        return changed
 
     async def publish_start_rules(self, agent: str, rules: StartRules) -> None:
         """Make ``agent``'s start rules (from its policy, which only its workers read) the
@@ -1062,8 +1077,12 @@ class ApprovalStore:
 
         Returns:
             The intention: ``fresh`` if this call recorded it (no one can have posted
-            it yet), and the message's ``ts`` once posted.
+            it yet), and the message's ``ts`` once posted (also one left for the run's
+            release, without a statement).
         """
+        left = self._ts_at_release.get(run_id, {}).get(key)
+        if left is not None:
+            return Notice(key=key, fresh=False, message_ts=left, created_at=self.clock())
         row = await self._insert_notice(run_id, key)
         fresh = row is not None
         if row is None:
@@ -1076,11 +1095,30 @@ class ApprovalStore:
             created_at=float(row["created_at"]),
         )
 
-    async def set_notice_ts(self, run_id: str, key: str, message_ts: str) -> None:
-        """Remember that the run's message ``key`` is in Slack at ``message_ts``."""
+    async def set_notice_ts(
+        self, run_id: str, key: str, message_ts: str, *, at_release: bool = False
+    ) -> None:
+        """Remember that the run's message ``key`` is in Slack at ``message_ts``.
+
+        Args:
+            at_release: Leave it for the run's release by this worker (``release_run``,
+                ``fail_run``), which records it in the same statement: a statement less
+                per message of a drive (issue 11). If the drive ends without one (its
+                worker died, lost the lease, or the database failed:
+                ``forget_notices_ts``), the intention stays without a ``ts`` and the
+                next drive finds the message in Slack by its metadata (``bot.outbox``).
+        """
+        if at_release:
+            self._ts_at_release.setdefault(run_id, {})[key] = message_ts
+            return
         await self.db.execute(
             SET_NOTICE_TS, {"run_id": run_id, "notice_key": key, "message_ts": message_ts}
         )
+
+    def forget_notices_ts(self, run_id: str) -> None:
+        """Drop the ``ts`` left for the run's release (``set_notice_ts``) by a drive that
+        ended without one; nothing if it released the run."""
+        self._ts_at_release.pop(run_id, None)
 
     async def mark_drawn(self, request: ApprovalRequest) -> dict[str, int]:
         """Remember that the request's card shows its state at its ``revision`` (or later).

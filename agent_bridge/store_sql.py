@@ -30,6 +30,22 @@ RELEASE_RUN = """UPDATE runs SET state = :state, lease_owner = NULL, lease_until
     final_answer = COALESCE(:final_answer, final_answer), error = COALESCE(:error, error),
     drives_in_a_row = COALESCE(:drives_in_a_row, drives_in_a_row), updated_at = :now
     WHERE run_id = :run_id AND lease_owner = :owner"""
+_SET_NOTICES_TS = """UPDATE run_notices SET message_ts = t.message_ts
+    FROM {pairs} WHERE run_notices.run_id = :run_id AND run_notices.notice_key = t.notice_key"""
+SET_NOTICES_TS = {
+    "postgres": _SET_NOTICES_TS.format(
+        pairs="jsonb_each_text(CAST(:notices AS jsonb)) AS t(notice_key, message_ts)"
+    ),
+    "sqlite": _SET_NOTICES_TS.format(
+        pairs="(SELECT key AS notice_key, value AS message_ts FROM json_each(:notices)) AS t"
+    ),
+}
+"""Where a run's messages are in Slack, from a JSON object of notice key -> ``ts``."""
+RELEASE_RUN_SETTING_NOTICES_TS = f"""WITH notices AS ({SET_NOTICES_TS["postgres"]})
+    {RELEASE_RUN}"""
+"""``SET_NOTICES_TS`` and ``RELEASE_RUN`` in one PostgreSQL statement (a data-modifying
+``WITH``, run whether or not the lease is still held: where a message is, is true
+either way); its row count is the release's."""
 SELECT_NEXT_LEASE_END = """SELECT MIN(lease_until) AS lease_until FROM runs
     WHERE agent = :agent AND state = 'running' AND lease_owner <> :owner"""
 SET_RUN_THREAD_TS = "UPDATE runs SET thread_ts = :thread_ts WHERE run_id = :run_id"

@@ -452,6 +452,7 @@ class Worker:
             await self._fail(run, error_text(exc), sent=None if lost else self._sent(run))
         finally:
             self.driver.answers_sent(run_id)  # forgotten: only a failure reads it
+            self.store.forget_notices_ts(run_id)  # left by a drive that was not released
 
     async def _fail_unfinished(self, run: Run) -> None:
         """Fail ``run`` without driving it: its last ``CHECKPOINT_RETRIES`` drives did not

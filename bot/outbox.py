@@ -3,9 +3,11 @@
 Every message the product owes Slack (the run's header, a card, a tool result, a
 note, the final answer, a reminder, a failure) has a key within its run. Before it
 is posted, the intention is recorded in the database (``ApprovalStore.intend_notice``);
-after, its ``ts``. The message carries Slack message metadata naming
+after, its ``ts`` (a drive's tool results and answer: with the run's release, in the
+same statement). The message carries Slack message metadata naming
 ``<run_id>/<key>``, so a worker that finds an intention without a ``ts`` (its
-predecessor died while the post was in flight) first looks for the message in Slack
+predecessor died while the post was in flight, or before its release recorded it) first
+looks for the message in Slack
 (``SlackGateway.find_message``: ``conversations.replies`` in a Slack thread,
 ``conversations.history`` in a channel) and adopts it; only if it is not there does it
 post it. Posts of one run are made by the worker holding its lease, one at a time, so
@@ -66,6 +68,7 @@ class Outbox:
         text: str,
         blocks: list[dict[str, Any]],
         thread_ts: str | None = None,
+        ts_at_release: bool = False,
     ) -> Posted:
         """Post the run's message ``key`` unless it is in Slack already.
 
@@ -76,6 +79,9 @@ class Outbox:
             text: Its fallback text.
             blocks: Its blocks.
             thread_ts: Its Slack thread, if it is a reply.
+            ts_at_release: Record its ``ts`` with the run's release, not at once
+                (``ApprovalStore.set_notice_ts``): for a drive's messages, posted under
+                the run's lease by the worker that releases it.
 
         Returns:
             The message's ``ts``, and whether this call posted it (else it was recorded,
@@ -108,5 +114,5 @@ class Outbox:
             thread_ts=thread_ts,
             key=tagged,
         )
-        await self.store.set_notice_ts(run.run_id, key, ts)
+        await self.store.set_notice_ts(run.run_id, key, ts, at_release=ts_at_release)
         return Posted(ts, now=True)

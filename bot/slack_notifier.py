@@ -155,7 +155,7 @@ class SlackNotifier:
     ) -> None:
         """See ``Notifier.ran_without_review``."""
         message = render_ran_without_review(tool_name, args)
-        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts, drive=True)
 
     async def tool_ran(
         self,
@@ -171,14 +171,16 @@ class SlackNotifier:
         message = render_tool_result(
             tool_name, content, ok=ok, run_id=run.run_id, answered=answered
         )
-        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._post(run, key, run.channel_id, message, thread_ts=run.thread_ts, drive=True)
 
     async def run_finished(self, run: Run, *, answer: str) -> None:
         """See ``Notifier.run_finished``: the answer once, then the first message redrawn
         as done; a passing Slack failure of that redraw is raised, so the run is driven
         again and the header does not stay on "Working on"."""
         message = render_final_answer(answer)
-        await self._post(run, ANSWER_KEY, run.channel_id, message, thread_ts=run.thread_ts)
+        await self._post(
+            run, ANSWER_KEY, run.channel_id, message, thread_ts=run.thread_ts, drive=True
+        )
         await self._redraw_header(run.model_copy(update={"state": RunState.DONE}), strict=True)
 
     async def run_failed(self, run: Run) -> None:
@@ -201,9 +203,19 @@ class SlackNotifier:
         message: Message,
         *,
         thread_ts: str | None = None,
+        drive: bool = False,
     ) -> str:
+        """Post the run's message ``key`` once (``Outbox.post_once``); ``drive``: one of
+        a drive's messages (a tool result, a note, the answer), its ``ts`` recorded with
+        the run's release."""
         text, blocks = message
         posted = await self.outbox.post_once(
-            run, key, channel_id=channel_id, text=text, blocks=blocks, thread_ts=thread_ts
+            run,
+            key,
+            channel_id=channel_id,
+            text=text,
+            blocks=blocks,
+            thread_ts=thread_ts,
+            ts_at_release=drive,
         )
         return posted.ts

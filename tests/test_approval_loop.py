@@ -69,6 +69,19 @@ async def test_documentation_scenario(harness: Harness) -> None:
     card = await harness.decided_card(write)  # redrawn by the app after the click's ack
     assert f"<@{REVIEWER}>" in json.dumps(card["blocks"])
     assert texts[0].startswith("Done: Archive old orders")  # the run's first message, redrawn
+    # Where each message went is recorded: the drive's results and answer by the run's
+    # release, in the statement that ended it.
+    notices = await harness.store.db.fetch_all(
+        "SELECT notice_key, message_ts FROM run_notices WHERE run_id = :run_id",
+        {"run_id": run.run_id},
+    )
+    drives = {
+        n["notice_key"]: n["message_ts"] for n in notices if not n["notice_key"].startswith("card:")
+    }
+    assert "final_answer" in drives and sum(k.startswith("tool:") for k in drives) == 3, drives
+    assert all(n["message_ts"] for n in notices), notices
+    for ts in drives.values():
+        harness.sandbox.message(done.channel_id, ts)  # in the run's Slack thread
 
 
 async def test_edit_changes_the_path_written(harness: Harness) -> None:

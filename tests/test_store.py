@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 from agent_bridge import migrations
 from agent_bridge.audit import AuditEvent, AuditKind, read_events
@@ -353,6 +354,74 @@ async def test_an_intention_is_recorded_once_and_keeps_its_ts(store: ApprovalSto
     )  # again: someone may have posted it and died before saying where
     await store.set_notice_ts("run-1", "tool:c1", "1.000100")
     assert (await store.intend_notice("run-1", "tool:c1")).message_ts == "1.000100"
+
+
+async def _recorded_ts(store: ApprovalStore, run_id: str) -> dict[str, str | None]:
+    """The run's notices as the database has them: key -> ``ts`` (read by another
+    store, which knows nothing left for a release)."""
+    other = ApprovalStore(store.db)
+    return {
+        key: (await other.intend_notice(run_id, key)).message_ts
+        for key in ("tool:c1", "tool:c2", "answer")
+    }
+
+
+async def test_a_drives_message_ts_is_recorded_by_the_runs_release(store: ApprovalStore) -> None:
+    """A drive's messages' ``ts`` wait for the run's release (a statement less each),
+    which records them though the lease was lost meanwhile: where a message is, is
+    true either way; this store answers from what it holds before that."""
+    await store.create_run(make_run())
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    for key in ("tool:c1", "tool:c2", "answer"):
+        await store.intend_notice("run-1", key)
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100", at_release=True)
+    await store.set_notice_ts("run-1", "tool:c2", "1.000200", at_release=True)
+    assert await _recorded_ts(store, "run-1") == {"tool:c1": None, "tool:c2": None, "answer": None}
+    held = await store.intend_notice("run-1", "tool:c1")
+    assert (held.fresh, held.message_ts) == (False, "1.000100")
+
+    await store.release_run("run-1", owner="b", state=RunState.WAITING)  # not b's lease
+    assert await _recorded_ts(store, "run-1") == {
+        "tool:c1": "1.000100",
+        "tool:c2": "1.000200",
+        "answer": None,
+    }
+    assert (await store.get_run("run-1")).state == RunState.RUNNING  # a's still
+
+    trips = REGISTRY.get_sample_value("agent_bridge_database_round_trips_total") or 0.0
+    await store.set_notice_ts("run-1", "answer", "1.000300", at_release=True)
+    await store.release_run("run-1", owner="a", state=RunState.DONE, final_answer="ok")
+    if store.db.dialect == "postgres":  # the ts and the release: one statement
+        after = REGISTRY.get_sample_value("agent_bridge_database_round_trips_total") or 0.0
+        assert after - trips == 1
+    assert (await _recorded_ts(store, "run-1"))["answer"] == "1.000300"
+    assert (await store.get_run("run-1")).state == RunState.DONE
+
+
+async def test_a_failed_runs_release_records_its_drives_message_ts(store: ApprovalStore) -> None:
+    await store.create_run(make_run())
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    await store.intend_notice("run-1", "tool:c1")
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100", at_release=True)
+    await store.fail_run("run-1", owner="a", error="boom", note="The run failed")
+    assert (await _recorded_ts(store, "run-1"))["tool:c1"] == "1.000100"
+    assert (await store.get_run("run-1")).state == RunState.FAILED
+
+
+async def test_a_drive_ended_without_a_release_leaves_its_messages_to_be_found(
+    store: ApprovalStore,
+) -> None:
+    """A drive that was not released (lease lost, database down) forgets what it held:
+    the intentions stay without a ``ts``, and the next drive looks in Slack first."""
+    await store.create_run(make_run())
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    await store.intend_notice("run-1", "tool:c1")
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100", at_release=True)
+    store.forget_notices_ts("run-1")
+    found = await store.intend_notice("run-1", "tool:c1")
+    assert (found.fresh, found.message_ts) == (False, None)
+    await store.release_run("run-1", owner="a", state=RunState.QUEUED)
+    assert (await _recorded_ts(store, "run-1"))["tool:c1"] is None
 
 
 async def test_a_card_that_lags_its_state_is_listed_until_drawn(store: ApprovalStore) -> None:
