@@ -298,7 +298,8 @@ class ApprovalStore:
     ) -> None:
         """Leave the run in ``state`` (``queued``, ``waiting``, ``done`` or ``failed``) and
         drop ``owner``'s lease (nothing if it no longer holds it). ``drives_in_a_row``
-        sets ``Run.drives_in_a_row`` (``None`` keeps the claim's count)."""
+        sets ``Run.drives_in_a_row`` (``None`` keeps the claim's count). The ``ts`` of
+        the run's messages left for it (``set_notice_ts``) are recorded with it."""
         await self._release(
             self.db,
             run_id,
@@ -308,6 +309,7 @@ class ApprovalStore:
             error=error,
             drives_in_a_row=drives_in_a_row,
         )
+        self._ts_at_release.pop(run_id, None)
 
     async def _release(
         self,
@@ -322,8 +324,9 @@ class ApprovalStore:
     ) -> int:
         """``RELEASE_RUN`` on ``q`` (the database, or a transaction), recording the ``ts``
         of the run's messages left for it (``set_notice_ts(..., at_release=True)``), on
-        PostgreSQL in the same statement; returns the rows it changed: 0 if ``owner`` no
-        longer holds the run's lease (the messages' ``ts`` are recorded either way)."""
+        PostgreSQL in the same statement (on SQLite, one before it); returns the rows it
+        changed: 0 if ``owner`` no longer holds the run's lease (the messages' ``ts`` are
+        recorded either way). The caller forgets them once that is committed."""
         params = {
             "run_id": run_id,
             "owner": owner,
@@ -333,17 +336,22 @@ class ApprovalStore:
             "drives_in_a_row": drives_in_a_row,
             "now": self.clock(),
         }
-        notices = self._ts_at_release.get(run_id)
+        notices = dict(self._ts_at_release.get(run_id, {}))
+        # JSON carries a NUL as "\u0000", which jsonb refuses and SQLite's json_each
+        # does not match: such a key (a hostile tool call ID) is written on its own, as
+        # the statement's parameters are (NULs replaced, postgres_db.without_nul).
+        for key in [k for k in notices if "\x00" in k]:
+            await q.execute(
+                SET_NOTICE_TS,
+                {"run_id": run_id, "notice_key": key, "message_ts": notices.pop(key)},
+            )
         if not notices:
             return await q.execute(RELEASE_RUN, params)
-        pairs = json.dumps(notices)
+        pairs = json.dumps(notices, ensure_ascii=False)
         if self.db.dialect == "postgres":
-            changed = await q.execute(RELEASE_RUN_SETTING_NOTICES_TS, {**params, "notices": pairs})
-        else:
-            await q.execute(SET_NOTICES_TS["sqlite"], {"run_id": run_id, "notices": pairs})
-            changed = await q.execute(RELEASE_RUN, params)
-        self._ts_at_release.pop(run_id, None)
-        return changed
+            return await q.execute(RELEASE_RUN_SETTING_NOTICES_TS, {**params, "notices": pairs})
+        await q.execute(SET_NOTICES_TS["sqlite"], {"run_id": run_id, "notices": pairs})
+        return await q.execute(RELEASE_RUN, params)
 
     async def publish_start_rules(self, agent: str, rules: StartRules) -> None:
         """Make ``agent``'s start rules (from its policy, which only its workers read) the
@@ -690,13 +698,18 @@ class ApprovalStore:
             The cancelled requests, for their cards to be redrawn; none if ``owner`` no
             longer held the run.
         """
+        cancelled: list[ApprovalRequest] = []
         async with self.db.transaction() as tx:
-            if not await self._release(tx, run_id, owner=owner, state=RunState.FAILED, error=error):
-                return []
-            rows = await tx.fetch_all(
-                CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
+            released = await self._release(
+                tx, run_id, owner=owner, state=RunState.FAILED, error=error
             )
-            cancelled = []
+            rows = (
+                await tx.fetch_all(
+                    CANCEL_OPEN_REQUESTS, {"run_id": run_id, "note": note, "now": self.clock()}
+                )
+                if released
+                else []
+            )
             for row in rows:
                 request = request_from_row(row)
                 own = note_for(request) if note_for is not None else None
@@ -709,6 +722,7 @@ class ApprovalStore:
                 await self._audit(
                     tx, self._event(AuditKind.CANCELLED, request, reason=request.note or note)
                 )
+        self._ts_at_release.pop(run_id, None)  # committed with the release
         return cancelled
 
     async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:
@@ -1101,9 +1115,10 @@ class ApprovalStore:
         """Remember that the run's message ``key`` is in Slack at ``message_ts``.
 
         Args:
-            at_release: Leave it for the run's release by this worker (``release_run``,
-                ``fail_run``), which records it in the same statement: a statement less
-                per message of a drive (issue 11). If the drive ends without one (its
+            at_release: Leave it for the run's next release through this store
+                (``release_run``, ``fail_run``: the worker that drives the run), which
+                records it in the same statement on PostgreSQL: a statement less per
+                message of a drive (issue 11). If the drive ends without one (its
                 worker died, lost the lease, or the database failed:
                 ``forget_notices_ts``), the intention stays without a ``ts`` and the
                 next drive finds the message in Slack by its metadata (``bot.outbox``).

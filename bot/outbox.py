@@ -3,8 +3,8 @@
 Every message the product owes Slack (the run's header, a card, a tool result, a
 note, the final answer, a reminder, a failure) has a key within its run. Before it
 is posted, the intention is recorded in the database (``ApprovalStore.intend_notice``);
-after, its ``ts`` (a drive's tool results and answer: with the run's release, in the
-same statement). The message carries Slack message metadata naming
+after, its ``ts`` (a drive's tool results, notes and answer: with the run's release,
+in the same statement on PostgreSQL). The message carries Slack message metadata naming
 ``<run_id>/<key>``, so a worker that finds an intention without a ``ts`` (its
 predecessor died while the post was in flight, or before its release recorded it) first
 looks for the message in Slack

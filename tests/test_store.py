@@ -424,6 +424,49 @@ async def test_a_drive_ended_without_a_release_leaves_its_messages_to_be_found(
     assert (await _recorded_ts(store, "run-1"))["tool:c1"] is None
 
 
+NUL_KEY = "tool:call\x00id"
+"""A notice key with a NUL: a tool call ID from a hostile model."""
+
+
+@pytest.mark.parametrize("at_release", [False, True])
+async def test_a_nul_in_a_notice_key_does_not_stop_its_ts_or_the_release(
+    store: ApprovalStore, at_release: bool
+) -> None:
+    """JSON carries a NUL as an escape jsonb refuses: the release would fail and the run
+    stay leased; such a key is recorded on its own, as its intention was."""
+    await store.create_run(make_run())
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    for key in ("tool:ok", NUL_KEY):
+        await store.intend_notice("run-1", key)
+    await store.set_notice_ts("run-1", "tool:ok", "1.000100", at_release=at_release)
+    await store.set_notice_ts("run-1", NUL_KEY, "1.000200", at_release=at_release)
+    await store.release_run("run-1", owner="a", state=RunState.DONE, final_answer="ok")
+    assert (await store.get_run("run-1")).state == RunState.DONE
+    other = ApprovalStore(store.db)
+    assert (await other.intend_notice("run-1", "tool:ok")).message_ts == "1.000100"
+    assert (await other.intend_notice("run-1", NUL_KEY)).message_ts == "1.000200"
+
+
+async def test_a_failing_that_rolls_back_keeps_the_drives_ts_for_the_next_release(
+    store: ApprovalStore,
+) -> None:
+    """The ``ts`` left for a release are forgotten only once it is committed."""
+    await store.create_run(make_run())
+    await store.add_requests([make_request("r1")])
+    await store.claim_run("run-1", owner="a", lease_s=10, from_state=RunState.QUEUED)
+    await store.intend_notice("run-1", "tool:c1")
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100", at_release=True)
+
+    def note_for(request: ApprovalRequest) -> str | None:
+        raise RuntimeError("the transaction fails after the release statement")
+
+    with pytest.raises(RuntimeError):
+        await store.fail_run("run-1", owner="a", error="e", note="n", note_for=note_for)
+    assert (await store.get_run("run-1")).state == RunState.RUNNING  # rolled back
+    await store.release_run("run-1", owner="a", state=RunState.QUEUED)
+    assert (await _recorded_ts(store, "run-1"))["tool:c1"] == "1.000100"
+
+
 async def test_a_card_that_lags_its_state_is_listed_until_drawn(store: ApprovalStore) -> None:
     now = [1_000.0]
     store.clock = lambda: now[0]
