@@ -151,14 +151,20 @@ class RunDriver:
             return RunState.WAITING, None
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
-            return await self._finish(run, snapshot, calls)
+            return await self._finish(run, snapshot.values, calls)
         applying = [r for r in requests if r.request_id in plan.applying]
         self._sent[run.run_id] = frozenset(plan.applying)
         with metrics.resuming(applying, now=self.store.clock()):
-            resumed = await self._resume(run, graph_input, config, plan, calls)
+            resumed, ended = await self._resume(run, graph_input, config, plan, calls)
         if not resumed:
             metrics.RESUME_FAILURES.labels(reason="refused").inc()
             return RunState.WAITING, None
+        if ended is not None and {i.id for i in snapshot.interrupts} <= set(plan.resume):
+            # The stream showed the graph's end, and every interrupt pending before it was
+            # resumed (one that was not, LangGraph raises again as it re-runs its node; the
+            # driver does not rely on it): the checkpoint holds ``ended``, nothing to read.
+            await self.store.mark_applied(plan.applying, known=calls.requests)
+            return await self._finish(run, ended, calls)
         return await self._settle(run, config, plan, calls)
 
     async def _catch_up(
@@ -246,11 +252,12 @@ class RunDriver:
 
     async def _resume(
         self, run: Run, graph_input: Any, config: dict[str, Any], plan: ResumePlan, calls: ToolCalls
-    ) -> bool:
+    ) -> tuple[bool, dict[str, Any] | None]:
         """Stream ``graph_input``; return ``False`` if the graph refused the answer
-        (its requests are pending again, with the reason)."""
+        (its requests are pending again, with the reason), and the graph's final
+        values if the stream showed it ended (``_stream``)."""
         try:
-            await self._stream(run, graph_input, config, calls)
+            ended = await self._stream(run, graph_input, config, calls)
         except ValidationError as exc:
             # LangGraph checked a per-call answer against the interrupt's response_schema
             # and refused it before saving anything. Any other error (a tool that raised,
@@ -263,8 +270,8 @@ class RunDriver:
                 or not await self._reopen_refused(run, config, plan, exc)
             ):
                 raise
-            return False
-        return True
+            return False, None
+        return True, ended
 
     async def _settle(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, calls: ToolCalls
@@ -286,11 +293,11 @@ class RunDriver:
         if snapshot.interrupts:
             await self._post_approvals(run, snapshot, redraw_posted=bool(plan.applying))
             return RunState.WAITING, None
-        return await self._finish(run, snapshot, calls)
+        return await self._finish(run, snapshot.values, calls)
 
     async def _stream(
         self, run: Run, graph_input: Any, config: dict[str, Any], calls: ToolCalls
-    ) -> None:
+    ) -> dict[str, Any] | None:
         """Run the graph, posting the tool results (and rejections) of each step once
         it is done, in call order (``stream_mode="values"``: the state after each step).
         Each step is saved before the next begins (``durability="sync"``), so a worker
@@ -298,6 +305,16 @@ class RunDriver:
 
         A resumed graph replays results of calls that finished before the pause; each is
         posted once (``RunMessages``).
+
+        Returns:
+            The graph's final values if the stream showed it ended: no chunk of a local
+            graph's stream (``version="v2"``: each a ``StreamPart`` with the
+            ``interrupts`` raised, those of subgraphs and of parallel calls included, a
+            chunk each) raised an interrupt, and its last is a dict of values, the state
+            its last checkpoint holds. ``None`` otherwise (an interrupt raised, a
+            deployed graph's stream, values that are not a dict, no chunk): ``_settle``
+            reads the checkpoint. An interrupt pending before the stream and not resumed
+            by it is the caller's to check (``_drive``).
 
         Raises:
             CheckpointUnavailableError: A checkpoint's statement failed for an outage.
@@ -310,8 +327,14 @@ class RunDriver:
         stream = self.graph.astream(
             graph_input, config, stream_mode="values", version="v2", durability="sync"
         )
+        last: Any = None
+        interrupted = False
         try:
             async for chunk in _nodes_failures_as_theirs(stream, deployed=self.deployed):
+                last = chunk
+                interrupted = interrupted or bool(
+                    isinstance(chunk, dict) and chunk.get("interrupts")
+                )
                 values = chunk.get("data") if isinstance(chunk, dict) and "type" in chunk else chunk
                 messages = values.get("messages") if isinstance(values, dict) else None
                 if messages:
@@ -326,6 +349,7 @@ class RunDriver:
                 "STEP_TIMEOUT_S or the graph set it) and was cancelled; a sync tool of it "
                 "cannot be, and may still be running"
             ) from exc
+        return None if self.deployed or interrupted else _ended_values(last)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -482,13 +506,28 @@ class RunDriver:
             request.request_id,
         )
 
-    async def _finish(self, run: Run, snapshot: Any, calls: ToolCalls) -> tuple[RunState, str]:
-        messages = snapshot.values.get("messages", [])
+    async def _finish(
+        self, run: Run, values: dict[str, Any], calls: ToolCalls
+    ) -> tuple[RunState, str]:
+        """Post the final answer (the last AI message of ``values``, the graph's final
+        state) and end the run ``done``."""
+        messages = values.get("messages", [])
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         answer = message_text(last) if last else ""
         await self.messages.final_answer(run, answer, messages, calls)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer
+
+
+def _ended_values(chunk: Any) -> dict[str, Any] | None:
+    """The values of a ``version="v2"`` values chunk that raised no interrupt, if they
+    are a dict, else ``None``."""
+    if not isinstance(chunk, dict) or chunk.get("type") != "values":
+        return None
+    values, interrupts = chunk.get("data"), chunk.get("interrupts")
+    if not isinstance(values, dict) or interrupts is None or interrupts:
+        return None
+    return values
 
 
 def _empty(snapshot: Any) -> bool:

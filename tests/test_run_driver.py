@@ -27,8 +27,9 @@ from agent_bridge.errors import (
     StoreUnavailableError,
     error_text,
 )
-from agent_bridge.graph import AgentGraph
+from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.lease import LeaseLost
+from agent_bridge.message_text import message_text
 from agent_bridge.models import (
     AlreadyDecided,
     ApprovalState,
@@ -764,3 +765,77 @@ async def test_a_deployed_graphs_refused_answer_reopens_its_card(
         assert (request.note or "").startswith("the agent refused the answer (ValidationError")
     else:
         assert request.state == ApprovalState.CANCELLED
+
+
+class StateReads:
+    """Delegates to the agent graph, counting its state reads (an ``AgentGraph``)."""
+
+    def __init__(self, graph: AgentGraph) -> None:
+        self.graph = graph
+        self.reads = 0
+
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        self.reads += 1
+        return await self.graph.aget_state(config, subgraphs=subgraphs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        return self.graph.astream(input, config, **kwargs)
+
+
+async def test_a_resume_that_ends_the_run_reads_its_state_once(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """The stream's last values are what the last checkpoint holds when no chunk raised an
+    interrupt and none was left pending: the drive finishes from them, without reading
+    the state again (issue 11), and answers what the checkpoint says."""
+    driver, _, run = await an_approved_write(store, tmp_path)
+    graph = driver.graph
+    reads = StateReads(graph)
+    driver.graph = reads
+    state, answer = await driver.drive(run)
+    assert (state, reads.reads) == (RunState.DONE, 1)  # the read before the resume
+    final = await graph.aget_state(thread_config(run.thread_id))
+    assert answer and answer == message_text(final.values["messages"][-1])
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.state == ApprovalState.APPLIED
+
+
+async def test_a_resume_that_leaves_a_parallel_call_pending_reads_the_state_again(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """Two per-call interrupts in one turn, one answered: the run is not over. LangGraph
+    raises the other again as it re-runs its node, but the driver does not rely on the
+    stream for an interrupt pending before it: with a stream that shows none, the state
+    is still read after it, and the run waits on the other call."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {})
+    two_writes = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+                {"name": "write_file", "args": {"path": "b.txt", "content": "y"}},
+            ]
+        }
+    )
+    run = await new_run(store, two_writes)
+    assert (await driver.drive(run))[0] == RunState.WAITING
+    first, second = await store.requests_for_run(run.run_id)
+    await store.record_decision(first.request_id, Decision(type="approve"), user_id="U2")
+    graph = driver.graph
+
+    async def showing_no_interrupt(command: Command[Any]) -> AsyncIterator[Any]:
+        stream = graph.astream(
+            command, thread_config(run.thread_id), stream_mode="values", version="v2"
+        )
+        async for chunk in stream:
+            yield {**chunk, "interrupts": ()}
+
+    reads = StateReads(ResumeInterceptor(graph, on_resume=showing_no_interrupt))
+    driver.graph = reads
+    state, _ = await driver.drive(run)
+    assert (state, reads.reads) == (RunState.WAITING, 2)
+    states = {r.request_id: r.state for r in await store.requests_for_run(run.run_id)}
+    assert states == {
+        first.request_id: ApprovalState.APPLIED,
+        second.request_id: ApprovalState.PENDING,
+    }
