@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.constants import START, TAG_HIDDEN
 from langgraph.types import Command, StateSnapshot, interrupt
 from pydantic import ValidationError
 
@@ -312,9 +313,10 @@ class RunDriver:
             ``interrupts`` raised, those of subgraphs and of parallel calls included, a
             chunk each) raised an interrupt, and its last is a dict of values, the state
             its last checkpoint holds. ``None`` otherwise (an interrupt raised, a
-            deployed graph's stream, values that are not a dict, no chunk): ``_settle``
-            reads the checkpoint. An interrupt pending before the stream and not resumed
-            by it is the caller's to check (``_drive``).
+            deployed graph's stream, a graph some of whose tasks LangGraph does not
+            stream (``_streams_every_interrupt``), values that are not a dict, no
+            chunk): ``_settle`` reads the checkpoint. An interrupt pending before the
+            stream and not resumed by it is the caller's to check (``_drive``).
 
         Raises:
             CheckpointUnavailableError: A checkpoint's statement failed for an outage.
@@ -349,7 +351,9 @@ class RunDriver:
                 "STEP_TIMEOUT_S or the graph set it) and was cancelled; a sync tool of it "
                 "cannot be, and may still be running"
             ) from exc
-        return None if self.deployed or interrupted else _ended_values(last)
+        if self.deployed or interrupted or not _streams_every_interrupt(self.graph):
+            return None
+        return _ended_values(last)
 
     async def _reopen_refused(
         self, run: Run, config: dict[str, Any], plan: ResumePlan, exc: Exception | None
@@ -517,6 +521,24 @@ class RunDriver:
         await self.messages.final_answer(run, answer, messages, calls)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)
         return RunState.DONE, answer
+
+
+def _streams_every_interrupt(graph: Any) -> bool:
+    """Whether every interrupt of ``graph``'s tasks reaches its stream: LangGraph streams
+    nothing of a task tagged ``langsmith:hidden`` (``TAG_HIDDEN``: its ``__start__``
+    node, or every node of a graph given the tag, ``graph.with_config(tags=[...])``, or
+    a node given it), its interrupts included. A graph whose ``config`` and ``nodes``
+    cannot be read (``nodes``; ``config`` is ``None`` until set) is not known to."""
+    config, nodes = getattr(graph, "config", None) or {}, getattr(graph, "nodes", None)
+    if not isinstance(config, Mapping) or not isinstance(nodes, Mapping):
+        return False
+    if TAG_HIDDEN in (config.get("tags") or ()):
+        return False
+    return not any(
+        TAG_HIDDEN in (getattr(node, "tags", None) or ())
+        for name, node in nodes.items()
+        if name != START
+    )
 
 
 def _ended_values(chunk: Any) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.constants import TAG_HIDDEN
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
@@ -768,10 +769,14 @@ async def test_a_deployed_graphs_refused_answer_reopens_its_card(
 
 
 class StateReads:
-    """Delegates to the agent graph, counting its state reads (an ``AgentGraph``)."""
+    """Delegates to the agent graph, counting its state reads (an ``AgentGraph``), with
+    the ``config`` and ``nodes`` of ``shape`` (the compiled graph, by default ``graph``:
+    what tells the driver whether its stream shows every interrupt)."""
 
-    def __init__(self, graph: AgentGraph) -> None:
+    def __init__(self, graph: AgentGraph, shape: Any = None) -> None:
         self.graph = graph
+        self.config = getattr(shape or graph, "config", None)
+        self.nodes = getattr(shape or graph, "nodes", None)
         self.reads = 0
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
@@ -830,7 +835,7 @@ async def test_a_resume_that_leaves_a_parallel_call_pending_reads_the_state_agai
         async for chunk in stream:
             yield {**chunk, "interrupts": ()}
 
-    reads = StateReads(ResumeInterceptor(graph, on_resume=showing_no_interrupt))
+    reads = StateReads(ResumeInterceptor(graph, on_resume=showing_no_interrupt), shape=graph)
     driver.graph = reads
     state, _ = await driver.drive(run)
     assert (state, reads.reads) == (RunState.WAITING, 2)
@@ -839,3 +844,20 @@ async def test_a_resume_that_leaves_a_parallel_call_pending_reads_the_state_agai
         first.request_id: ApprovalState.APPLIED,
         second.request_id: ApprovalState.PENDING,
     }
+
+
+async def test_a_graph_whose_tasks_langgraph_does_not_stream_has_its_state_read(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """LangGraph streams nothing of a task tagged ``langsmith:hidden``, its interrupt
+    included: a graph given the tag (to keep it out of LangSmith's traces) ends its
+    stream silent on a pause, and the state read finds the interrupt (a review)."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {})
+    hidden: Any = graph.with_config(tags=[TAG_HIDDEN])  # an AgentGraph, as build_agent's
+    reads = StateReads(hidden)
+    driver.graph = reads
+    run = await new_run(store, WRITE_TASK)
+    state, answer = await driver.drive(run)
+    assert (state, answer, reads.reads) == (RunState.WAITING, None, 2)
+    assert len(await store.requests_for_run(run.run_id)) == 1
