@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import START, TAG_HIDDEN
 from langgraph.types import Command, StateSnapshot, interrupt
 from pydantic import ValidationError
@@ -174,8 +174,13 @@ class RunDriver:
         """Post what a dead worker may have left unposted before going on: the results
         in the checkpoint (in call order; each once, found in Slack if it was posted),
         and the cards of requests decided before their card's ``ts`` was recorded (a
-        reviewer clicked a card whose post was interrupted: it is adopted and redrawn)."""
-        await self.messages.results(run, snapshot.values.get("messages", []), calls)
+        reviewer clicked a card whose post was interrupted: it is adopted and redrawn).
+        The results earlier drives posted are read at once, not asked for one by one:
+        a drive's statements do not grow with the run's history."""
+        messages = snapshot.values.get("messages", [])
+        if any(isinstance(m, ToolMessage) for m in messages):
+            calls.posted |= await self.store.posted_notices(run.run_id)
+        await self.messages.results(run, messages, calls)
         for request in requests:
             if request.message_ts is None and request.state != ApprovalState.PENDING:
                 await self._post_card(run, request)

@@ -54,7 +54,8 @@ class ToolCalls:
         answered: Tool call ID -> the reviewer's reject or respond decision: the call's
             "result" is their words, not the tool's output or error.
         args: Tool call ID -> arguments the model proposed.
-        posted: Keys of results posted (or found posted) during this drive.
+        posted: Keys of results posted (or found posted) during this drive, and of
+            those earlier drives posted (read once, if the checkpoint has results).
         secrets: Values of the run's redacted arguments seen so far, scrubbed from
             every text posted or logged.
         requests: Request ID -> the run's request as this drive last read or changed it

@@ -78,6 +78,7 @@ from agent_bridge.store_sql import (
     SELECT_NEXT_LEASE_END,
     SELECT_NOTICE,
     SELECT_PENDING_POSTED,
+    SELECT_POSTED_NOTICE_KEYS,
     SELECT_REQUEST,
     SELECT_REQUEST_BY_KEY,
     SELECT_RUN,
@@ -1129,6 +1130,14 @@ class ApprovalStore:
         await self.db.execute(
             SET_NOTICE_TS, {"run_id": run_id, "notice_key": key, "message_ts": message_ts}
         )
+
+    async def posted_notices(self, run_id: str) -> set[str]:
+        """The keys of the run's messages known to be in Slack: their ``ts`` recorded, or
+        left for the run's release through this store. One statement, for a drive to
+        skip the results earlier drives posted instead of asking for each
+        (``intend_notice``: two statements a result, every drive)."""
+        rows = await self.db.fetch_all(SELECT_POSTED_NOTICE_KEYS, {"run_id": run_id})
+        return {row["notice_key"] for row in rows} | set(self._ts_at_release.get(run_id, {}))
 
     def forget_notices_ts(self, run_id: str) -> None:
         """Drop the ``ts`` left for the run's release (``set_notice_ts``) by a drive that

@@ -176,6 +176,9 @@ FAIL_TEAM_RUNS = """UPDATE runs SET state = 'failed', error = :error, lease_owne
 """The workspace's unfinished runs, failed; a worker driving one finds its lease gone at
 its next renewal and stops (``agent_bridge.lease.Leases.hold``), and its release changes nothing."""
 SELECT_NOTICE = """SELECT * FROM run_notices WHERE run_id = :run_id AND notice_key = :notice_key"""
+SELECT_POSTED_NOTICE_KEYS = """SELECT notice_key FROM run_notices
+    WHERE run_id = :run_id AND message_ts IS NOT NULL"""
+"""The keys of a run's messages known to be in Slack (the primary key's index)."""
 SET_NOTICE_TS = """UPDATE run_notices SET message_ts = :message_ts
     WHERE run_id = :run_id AND notice_key = :notice_key"""
 MARK_DRAWN = """UPDATE approval_requests SET drawn_revision = :revision

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge.models import ApprovalState, RunState
@@ -25,6 +26,7 @@ from tests.harness import DBA, REVIEWER, Harness, decision_buttons
 from tests.slack_bodies import card_click
 
 REASON = "Archive the rows before deleting them."
+WRITE_ARGS = {"path": "notes/a.txt", "content": "x"}
 
 
 def orders_count(harness: Harness) -> int:
@@ -183,3 +185,30 @@ async def test_every_message_and_modal_is_valid_block_kit(harness: Harness) -> N
 async def _ephemerals(harness: Harness, text: str, count: int) -> list[dict[str, Any]] | None:
     notes = [n for n in harness.sandbox.ephemerals() if text in n.get("text", "")]
     return notes if len(notes) >= count else None
+
+
+async def test_a_drive_does_not_ask_again_for_each_result_earlier_drives_posted(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with results in its history: the decision's drive reads which are in Slack
+    in one statement, instead of asking for each (two statements a result, on every
+    drive), and posts none of them again."""
+    reads = [{"name": "read_data", "args": {"table": "orders"}} for _ in range(4)]
+    task = {"tool_calls": reads, "then": [[{"name": "write_file", "args": WRITE_ARGS}]]}
+    run = await harness.start_run(task)
+    (write,) = await harness.requests(run, count=1)
+    paused = await harness.store.get_run(run.run_id)
+    assert len([t for t in harness.slack_thread_texts(paused) if t == "read_data ran"]) == 4
+    intended: list[str] = []
+    intend = harness.store.intend_notice
+
+    async def counting(run_id: str, key: str) -> Any:
+        intended.append(key)
+        return await intend(run_id, key)
+
+    monkeypatch.setattr(harness.store, "intend_notice", counting)
+    assert (await harness.click(write, "approve"))[0] == 200
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
+    assert [k for k in intended if k.startswith("tool:")] == [f"tool:{write.tool_call_id}"]
+    assert len([t for t in harness.slack_thread_texts(done) if t == "read_data ran"]) == 4

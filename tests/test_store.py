@@ -424,6 +424,21 @@ async def test_a_drive_ended_without_a_release_leaves_its_messages_to_be_found(
     assert (await _recorded_ts(store, "run-1"))["tool:c1"] is None
 
 
+async def test_a_runs_posted_notices_are_those_whose_ts_is_known(store: ApprovalStore) -> None:
+    """Recorded, or left for the release through this store; not an intention alone
+    (its message may not be in Slack), nor another run's."""
+    await store.create_run(make_run())
+    await store.create_run(make_run("run-2"))
+    for key in ("tool:c1", "tool:c2", "tool:c3"):
+        await store.intend_notice("run-1", key)
+    await store.intend_notice("run-2", "tool:c9")
+    await store.set_notice_ts("run-1", "tool:c1", "1.000100")
+    await store.set_notice_ts("run-1", "tool:c2", "1.000200", at_release=True)
+    await store.set_notice_ts("run-2", "tool:c9", "1.000900")
+    assert await store.posted_notices("run-1") == {"tool:c1", "tool:c2"}
+    assert await ApprovalStore(store.db).posted_notices("run-1") == {"tool:c1"}
+
+
 NUL_KEY = "tool:call\x00id"
 """A notice key with a NUL: a tool call ID from a hostile model."""
 
