@@ -100,8 +100,9 @@ def render_pointer(
     request: ApprovalRequest, *, link: str | None
 ) -> tuple[str, list[dict[str, Any]]]:
     """The one line in the run's Slack thread about a card posted in another channel:
-    where it waits, then its outcome (``link``: the card's permalink), with what an edit
-    changed and, once the call ran, how it went; a card closed undecided or unapplied
+    where it waits, then its outcome (``link``: the card's permalink) and who decided it
+    (every approver of a quorum, as its card lists them), with what an edit changed and,
+    once the call ran, how it went; a card closed undecided or unapplied
     (its run failed) with its note, which says whether the call may have run."""
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     channel = f"<#{request.channel_id}>" if request.channel_id else "?"
@@ -120,7 +121,9 @@ def render_pointer(
             outcome = review_wording.expired_outcome(outcome)
         text = review_wording.pointer_outcome_text(outcome, name, channel, link)
         by = request.decided_by
-        if decision is not None and by is not None and _USER.fullmatch(by):
+        if decision is not None and approvals_line(request) is not None:  # a quorum's
+            text += f" {review_wording.decided_by_text(mentions(request.approved_by))}"
+        elif decision is not None and by is not None and _USER.fullmatch(by):
             text += f" {review_wording.decided_by_text(mention(by))}"
         if decision is not None and decision.type in ("reject", "respond") and decision.message:
             text += f"\n{quote(decision.message, POINTER_WORDS_MAX_CHARS)[0]}"

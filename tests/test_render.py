@@ -43,6 +43,7 @@ from bot.mrkdwn import (
     split_code_blocks,
     truncate,
 )
+from bot.review_blocks import render_pointer
 
 EVIL = "<!channel> <!here> <@U123> <#C1> <https://evil|innocent> <!subteam^S1> & ```"
 FORBIDDEN = ("<!channel>", "<!here>", "<@U123>", "<#C1>", "<https://evil|innocent>", "<!subteam")
@@ -488,3 +489,16 @@ def test_a_notification_text_keeps_agent_text_on_one_line() -> None:
     text = approval_text(request)
     assert "\n" not in text and "⏎" in text
     assert "\n" not in render_final_answer("Done.\n✅ Approved by Jane")[0]
+
+
+def test_the_pointer_to_a_card_a_quorum_approved_names_every_approver() -> None:
+    """A DBA reading the run's thread sees both approvals, as the card lists them, not
+    only the last click's."""
+    quorum = decided(make_request(channel_id="C0APPROVALS"), Decision(type="approve")).model_copy(
+        update={"approved_by": ["U0DANA", "U0DMITRI"], "decided_by": "U0DMITRI"}
+    )
+    text, blocks = render_pointer(quorum, link=None)
+    assert "by <@U0DANA>, <@U0DMITRI>" in text
+    alone = decided(make_request(channel_id="C0APPROVALS"), Decision(type="approve"))
+    assert render_pointer(alone, link=None)[0].endswith("by <@U0REVIEWER>")
+    assert_valid_message(text, blocks)
