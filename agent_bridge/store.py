@@ -310,7 +310,7 @@ class ApprovalStore:
             error=error,
             drives_in_a_row=drives_in_a_row,
         )
-        self._ts_at_release.pop(run_id, None)
+        self.forget_notices_ts(run_id)  # recorded
 
     async def _release(
         self,
@@ -723,7 +723,7 @@ class ApprovalStore:
                 await self._audit(
                     tx, self._event(AuditKind.CANCELLED, request, reason=request.note or note)
                 )
-        self._ts_at_release.pop(run_id, None)  # committed with the release
+        self.forget_notices_ts(run_id)  # committed with the release
         return cancelled
 
     async def close_workspace(self, team_id: str, *, note: str) -> list[ApprovalRequest]:
@@ -1140,8 +1140,8 @@ class ApprovalStore:
         return {row["notice_key"] for row in rows} | set(self._ts_at_release.get(run_id, {}))
 
     def forget_notices_ts(self, run_id: str) -> None:
-        """Drop the ``ts`` left for the run's release (``set_notice_ts``) by a drive that
-        ended without one; nothing if it released the run."""
+        """Drop the ``ts`` left for the run's release (``set_notice_ts``): once the release
+        recorded them, or for a drive that ended without one."""
         self._ts_at_release.pop(run_id, None)
 
     async def mark_drawn(self, request: ApprovalRequest) -> dict[str, int]:

@@ -600,15 +600,22 @@ async def test_drives_cut_by_a_lost_lease_fail_the_run_at_the_bound(
     assert write.note == run_failed_call_may_have_run_note(run.run_id)
 
 
-class StateReadFails:
-    """Delegates to the agent graph, but its first ``failures`` state reads raise the
-    checkpointer's outage (a lock held past ``lock_timeout``, before any resume)."""
+class StateReads:
+    """Delegates to the agent graph (an ``AgentGraph``), counting its state reads; the
+    first ``failures`` raise the checkpointer's outage (a lock held past
+    ``lock_timeout``, before any resume). It has the ``config`` and ``nodes`` of
+    ``shape`` (the compiled graph, by default ``graph``: what tells the driver whether
+    its stream shows every interrupt)."""
 
-    def __init__(self, graph: AgentGraph, failures: int) -> None:
+    def __init__(self, graph: AgentGraph, *, failures: int = 0, shape: Any = None) -> None:
         self.graph = graph
         self.failures = failures
+        self.config = getattr(shape or graph, "config", None)
+        self.nodes = getattr(shape or graph, "nodes", None)
+        self.reads = 0
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        self.reads += 1
         if self.failures:
             self.failures -= 1
             raise CheckpointUnavailableError("lock timeout on checkpoints")
@@ -625,7 +632,7 @@ async def test_a_checkpoint_read_failing_before_the_graph_runs_is_retried_as_lon
     runs a tool again); one that fails reading the state (no tool ran) is retried however
     often, and the run goes on once the read works."""
     driver, worker, run = await an_approved_write(store, tmp_path)
-    driver.graph = StateReadFails(driver.graph, failures=2 * CHECKPOINT_RETRIES)
+    driver.graph = StateReads(driver.graph, failures=2 * CHECKPOINT_RETRIES)
 
     await worker.advance(run.run_id, RunState.WAITING)
     for _ in range(2 * CHECKPOINT_RETRIES - 1):
@@ -766,25 +773,6 @@ async def test_a_deployed_graphs_refused_answer_reopens_its_card(
         assert (request.note or "").startswith("the agent refused the answer (ValidationError")
     else:
         assert request.state == ApprovalState.CANCELLED
-
-
-class StateReads:
-    """Delegates to the agent graph, counting its state reads (an ``AgentGraph``), with
-    the ``config`` and ``nodes`` of ``shape`` (the compiled graph, by default ``graph``:
-    what tells the driver whether its stream shows every interrupt)."""
-
-    def __init__(self, graph: AgentGraph, shape: Any = None) -> None:
-        self.graph = graph
-        self.config = getattr(shape or graph, "config", None)
-        self.nodes = getattr(shape or graph, "nodes", None)
-        self.reads = 0
-
-    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
-        self.reads += 1
-        return await self.graph.aget_state(config, subgraphs=subgraphs)
-
-    def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        return self.graph.astream(input, config, **kwargs)
 
 
 async def test_a_resume_that_ends_the_run_reads_its_state_once(
