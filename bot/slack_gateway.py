@@ -253,11 +253,13 @@ class SlackGateway:
         thread_ts: str | None = None,
         oldest: float | None = None,
     ) -> str | None:
-        """Find the bot's message whose metadata names ``key``: in the Slack thread
-        ``thread_ts`` (``conversations.replies``) or, without one, among the channel's
-        top-level messages after ``oldest`` (``conversations.history``), both with
+        """Find the bot's message whose metadata names ``key`` among the messages after
+        ``oldest`` (a Unix time in seconds; ``None``: from the start): in the Slack
+        thread ``thread_ts`` (``conversations.replies``) or, without one, among the
+        channel's top-level messages (``conversations.history``), both with
         ``include_all_metadata`` (Slack returns no metadata without it). Reads up to
-        ``FIND_PAGES_MAX`` pages of ``FIND_PAGE_SIZE``.
+        ``FIND_PAGES_MAX`` pages of ``FIND_PAGE_SIZE``: a thread of any length is read
+        from ``oldest`` on, not from its start.
 
         Returns:
             The message's ``ts``, or ``None`` if it is not there.
@@ -273,6 +275,7 @@ class SlackGateway:
                 call = client.conversations_replies(
                     channel=channel_id,
                     ts=thread_ts,
+                    oldest=f"{oldest:.6f}" if oldest is not None else None,
                     include_all_metadata=True,
                     limit=FIND_PAGE_SIZE,
                     cursor=cursor,

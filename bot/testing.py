@@ -108,8 +108,8 @@ class MemoryGateway:
             )
         for (channel, ts), message in self.messages.items():
             in_thread = ts == thread_ts or message["thread_ts"] == thread_ts
-            top_level = message["thread_ts"] is None and float(ts) > (oldest or 0.0)
-            if channel == channel_id and message["key"] == key:
+            top_level = message["thread_ts"] is None
+            if channel == channel_id and message["key"] == key and float(ts) > (oldest or 0.0):
                 if in_thread if thread_ts is not None else top_level:
                     return ts
         return None

@@ -6,6 +6,8 @@ describe (``is_member: false``) but not read (``not_in_channel``).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 from typing import Any
 
@@ -58,6 +60,23 @@ def _since(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[st
     return [m for m in messages if float(m["ts"]) > oldest]
 
 
+def _page(messages: list[dict[str, Any]], args: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """The page of ``messages`` that ``cursor`` and ``limit`` ask for, and the cursor of
+    the next one (``""`` after the last): Slack's cursor-based pagination
+    (https://docs.slack.dev/apis/web-api/pagination), its cursors opaque strings. An
+    unreadable cursor reads from the start."""
+    start = 0
+    cursor = str(args.get("cursor") or "")
+    if cursor:
+        try:
+            start = int(base64.b64decode(cursor, validate=True).decode().removeprefix("next:"))
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            start = 0
+    end = start + _limit(args)
+    following = base64.b64encode(f"next:{end}".encode()).decode() if end < len(messages) else ""
+    return messages[start:end], following
+
+
 def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
     """Return Slack's refusal to read ``channel_id``'s messages, or None if the bot may."""
     if channel_id not in core.workspace.channels:
@@ -68,7 +87,7 @@ def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
 
 def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
     """``conversations.history``: top-level messages (and broadcasts) after ``oldest``,
-    newest first; ``metadata`` only with ``include_all_metadata``."""
+    newest first, a page at a time; ``metadata`` only with ``include_all_metadata``."""
     channel_id = str(args.get("channel"))
     refused = _unreadable(core, channel_id)
     if refused:
@@ -78,20 +97,20 @@ def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         for m in core.workspace.messages[channel_id]
         if m.get("thread_ts", m["ts"]) == m["ts"] or m.get("subtype") == "thread_broadcast"
     ]
-    newest_first = list(reversed(_since(top, args)))
-    limit = _limit(args)
+    page, following = _page(list(reversed(_since(top, args))), args)
     return {
         "ok": True,
-        "messages": _shown(newest_first[:limit], args),
-        "has_more": len(newest_first) > limit,
+        "messages": _shown(page, args),
+        "has_more": bool(following),
         "pin_count": 0,
-        "response_metadata": {"next_cursor": ""},
+        "response_metadata": {"next_cursor": following},
     }
 
 
 def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
-    """``conversations.replies``: a thread, parent first, then replies oldest first;
-    ``metadata`` only with ``include_all_metadata``."""
+    """``conversations.replies``: a thread's messages after ``oldest`` (if given), the
+    parent first, then its replies oldest first, a page at a time; ``metadata`` only
+    with ``include_all_metadata``."""
     channel_id = str(args.get("channel"))
     refused = _unreadable(core, channel_id)
     if refused:
@@ -105,12 +124,12 @@ def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         for m in core.workspace.messages[channel_id]
         if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
     ]
-    limit = _limit(args)
+    page, following = _page(_since(thread, args), args)
     return {
         "ok": True,
-        "messages": _shown(thread[:limit], args),
-        "has_more": len(thread) > limit,
-        "response_metadata": {"next_cursor": ""},
+        "messages": _shown(page, args),
+        "has_more": bool(following),
+        "response_metadata": {"next_cursor": following},
     }
 
 

@@ -1167,6 +1167,33 @@ async def test_message_metadata_is_kept_and_returned_only_when_asked(
     assert refused.value.response["error"] == "invalid_metadata_format"
 
 
+async def test_history_and_threads_are_read_a_page_at_a_time_after_oldest(
+    sandbox: Sandbox, client: AsyncWebClient
+) -> None:
+    """Cursor pagination as slack_sdk's own paginator follows it (``next_cursor``,
+    ``""`` after the last page), and ``oldest`` in a thread as in a channel."""
+    parent = (await client.chat_postMessage(channel=GENERAL, text="p0"))["ts"]
+    replies = [
+        (await client.chat_postMessage(channel=GENERAL, text=f"r{n}", thread_ts=parent))["ts"]
+        for n in range(4)
+    ]
+    for n in range(1, 5):
+        await client.chat_postMessage(channel=GENERAL, text=f"p{n}")
+    history = [
+        m["text"]
+        async for page in await client.conversations_history(channel=GENERAL, limit=2)
+        for m in page["messages"]
+    ]
+    assert history == ["p4", "p3", "p2", "p1", "p0"]
+    thread_pages = [
+        [m["text"] for m in page["messages"]]
+        async for page in await client.conversations_replies(channel=GENERAL, ts=parent, limit=2)
+    ]
+    assert thread_pages == [["p0", "r0"], ["r1", "r2"], ["r3"]]
+    since = await client.conversations_replies(channel=GENERAL, ts=parent, oldest=replies[1])
+    assert [m["text"] for m in since["messages"]] == ["r2", "r3"]
+
+
 async def test_a_stalled_call_is_held_landed_or_lost(
     sandbox: Sandbox, client: AsyncWebClient
 ) -> None:

@@ -18,6 +18,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.settings import DEMO_BOT_TOKEN, DEMO_SIGNING_SECRET
+from bot import slack_gateway
 from bot.errors import (
     ChannelUnreachableError,
     MessageGoneError,
@@ -262,6 +263,63 @@ async def test_a_message_is_found_by_the_key_in_its_metadata(subject: Subject) -
         )
         is None  # only messages after oldest
     )
+
+
+async def test_a_message_is_found_after_oldest_however_long_its_thread_before_it(
+    subject: Subject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead worker's reply in a long thread is found by reading the thread from the
+    intention on (``oldest``), not from its start: with reads of 2 pages of 2, a thread of
+    8 replies before it would hide it."""
+    monkeypatch.setattr(slack_gateway, "FIND_PAGE_SIZE", 2)
+    monkeypatch.setattr(slack_gateway, "FIND_PAGES_MAX", 2)
+    gateway, channel = subject.gateway, subject.channel_id
+    parent = await gateway.post_message(
+        team_id=TEAM, channel_id=channel, text="header", blocks=BLOCKS, key="run-1/header"
+    )
+    for n in range(8):
+        earlier = await gateway.post_message(
+            team_id=TEAM, channel_id=channel, text=f"earlier {n}", blocks=BLOCKS, thread_ts=parent
+        )
+    reply = await gateway.post_message(
+        team_id=TEAM,
+        channel_id=channel,
+        text="result",
+        blocks=BLOCKS,
+        thread_ts=parent,
+        key="run-1/tool:c9",
+    )
+    for n in range(4):  # later replies: the reply is on the 1st of 3 pages from oldest
+        await gateway.post_message(
+            team_id=TEAM, channel_id=channel, text=f"later {n}", blocks=BLOCKS, thread_ts=parent
+        )
+    found = await gateway.find_message(
+        team_id=TEAM,
+        channel_id=channel,
+        key="run-1/tool:c9",
+        thread_ts=parent,
+        oldest=float(earlier),
+    )
+    assert found == reply
+
+
+async def test_a_message_is_found_on_a_later_page_of_its_thread(
+    subject: Subject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slack_gateway, "FIND_PAGE_SIZE", 2)
+    gateway, channel = subject.gateway, subject.channel_id
+    parent = await gateway.post_message(team_id=TEAM, channel_id=channel, text="h", blocks=BLOCKS)
+    for n in range(4):
+        await gateway.post_message(
+            team_id=TEAM, channel_id=channel, text=f"r{n}", blocks=BLOCKS, thread_ts=parent
+        )
+    reply = await gateway.post_message(
+        team_id=TEAM, channel_id=channel, text="x", blocks=BLOCKS, thread_ts=parent, key="k/3"
+    )
+    found = await gateway.find_message(
+        team_id=TEAM, channel_id=channel, key="k/3", thread_ts=parent
+    )
+    assert found == reply  # the 3rd page of 2 (the parent and 4 replies before it)
 
 
 async def test_a_workspace_s_calls_share_one_connection_of_its_session() -> None:
