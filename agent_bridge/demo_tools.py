@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ SEED_ORDERS: tuple[tuple[int, str, float, str], ...] = (
 )
 
 EXECUTED_CALLS_SQL = (
-    "CREATE TABLE IF NOT EXISTS executed_calls (tool_call_id TEXT PRIMARY KEY, result TEXT)"
+    "CREATE TABLE IF NOT EXISTS executed_statements (call_key TEXT PRIMARY KEY, result TEXT)"
 )
 SCHEMA_SQL = (
     "CREATE TABLE IF NOT EXISTS orders ("
@@ -80,13 +81,14 @@ class DemoWorkspace:
         target.write_text(content, encoding="utf-8")
         return f"Wrote {len(content)} characters to {path}"
 
-    def execute_sql(self, query: str, tool_call_id: str | None = None) -> str:
+    def execute_sql(self, query: str, call_key: str | None = None) -> str:
         """Run one SQL statement; return rows as JSON or the number of rows affected.
 
-        Idempotent per tool call: the statement and a record of ``tool_call_id`` commit
-        in one transaction, so if the worker dies after the commit and LangGraph runs
-        the tool again (its node re-runs from the last checkpoint: at least once), the
-        statement is not repeated and the first result is returned.
+        Idempotent per tool call: the statement and a record of ``call_key`` (``call_key``
+        below: what names this call of the graph's) commit in one transaction, so if the
+        worker dies after the commit and LangGraph runs the tool again (its node re-runs
+        from the last checkpoint: at least once), the statement is not repeated and the
+        first result is returned.
 
         Raises:
             ToolException: If SQLite refuses the statement.
@@ -94,10 +96,9 @@ class DemoWorkspace:
         try:
             with sqlite3.connect(self.database) as conn:
                 conn.execute(EXECUTED_CALLS_SQL)
-                if tool_call_id:
+                if call_key:
                     done = conn.execute(
-                        "SELECT result FROM executed_calls WHERE tool_call_id = ?",
-                        (tool_call_id,),
+                        "SELECT result FROM executed_statements WHERE call_key = ?", (call_key,)
                     ).fetchone()
                     if done:
                         return str(done[0])
@@ -108,8 +109,10 @@ class DemoWorkspace:
                     columns = [d[0] for d in cursor.description]
                     rows = cursor.fetchmany(READ_ROWS_LIMIT)
                     result = json.dumps([dict(zip(columns, r, strict=True)) for r in rows])
-                if tool_call_id:
-                    conn.execute("INSERT INTO executed_calls VALUES (?, ?)", (tool_call_id, result))
+                if call_key:
+                    conn.execute(
+                        "INSERT INTO executed_statements VALUES (?, ?)", (call_key, result)
+                    )
         except sqlite3.Error as exc:
             raise ToolException(f"SQL error: {exc}") from exc
         return result
@@ -138,9 +141,11 @@ class DemoWorkspace:
             """Write text content to a file at a path relative to the workspace."""
             return self.write_file(path, content)
 
-        def execute_sql(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        def execute_sql(
+            query: str, tool_call_id: Annotated[str, InjectedToolCallId], config: RunnableConfig
+        ) -> str:
             """Execute one SQL statement against the orders database."""
-            return self.execute_sql(query, tool_call_id)
+            return self.execute_sql(query, call_key(tool_call_id, config))
 
         def read_data(table: str) -> str:
             """Read rows from a table of the orders database."""
@@ -154,6 +159,22 @@ class DemoWorkspace:
             StructuredTool.from_function(fn, handle_tool_error=True)
             for fn in (write_file, execute_sql, read_data, ask_user)
         ]
+
+
+def call_key(tool_call_id: str, config: RunnableConfig) -> str:
+    """What names one call of the graph's, the same when LangGraph runs it again: its
+    ``thread_id``, the task running it (``checkpoint_ns``, ``<node>:<task ID>``: LangGraph
+    gives a task the same ID when it runs again from its checkpoint) and its tool call ID.
+    The ID alone is not enough: some model servers number each turn's calls afresh
+    (``call_0`` in every turn), and every run's first call would be taken for done."""
+    configurable = config.get("configurable") or {}
+    return "/".join(
+        (
+            str(configurable.get("thread_id", "")),
+            str(configurable.get("checkpoint_ns", "")),
+            tool_call_id,
+        )
+    )
 
 
 def make_tools(settings: WorkerConfig) -> list[BaseTool]:

@@ -28,6 +28,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
+from agent_bridge import call_ids
 from agent_bridge.binding import call_hash
 from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.message_text import call_message, message_text
@@ -64,9 +65,12 @@ def is_hitl(interrupt: Interrupt) -> bool:
 
 
 def pending_tool_calls(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """Return the tool calls of the last ``AIMessage`` (the turn being reviewed)."""
+    """Return the tool calls of the last ``AIMessage`` (the turn being reviewed), each
+    ``"id"`` the run's call ID (``agent_bridge.call_ids``)."""
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    return [dict(call) for call in last.tool_calls] if last else []
+    if last is None or not last.tool_calls:
+        return []
+    return call_ids.turns(messages)[-1].calls
 
 
 def _match_tool_call_ids(
@@ -267,15 +271,16 @@ def _per_call_request(
     allowed = schema_decisions(interrupt.response_schema) or (
         list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
     )
+    call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
         interrupt,
         value,
         index=0,
         mode="per_call",
         batch_size=1,
-        tool_call_id=value.get("tool_call_id"),
+        tool_call_id=call_id,
         allowed=allowed,
-        reason=_reason(messages, value.get("tool_call_id"), placement.policy),
+        reason=_reason(messages, call_id, placement.policy),
     )
 
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from agent_bridge import call_ids
+
 
 def message_text(message: BaseMessage) -> str:
     """Return a message's text content (string content, or its text blocks joined)."""
@@ -26,10 +28,16 @@ def message_text(message: BaseMessage) -> str:
 
 
 def call_message(messages: Sequence[BaseMessage], tool_call_id: str | None) -> AIMessage | None:
-    """The ``AIMessage`` that made tool call ``tool_call_id``; the last one when the ID is
-    unknown (a batched action not matched to a call); ``None`` if there is none."""
+    """The ``AIMessage`` that made tool call ``tool_call_id`` (a run's call ID,
+    ``agent_bridge.call_ids``); the last one when the ID is unknown (a batched action not
+    matched to a call); ``None`` if there is none."""
     ai = [m for m in messages if isinstance(m, AIMessage)]
     made = next(
-        (m for m in reversed(ai) if any(c["id"] == tool_call_id for c in m.tool_calls)), None
+        (
+            turn.message
+            for turn in reversed(call_ids.turns(messages))
+            if any(c["id"] == tool_call_id for c in turn.calls)
+        ),
+        None,
     )
     return made or (ai[-1] if ai else None)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 
+from agent_bridge import call_ids
 from agent_bridge.models import Run
 
 
@@ -62,16 +63,17 @@ def progress_of(messages: Sequence[Any], *, reviewed: Collection[str]) -> Progre
 
     Args:
         messages: The state's messages, oldest first.
-        reviewed: Tool call IDs that had an approval request (a person decided them).
+        reviewed: Run's call IDs (``agent_bridge.call_ids``) that had an approval
+            request (a person decided them).
 
     Returns:
         ``RUNNING_TOOLS`` with the tools the last ``AIMessage`` called when it is the
         last message; otherwise ``THINKING``.
     """
     counts: dict[str, int] = {}
-    for message in messages:
-        if isinstance(message, ToolMessage) and message.tool_call_id not in reviewed:
-            name = message.name or "tool"
+    for result in call_ids.results(messages):
+        if result.call_id not in reviewed:
+            name = result.message.name or "tool"
             counts[name] = counts.get(name, 0) + 1
     unreviewed = tuple(counts.items())
     last = messages[-1] if messages else None

@@ -5,9 +5,10 @@ Results are posted from the graph's state after each step (``stream_mode="values
 and, at the start of every drive, from the checkpoint: a result saved before a crash
 is posted even though no stream will carry it again. Within a turn they are posted in
 the order of the model's tool calls, whatever order the tools finished in. Each
-message has a key (``tool:<tool_call_id>``, ``unreviewed:<tool_call_id>``); the
-notifier posts it once per key (``bot.outbox``: an intention recorded first, the
-message found by its metadata if a dead worker posted it), so a replay never posts
+message has a key (``tool:<call ID>``, ``unreviewed:<call ID>``; the run's call ID,
+``agent_bridge.call_ids``, is the model's own unless it gave it to another turn's call
+too); the notifier posts it once per key (``bot.outbox``: an intention recorded first,
+the message found by its metadata if a dead worker posted it), so a replay never posts
 twice.
 
 What a message shows is the policy's: a tool's output only if its ``post_results``
@@ -26,9 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
-from agent_bridge import wording
+from agent_bridge import call_ids, wording
+from agent_bridge.call_ids import Result
 from agent_bridge.interrupts import pending_tool_calls
 from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, Decision, Run
@@ -104,9 +106,11 @@ class ToolCalls:
 
 def in_call_order(
     messages: Sequence[BaseMessage], *, reviewed_apart: Callable[[str], bool] = lambda _: False
-) -> list[ToolMessage]:
+) -> list[Result]:
     """The tool results in ``messages`` that can be posted now, turn by turn in the order
-    the model called the tools (a batch's tools may finish in any order).
+    the model called the tools (a batch's tools may finish in any order), each with the
+    run's call ID of its call (``agent_bridge.call_ids``: a model may give one ID to calls
+    of several turns).
 
     Within a turn, results are given up to the first call that has none yet: a state
     read in the middle of a step (a dead worker's pending writes) may hold a later
@@ -115,18 +119,18 @@ def in_call_order(
     result comes whenever its reviewer decides) does not hold the others back. A result
     whose call is not found comes last.
     """
-    results = [m for m in messages if isinstance(m, ToolMessage)]
-    by_call = {m.tool_call_id: m for m in results}
-    ordered: list[ToolMessage] = []
-    for message in messages:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                if call["id"] in by_call:
-                    ordered.append(by_call[call["id"]])
-                elif not reviewed_apart(call["name"]):
-                    break
-    called = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
-    return ordered + [m for m in results if m.tool_call_id not in called]
+    found = call_ids.results(messages)
+    by_call = {r.call_id: r for r in found}
+    ordered: list[Result] = []
+    called: set[str | None] = set()
+    for turn in call_ids.turns(messages):
+        called |= {c["id"] for c in turn.calls}
+        for call in turn.calls:
+            if call["id"] in by_call:
+                ordered.append(by_call[call["id"]])
+            elif not reviewed_apart(call["name"]):
+                break
+    return ordered + [r for r in found if r.call_id not in called]
 
 
 class RunMessages:
@@ -154,10 +158,10 @@ class RunMessages:
         """
         self.learn(messages, calls)
         per_call = self.policy.interrupt_mode == "per_call"
-        for message in in_call_order(
+        for result in in_call_order(
             messages, reviewed_apart=lambda name: per_call and bool(self.policy.gated(name))
         ):
-            call_id = message.tool_call_id or str(message.id)
+            message, call_id = result.message, result.call_id
             key = f"tool:{call_id}"
             if key in calls.posted:
                 continue
@@ -168,14 +172,14 @@ class RunMessages:
             calls.posted.add(key)
 
     def learn(self, messages: Sequence[BaseMessage], calls: ToolCalls) -> None:
-        """Note the arguments of every tool call in ``messages``, and their secrets."""
-        for message in messages:
-            if isinstance(message, AIMessage):
-                for call in message.tool_calls:
-                    if call["id"]:
-                        calls.args[call["id"]] = call["args"]
-                    rules = self.policy.redaction(call["name"])
-                    calls.secrets |= secret_values(call["args"], rules)
+        """Note the arguments of every tool call in ``messages`` (by the run's call ID),
+        and their secrets."""
+        for turn in call_ids.turns(messages):
+            for call in turn.calls:
+                if call["id"]:
+                    calls.args[call["id"]] = call["args"]
+                rules = self.policy.redaction(call["name"])
+                calls.secrets |= secret_values(call["args"], rules)
 
     async def _record_result(
         self, run: Run, message: ToolMessage, call_id: str, calls: ToolCalls

@@ -9,11 +9,14 @@ It plays the part of an LLM well enough to drive the human-in-the-loop flow for 
 - A task that is a JSON object ``{"tool_calls": [{"name": ..., "args": {...}}, ...]}``
   proposes exactly those calls (saying ``"say"``'s text with them, its stated reason,
   if the object has one); with ``"then": [[call, ...], ...]`` each later turn
-  proposes the next list of calls (an agent whose next turn calls another tool).
+  proposes the next list of calls (an agent whose next turn calls another tool); with
+  ``"ids": "per_turn"`` each turn numbers its calls ``call_0``, ``call_1``… afresh, as
+  some OpenAI-compatible model servers do (the same ID in two turns).
 - Any other task is answered in text without tools.
 - Once tool results are back it answers with a summary quoting each tool's result.
 
-Tool call IDs are derived from the conversation, so a replay proposes the same IDs.
+Tool call IDs are derived from the conversation, so a replay proposes the same IDs;
+they are unique within it unless a JSON task asks for ``per_turn`` IDs.
 """
 
 from __future__ import annotations
@@ -110,14 +113,16 @@ class ScriptedChatModel(BaseChatModel):
         if not calls:
             return AIMessage(content=no_calls_answer(text))
         digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-        suffix = f"t{turn}_" if turn else ""
+        prefix = (
+            "call_" if per_turn_ids(text) else f"call_{digest}_" + (f"t{turn}_" if turn else "")
+        )
         return AIMessage(
             content="" if results else planned_reason(text),
             tool_calls=[
                 {
                     "name": c["name"],
                     "args": c["args"],
-                    "id": f"call_{digest}_{suffix}{i}",
+                    "id": f"{prefix}{i}",
                     "type": "tool_call",
                 }
                 for i, c in enumerate(calls)
@@ -161,6 +166,16 @@ def planned_reason(task: str) -> str:
         return ""
     say = parsed.get("say") if isinstance(parsed, dict) else None
     return say if isinstance(say, str) else ""
+
+
+def per_turn_ids(task: str) -> bool:
+    """Whether a JSON task asks for tool call IDs numbered afresh each turn (``"ids":
+    "per_turn"``)."""
+    try:
+        parsed = json.loads(task)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("ids") == "per_turn"
 
 
 def later_turns(task: str) -> list[list[dict[str, Any]]]:

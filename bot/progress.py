@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import ToolMessage
-
+from agent_bridge import call_ids
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
 from agent_bridge.progress import Phase, Progress, WaitingCard, progress_of
@@ -275,7 +274,7 @@ class ProgressReporter:
     async def _learn_reviewed(self, line: _Line, messages: Sequence[Any]) -> None:
         """Which of the state's tool calls had an approval request (read when new
         ones appear)."""
-        ids = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        ids = {r.call_id for r in call_ids.results(messages)}
         if ids <= line.seen:
             return
         requests = await self.store.requests_for_run(line.run.run_id)

@@ -202,7 +202,7 @@ async def _check_run(
     wanted = {
         "header": [f"{run.run_id}/header"],
         "card": [f"{run.run_id}/card:{r.request_id}" for r in requests],
-        "tool": [f"{run.run_id}/tool:{m.tool_call_id}" for m in results],
+        "tool": [f"{run.run_id}/tool:{r.call_id}" for r in results],
         "final_answer": [f"{run.run_id}/final_answer"],
     }
     for kind, keys in wanted.items():

@@ -5,6 +5,7 @@ and conditional gating. Real PostgreSQL, Redis, sandbox Slack, web app and worke
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tests.harness import DBA, REVIEWER, Harness
 
 REASON = "Archive the rows before deleting them."
 MODES = ["batched", "per_call"]
+UPDATE_ID = "UPDATE orders SET total = total + 1 WHERE id = {}"
 
 
 @pytest.fixture(params=MODES)
@@ -44,6 +46,84 @@ async def submit(harness: Harness, view: dict[str, Any], values: dict[str, str])
         view_id=view["id"], user_id=REVIEWER, values=values
     )
     assert status == 200 and not body, body
+
+
+async def test_a_gated_call_reusing_an_earlier_turns_tool_call_id_gets_its_result(
+    harness: Harness,
+) -> None:
+    """A model that numbers each turn's calls afresh (``call_0`` in every turn, as some
+    OpenAI-compatible servers do): the gated call of the second turn has its own result in
+    the thread and on its card, though an ungated call of the first turn had its ID."""
+    task = {
+        "ids": "per_turn",
+        "tool_calls": [{"name": "read_data", "args": {"table": "orders"}}],
+        "then": [[{"name": "write_file", "args": {"path": "notes/a.txt", "content": "x"}}]],
+    }
+    run = await harness.start_run(task)
+    (write,) = await harness.requests(run, count=1)
+    assert write.tool_call_id != "call_0"  # the first turn's call_0 is another call
+    assert (await harness.click(write, "approve"))[0] == 200
+    done = await harness.finished(run)
+    texts = harness.slack_thread_texts(done)[1:-1]  # between the header and the answer
+    assert texts == [
+        "read_data ran",
+        "✅ Approved: write_file",  # the card
+        "write_file returned: Wrote 1 characters to notes/a.txt",
+    ]
+    (decided,) = await harness.store.requests_for_run(run.run_id)
+    assert decided.result is not None and decided.result.ok, decided.result
+    assert "Wrote 1 characters" in decided.result.text
+
+
+async def test_a_call_reusing_a_rejected_calls_id_is_shown_as_itself_not_as_the_rejection(
+    harness: Harness,
+) -> None:
+    """Two gated calls with the same ID in two turns: the first rejected, the second
+    approved. The second's result is its tool's output, not the first's rejection."""
+    task = {
+        "ids": "per_turn",
+        "tool_calls": [{"name": "write_file", "args": {"path": "notes/a.txt", "content": "a"}}],
+        "then": [[{"name": "write_file", "args": {"path": "notes/b.txt", "content": "bb"}}]],
+    }
+    run = await harness.start_run(task)
+    (first,) = await harness.requests(run, count=1)
+    await harness.reject(first, REASON, user_id=REVIEWER)
+    _, second = await harness.requests(run, count=2)
+    assert second.tool_call_id != first.tool_call_id
+    assert (await harness.click(second, "approve"))[0] == 200
+    done = await harness.finished(run)
+    assert (harness.settings.workspace_dir / "files/notes/b.txt").read_text() == "bb"
+    assert not (harness.settings.workspace_dir / "files/notes/a.txt").exists()
+    texts = harness.slack_thread_texts(done)[1:-1]  # between the header and the answer
+    assert texts == [
+        "❌ Rejected: write_file",  # the first card
+        "write_file rejected",
+        "✅ Approved: write_file",
+        "write_file returned: Wrote 2 characters to notes/b.txt",
+    ]
+    rejected, approved = await harness.store.requests_for_run(run.run_id)
+    assert rejected.result is not None and not rejected.result.ok
+    assert approved.result is not None and approved.result.ok, approved.result
+    assert "Wrote 2 characters" in approved.result.text
+
+
+async def test_a_statement_whose_call_reuses_an_earlier_turns_id_runs(harness: Harness) -> None:
+    """The demo's ``execute_sql`` keys its idempotency on more than the tool call ID: a
+    second turn's UPDATE named ``call_0`` like the first's is run, not taken for done."""
+    task = {
+        "ids": "per_turn",
+        "tool_calls": [{"name": "execute_sql", "args": {"query": UPDATE_ID.format(2)}}],
+        "then": [[{"name": "execute_sql", "args": {"query": UPDATE_ID.format(3)}}]],
+    }
+    run = await harness.start_run(task)
+    (first,) = await harness.requests(run, count=1)
+    await harness.click(first, "approve", user_id=DBA)
+    _, second = await harness.requests(run, count=2)
+    await harness.click(second, "approve", user_id=DBA)
+    assert (await harness.finished(run)).state == RunState.DONE
+    with sqlite3.connect(harness.settings.workspace_dir / "orders.db") as conn:
+        totals = dict(conn.execute("SELECT id, total FROM orders WHERE id IN (2, 3)").fetchall())
+    assert totals == {2: 75.5 + 1, 3: 310.25 + 1}
 
 
 async def test_respond_answers_ask_user_as_a_successful_tool_result(harness: Harness) -> None:

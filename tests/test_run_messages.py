@@ -20,15 +20,15 @@ def result(call_id: str) -> ToolMessage:
 
 def test_results_come_in_call_order_whatever_order_they_finished_in() -> None:
     messages = [HumanMessage("task"), TURN, result("c2"), result("c0"), result("c1")]
-    assert [m.tool_call_id for m in in_call_order(messages)] == ["c0", "c1", "c2"]
+    assert [r.call_id for r in in_call_order(messages)] == ["c0", "c1", "c2"]
 
 
 def test_a_later_result_waits_for_an_earlier_one_still_running() -> None:
     messages = [HumanMessage("task"), TURN, result("c2"), result("c0")]
-    assert [m.tool_call_id for m in in_call_order(messages)] == ["c0"]
+    assert [r.call_id for r in in_call_order(messages)] == ["c0"]
 
 
 def test_a_call_reviewed_apart_does_not_hold_the_others_back() -> None:
     messages = [HumanMessage("task"), TURN, result("c2")]
     ordered = in_call_order(messages, reviewed_apart=lambda name: name == "append_line")
-    assert [m.tool_call_id for m in ordered] == ["c2"]
+    assert [r.call_id for r in ordered] == ["c2"]

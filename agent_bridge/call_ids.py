@@ -1,0 +1,99 @@
+"""Tool call IDs unique within a run, whatever the model numbered (pure).
+
+A chat model names each tool call it makes with an ID, and the call's result, a
+``ToolMessage``, names its call by that ID (``tool_call_id``;
+https://python.langchain.com/docs/concepts/tool_calling/). The IDs are meant to be
+unique, but some OpenAI-compatible model servers number each turn's calls afresh
+(``call_0``, ``call_1``…), so one ID can name calls of several turns. The product keys a
+call's approval request, its messages in Slack and its outcome by its call's ID, so it
+uses the **run's call ID**: the model's own the first time an ``AIMessage`` of the run
+makes it, ``<id>#<n>`` the n-th time. IDs unique as they should be are unchanged, and so
+are the keys of runs recorded before.
+
+A result belongs to the call of the latest ``AIMessage`` before it that made its ID
+(a turn's results follow the message that asked for them). Two calls with one ID in the
+same ``AIMessage`` cannot be told apart by their results, by LangGraph either: they share
+a run's call ID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+
+@dataclass(frozen=True)
+class Turn:
+    """An ``AIMessage`` and its tool calls, each a copy with ``"id"`` the run's call ID."""
+
+    message: AIMessage
+    calls: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tool result and the run's call ID of the call it answers (its own
+    ``tool_call_id`` if no call before it made that ID; its message ID if it has none)."""
+
+    message: ToolMessage
+    call_id: str
+
+
+def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
+    """The ``AIMessage``s with tool calls and the ``ToolMessage``s of ``messages``, in
+    order, each with the run's call IDs (see the module docstring)."""
+    made: dict[str, int] = {}  # a model's ID -> how many AIMessages made it so far
+    taken: set[str] = set()  # run's call IDs given so far
+    latest: dict[str, str] = {}  # a model's ID -> the run's call ID of its latest call
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            this_turn: dict[str, str] = {}
+            calls = []
+            for call in message.tool_calls:
+                model_id = call["id"]
+                if model_id is not None and model_id not in this_turn:
+                    this_turn[model_id] = _unique(model_id, made, taken)
+                    latest[model_id] = this_turn[model_id]
+                run_id = this_turn.get(model_id) if model_id is not None else None
+                calls.append(dict(call) | {"id": run_id})
+            yield Turn(message, calls)
+        elif isinstance(message, ToolMessage):
+            model_id = message.tool_call_id
+            yield Result(message, latest.get(model_id) or model_id or str(message.id))
+
+
+def _unique(model_id: str, made: dict[str, int], taken: set[str]) -> str:
+    """The run's call ID of a new call with ``model_id``: the ID itself the first time,
+    ``<id>#<n>`` the n-th (past any ID a model gave that already reads so)."""
+    n = made.get(model_id, 0) + 1
+    run_id = model_id if n == 1 else f"{model_id}#{n}"
+    while run_id in taken:
+        n += 1
+        run_id = f"{model_id}#{n}"
+    made[model_id] = n
+    taken.add(run_id)
+    return run_id
+
+
+def turns(messages: Sequence[BaseMessage]) -> list[Turn]:
+    """Every ``AIMessage`` of ``messages`` with tool calls, with the run's call IDs."""
+    return [t for t in walk(messages) if isinstance(t, Turn)]
+
+
+def results(messages: Sequence[BaseMessage]) -> list[Result]:
+    """Every ``ToolMessage`` of ``messages`` with the run's call ID of its call."""
+    return [r for r in walk(messages) if isinstance(r, Result)]
+
+
+def latest_call_id(messages: Sequence[BaseMessage], model_id: str | None) -> str | None:
+    """The run's call ID of the latest call the model named ``model_id`` (the call an
+    interrupt raised now is about); ``model_id`` itself if no call has it."""
+    found = model_id
+    for turn in turns(messages):
+        for made, call in zip(turn.message.tool_calls, turn.calls, strict=True):
+            if made["id"] == model_id and model_id is not None:
+                found = call["id"]
+    return found
