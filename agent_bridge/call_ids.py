@@ -6,14 +6,21 @@ https://python.langchain.com/docs/concepts/tool_calling/). The IDs are meant to 
 unique, but some OpenAI-compatible model servers number each turn's calls afresh
 (``call_0``, ``call_1``…), so one ID can name calls of several turns. The product keys a
 call's approval request, its messages in Slack and its outcome by its call's ID, so it
-uses the **run's call ID**: the model's own the first time an ``AIMessage`` of the run
-makes it, ``<id>#<n>`` the n-th time. IDs unique as they should be are unchanged, and so
-are the keys of runs recorded before.
+uses the **run's call ID**: the model's own ID the first time an ``AIMessage`` of the
+state makes it; in a later ``AIMessage`` that makes it again, ``<id>#<message ID>`` (the
+``AIMessage``'s own ``id``, which ``add_messages`` gives every message and keeps; ``<id>#<n>``,
+the n-th, for a message without one). IDs unique as they should be are unchanged, and
+so are the keys of runs recorded before.
 
 A result belongs to the call of the latest ``AIMessage`` before it that made its ID
-(a turn's results follow the message that asked for them). Two calls with one ID in the
-same ``AIMessage`` cannot be told apart by their results, by LangGraph either: they share
-a run's call ID.
+(a turn's results follow the message that asked for them).
+
+Limits, both of a model reusing IDs: two calls with one ID in the same ``AIMessage``
+cannot be told apart by their results (by LangGraph either): they share a run's call
+ID. And a graph that removes messages from its state (``RemoveMessage``,
+``SummarizationMiddleware``) leaves fewer earlier calls to tell a later one from: the
+first ``AIMessage`` left that makes a reused ID takes the model's own ID, which an earlier
+removed call had; if that call's result is not posted yet, it is taken for posted.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ class Result:
 def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
     """The ``AIMessage``s with tool calls and the ``ToolMessage``s of ``messages``, in
     order, each with the run's call IDs (see the module docstring)."""
-    made: dict[str, int] = {}  # a model's ID -> how many AIMessages made it so far
+    made: set[str] = set()  # the model's IDs some AIMessage made so far
     taken: set[str] = set()  # run's call IDs given so far
     latest: dict[str, str] = {}  # a model's ID -> the run's call ID of its latest call
     for message in messages:
@@ -55,25 +62,30 @@ def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
             for call in message.tool_calls:
                 model_id = call["id"]
                 if model_id is not None and model_id not in this_turn:
-                    this_turn[model_id] = _unique(model_id, made, taken)
+                    this_turn[model_id] = _unique(model_id, message.id, made, taken)
                     latest[model_id] = this_turn[model_id]
                 run_id = this_turn.get(model_id) if model_id is not None else None
                 calls.append(dict(call) | {"id": run_id})
             yield Turn(message, calls)
         elif isinstance(message, ToolMessage):
             model_id = message.tool_call_id
-            yield Result(message, latest.get(model_id) or model_id or str(message.id))
+            if model_id in latest:
+                yield Result(message, latest[model_id])
+            else:
+                yield Result(message, str(model_id if model_id is not None else message.id))
 
 
-def _unique(model_id: str, made: dict[str, int], taken: set[str]) -> str:
-    """The run's call ID of a new call with ``model_id``: the ID itself the first time,
-    ``<id>#<n>`` the n-th (past any ID a model gave that already reads so)."""
-    n = made.get(model_id, 0) + 1
-    run_id = model_id if n == 1 else f"{model_id}#{n}"
+def _unique(model_id: str, message_id: str | None, made: set[str], taken: set[str]) -> str:
+    """The run's call ID of a new call with ``model_id`` made by the ``AIMessage``
+    ``message_id``: the ID itself the first time, else ``<id>#<message ID>`` (``<id>#<n>``
+    without one), past any ID a model gave that already reads so."""
+    base = f"{model_id}#{message_id}" if message_id else model_id
+    run_id = model_id if model_id not in made else (base if message_id else f"{model_id}#2")
+    n = 2
     while run_id in taken:
         n += 1
-        run_id = f"{model_id}#{n}"
-    made[model_id] = n
+        run_id = f"{base}#{n}"
+    made.add(model_id)
     taken.add(run_id)
     return run_id
 

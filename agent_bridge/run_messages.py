@@ -176,7 +176,7 @@ class RunMessages:
         and their secrets."""
         for turn in call_ids.turns(messages):
             for call in turn.calls:
-                if call["id"]:
+                if call["id"] is not None:
                     calls.args[call["id"]] = call["args"]
                 rules = self.policy.redaction(call["name"])
                 calls.secrets |= secret_values(call["args"], rules)

@@ -9,6 +9,7 @@ that the one-process demo runs on (``agent_bridge.bus.InProcessBus``,
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ class MemoryGateway:
     names: dict[str, str] = field(default_factory=dict)
     teams: dict[str, str] = field(default_factory=dict)
     homes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _next_ts: int = 1
+    _last_us: int = 0
 
     async def post_message(
         self,
@@ -77,8 +78,9 @@ class MemoryGateway:
                 code="thread_not_found",
                 retryable=False,
             )
-        ts = f"{self._next_ts}.000000"
-        self._next_ts += 1
+        # Slack's ts: the Unix time of the post to the microsecond, unique
+        self._last_us = max(time.time_ns() // 1000, self._last_us + 1)
+        ts = f"{self._last_us // 1_000_000}.{self._last_us % 1_000_000:06d}"
         self.messages[(channel_id, ts)] = {
             "text": text,
             "blocks": blocks,

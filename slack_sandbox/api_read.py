@@ -60,21 +60,26 @@ def _since(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[st
     return [m for m in messages if float(m["ts"]) > oldest]
 
 
-def _page(messages: list[dict[str, Any]], args: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+def _page(
+    messages: list[dict[str, Any]], args: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str] | None:
     """The page of ``messages`` that ``cursor`` and ``limit`` ask for, and the cursor of
     the next one (``""`` after the last): Slack's cursor-based pagination
-    (https://docs.slack.dev/apis/web-api/pagination), its cursors opaque strings. An
-    unreadable cursor reads from the start."""
+    (https://docs.slack.dev/apis/web-api/pagination), its cursors opaque strings.
+    ``None`` for a cursor this sandbox did not give (Slack: ``invalid_cursor``)."""
     start = 0
     cursor = str(args.get("cursor") or "")
     if cursor:
         try:
             start = int(base64.b64decode(cursor, validate=True).decode().removeprefix("next:"))
         except (binascii.Error, UnicodeDecodeError, ValueError):
-            start = 0
+            return None
     end = start + _limit(args)
     following = base64.b64encode(f"next:{end}".encode()).decode() if end < len(messages) else ""
     return messages[start:end], following
+
+
+INVALID_CURSOR = {"ok": False, "error": "invalid_cursor"}
 
 
 def _unreadable(core: Core, channel_id: str) -> dict[str, Any] | None:
@@ -97,7 +102,10 @@ def history(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         for m in core.workspace.messages[channel_id]
         if m.get("thread_ts", m["ts"]) == m["ts"] or m.get("subtype") == "thread_broadcast"
     ]
-    page, following = _page(list(reversed(_since(top, args))), args)
+    paged = _page(list(reversed(_since(top, args))), args)
+    if paged is None:
+        return dict(INVALID_CURSOR)
+    page, following = paged
     return {
         "ok": True,
         "messages": _shown(page, args),
@@ -124,7 +132,10 @@ def replies(core: Core, args: dict[str, Any]) -> dict[str, Any]:
         for m in core.workspace.messages[channel_id]
         if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
     ]
-    page, following = _page(_since(thread, args), args)
+    paged = _page(_since(thread, args), args)
+    if paged is None:
+        return dict(INVALID_CURSOR)
+    page, following = paged
     return {
         "ok": True,
         "messages": _shown(page, args),

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from typing import cast
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from agent_bridge import call_ids
 from agent_bridge.interrupts import pending_tool_calls
@@ -18,6 +27,11 @@ def turn(*ids: str, text: str = "") -> AIMessage:
             for i, id_ in enumerate(ids)
         ],
     )
+
+
+def grow(state: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+    """The state's messages after LangGraph's ``add_messages`` reducer took ``new``."""
+    return cast(list[BaseMessage], add_messages(state, new))  # type: ignore[arg-type]
 
 
 def result(call_id: str, text: str) -> ToolMessage:
@@ -61,10 +75,43 @@ def test_an_id_given_again_in_a_later_turn_is_that_turns_own() -> None:
 
 
 def test_an_id_a_model_gave_that_reads_as_a_run_call_id_is_not_shared() -> None:
-    messages = [turn("x"), result("x", "1"), turn("x"), result("x", "2"), turn("x#2")]
+    messages = [turn("x"), result("x", "1"), turn("x"), result("x", "2"), turn("x#2"), turn("x")]
     ids = [c["id"] for t in call_ids.turns(messages) for c in t.calls]
-    assert ids == ["x", "x#2", "x#2#2"]
-    assert len(set(ids)) == 3
+    assert ids == ["x", "x#2", "x#2#3", "x#3"]
+    named = grow([], [turn("y"), turn("y")])  # LangGraph's reducer gives each its ID
+    later = named[1].id
+    hostile = grow(named, [turn(f"y#{later}"), turn("y")])
+    ids = [c["id"] for t in call_ids.turns(hostile) for c in t.calls]
+    assert ids[:2] == ["y", f"y#{later}"] and len(set(ids)) == 4, ids
+
+
+def test_a_call_keeps_its_run_call_id_when_earlier_messages_are_removed() -> None:
+    """A graph trimming its history (``RemoveMessage``, as ``SummarizationMiddleware``
+    does): a later turn's reused ID is still its own, not one a removed call had."""
+    state = grow(
+        [],
+        [
+            HumanMessage("task"),
+            turn("call_0"),
+            result("call_0", "r1"),
+            turn("call_0"),
+            result("call_0", "r2"),
+        ],
+    )
+    before = {r.call_id for r in call_ids.results(state)}
+    kept = state[3:]
+    state = grow(state, [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("summary"), *kept])
+    state = grow(state, [turn("call_0"), result("call_0", "r3")])
+    third = call_ids.results(state)[-1]
+    assert third.message.content == "r3" and third.call_id not in before
+    assert call_ids.latest_call_id(state, "call_0") == third.call_id
+
+
+def test_an_empty_tool_call_id_names_its_call_and_its_result_alike() -> None:
+    messages = [turn(""), result("", "r1")]
+    (request_id,) = [c["id"] for c in pending_tool_calls(messages)]
+    assert call_ids.results(messages)[0].call_id == request_id == ""
+    assert call_ids.latest_call_id(messages, "") == ""
 
 
 def test_a_result_whose_call_is_unknown_keeps_its_own_id() -> None:

@@ -1192,6 +1192,9 @@ async def test_history_and_threads_are_read_a_page_at_a_time_after_oldest(
     assert thread_pages == [["p0", "r0"], ["r1", "r2"], ["r3"]]
     since = await client.conversations_replies(channel=GENERAL, ts=parent, oldest=replies[1])
     assert [m["text"] for m in since["messages"]] == ["r2", "r3"]
+    with pytest.raises(SlackApiError) as refused:
+        await client.conversations_replies(channel=GENERAL, ts=parent, cursor="not-ours")
+    assert refused.value.response["error"] == "invalid_cursor"
 
 
 async def test_a_stalled_call_is_held_landed_or_lost(
