@@ -12,7 +12,7 @@ are counted by name. Pure: no I/O; the Slack side draws and throttles
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage
 
 from agent_bridge import call_ids
-from agent_bridge.models import Run
+from agent_bridge.models import ApprovalRequest, Run
 
 
 class Phase(StrEnum):
@@ -81,6 +81,13 @@ def progress_of(messages: Sequence[Any], *, reviewed: Collection[str]) -> Progre
         running = tuple(str(c.get("name") or "tool") for c in last.tool_calls)
         return Progress(Phase.RUNNING_TOOLS, running=running, unreviewed=unreviewed)
     return Progress(Phase.THINKING, unreviewed=unreviewed)
+
+
+def reviewed_calls(requests: Iterable[ApprovalRequest]) -> set[str]:
+    """The run's call IDs (``agent_bridge.call_ids``) of ``requests``' tool calls: the
+    ``reviewed`` of ``progress_of``. An empty ID is one too (it names its call and its
+    result alike); a request of no tool call (``tool_call_id`` ``None``) names none."""
+    return {r.tool_call_id for r in requests if r.tool_call_id is not None}
 
 
 class ProgressHook(Protocol):

@@ -31,7 +31,7 @@ from typing import Any
 from agent_bridge import call_ids
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalState, Run, RunState
-from agent_bridge.progress import Phase, Progress, WaitingCard, progress_of
+from agent_bridge.progress import Phase, Progress, WaitingCard, progress_of, reviewed_calls
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackCallError
 from bot.progress_blocks import render_progress
@@ -128,7 +128,7 @@ class ProgressReporter:
             if self._lines.get(run.run_id) is not line:
                 return  # ended meanwhile: its final drawing stands
             await self._stop(line)
-            line.reviewed |= {r.tool_call_id for r in requests if r.tool_call_id}
+            line.reviewed |= reviewed_calls(requests)
             unreviewed = (
                 progress_of(line.messages, reviewed=line.reviewed).unreviewed
                 if line.unread
@@ -278,7 +278,7 @@ class ProgressReporter:
         if ids <= line.seen:
             return
         requests = await self.store.requests_for_run(line.run.run_id)
-        line.reviewed |= {r.tool_call_id for r in requests if r.tool_call_id}
+        line.reviewed |= reviewed_calls(requests)
         line.seen |= ids
 
     async def _link(

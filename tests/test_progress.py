@@ -371,3 +371,33 @@ async def test_a_waiting_run_keeps_no_messages(sqlite_store: ApprovalStore) -> N
     assert not reporter._lines[run.run_id].messages
     shown = json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
     assert "Waiting" in shown and "3 times" in shown  # what it needed was read first
+
+
+async def test_a_reviewed_call_with_an_empty_id_is_not_shown_as_unreviewed(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # The per-call middleware runs a call whose ID is "": its request names it by "", as
+    # its result does (agent_bridge.call_ids); the header must not list it as run
+    # without review after a person approved it.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    request = ApprovalRequest(
+        request_id="q1", run_id=run.run_id, thread_id=run.thread_id, interrupt_id="i1",
+        mode="per_call", tool_call_id="", tool_name="write_file",
+        allowed_decisions=["approve"], channel_id="C1",
+    )  # fmt: skip
+    await sqlite_store.add_requests([request])
+    approved = [
+        HumanMessage("write"),
+        AIMessage("", tool_calls=[{"name": "write_file", "args": {}, "id": ""}]),
+        ToolMessage("written", tool_call_id="", name="write_file"),
+    ]
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.step(run, approved)
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == 1 and "Thinking" in slack.updates[0]
+    assert "without review" not in slack.updates[0]
+    await reporter.step(run, [*approved, *counted(1)[1:]])  # an ungated call: listed
+    await Harness.wait_for(settled)
+    assert "without review" in slack.updates[-1]
