@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from agent_bridge.models import (
     HITL_MODES,
     ApprovalRequest,
     DecisionType,
+    EditWithheld,
     InterruptMode,
     ReviewRules,
     Run,
@@ -329,21 +331,52 @@ def _batched_requests(
     """One request per action of a batched ``HITLRequest``, ``index`` = its position."""
     actions = list(interrupt.value["action_requests"])
     configs = list(interrupt.value.get("review_configs") or [])
-    call_ids = _match_tool_call_ids(actions, pending_tool_calls(messages))
-    return [
-        placement.request(
+    matched = _match_tool_call_ids(actions, pending_tool_calls(messages))
+    withheld = edits_withheld(messages)
+    requests = []
+    for index, (action, call_id) in enumerate(zip(actions, matched, strict=True)):
+        allowed: Sequence[DecisionType] = (configs[index] if index < len(configs) else {}).get(
+            "allowed_decisions"
+        ) or DECISION_TYPES
+        why = withheld.get(call_id) if call_id is not None and "edit" in allowed else None
+        request = placement.request(
             interrupt,
             action,
             index=index,
             mode="batched",
             batch_size=len(actions),
             tool_call_id=call_id,
-            allowed=(configs[index] if index < len(configs) else {}).get("allowed_decisions")
-            or DECISION_TYPES,
+            allowed=[d for d in allowed if d != "edit"] if why else allowed,
             reason=_reason(messages, call_id, placement.policy),
         )
-        for index, (action, call_id) in enumerate(zip(actions, call_ids, strict=True))
-    ]
+        requests.append(request.model_copy(update={"edit_withheld": why}) if why else request)
+    return requests
+
+
+def edits_withheld(messages: Sequence[BaseMessage]) -> dict[str, EditWithheld]:
+    """The run's call IDs (``agent_bridge.call_ids``) of the reviewed turn's calls a
+    batched card must not offer Edit for, and why (``models.EditWithheld``): calls whose
+    tool call ID is empty, and calls whose ID another call of the turn has.
+
+    ``HumanInTheLoopMiddleware`` (batched, langchain 1.5) records a reviewer's edit under
+    the call's tool call ID (none for an empty one) and, as each call of the turn runs,
+    runs the edit recorded under that call's ID in its place (``wrap_tool_call``): the
+    edit of a call with an empty ID is dropped, the model's own call running, and the edit
+    of a call whose ID is shared runs in place of every call with that ID, an unreviewed
+    one too. The per-call mode answers each call's own interrupt, and needs none of this.
+    """
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None or not last.tool_calls:
+        return {}
+    turn = call_ids.turns(messages)[-1]
+    counts = Counter(c["id"] for c in turn.message.tool_calls)
+    withheld: dict[str, EditWithheld] = {}
+    for made, call in zip(turn.message.tool_calls, turn.calls, strict=True):
+        if not made["id"]:
+            withheld[call["id"]] = "no_call_id"
+        elif counts[made["id"]] > 1:
+            withheld.setdefault(call["id"], "shared_call_id")
+    return withheld
 
 
 def _reason(messages: Sequence[BaseMessage], tool_call_id: str | None, policy: Policy) -> str:

@@ -260,6 +260,11 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         # worker.CHECKPOINT_RETRIES (models.Run.drives_in_a_row)
         "ALTER TABLE runs ADD COLUMN drives_in_a_row INTEGER NOT NULL DEFAULT 0",
     ),
+    (
+        # a review of the run's call IDs: why a batched card offers no Edit (its call's
+        # tool call ID is empty, or shared in its turn: models.EditWithheld)
+        "ALTER TABLE approval_requests ADD COLUMN edit_withheld TEXT",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

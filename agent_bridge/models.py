@@ -35,6 +35,13 @@ ALL_DECISION_TYPES: tuple[DecisionType, ...] = (*DECISION_TYPES, "ignore")
 """Every decision, in the order cards show their buttons."""
 
 MiddlewareMode = Literal["batched", "per_call"]
+EditWithheld = Literal["no_call_id", "shared_call_id"]
+"""Why a batched card offers no Edit though its tool's review allows it: LangChain's
+``HumanInTheLoopMiddleware`` (batched) keeps the model's call in the message and puts a
+reviewer's edit in its place when the call runs, found by the call's tool call ID. So an
+edit of a call with no ID (``no_call_id``) is dropped, the model's own call running
+instead, and one of a call whose ID another call of its turn has (``shared_call_id``)
+runs in place of both (``agent_bridge.interrupts``)."""
 """``HumanInTheLoopMiddleware``'s two interrupt modes: what a policy's ``interrupt_mode``
 may name."""
 
@@ -255,6 +262,9 @@ class ApprovalRequest(BaseModel):
     note: str | None = None
     """Why the request is pending again (the graph refused the recorded answer), or
     that it expired."""
+    edit_withheld: EditWithheld | None = None
+    """Why the card offers no Edit though the tool's review allows it; ``None``: nothing
+    withheld."""
     review_timeout_s: float | None = None
     """The tool's review time limit, seconds; counted from when the card is posted."""
     expires_at: float | None = None

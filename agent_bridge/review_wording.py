@@ -177,6 +177,20 @@ def edit_pending_line(editor: str) -> str:
     return f":pencil2: Edited by {editor}; the arguments below are the edited ones."
 
 
+EDIT_WITHHELD_LINES = {
+    "no_call_id": (
+        ":no_entry_sign: No Edit here: the model gave this call no ID, so an edit would be "
+        "dropped and the call run as the model asked. Approve or reject it as it is."
+    ),
+    "shared_call_id": (
+        ":no_entry_sign: No Edit here: the model gave this call's ID to another call of "
+        "the same turn too, so an edit would run in place of both. Approve or reject it "
+        "as it is."
+    ),
+}
+"""Why a batched card offers no Edit (``models.EditWithheld``), on the card."""
+
+
 def approvals_list(approvers: str) -> str:
     """A decided card's approvers (quorum), e.g. "Approved by A and B"."""
     return f"Approvals: {approvers}"

@@ -11,12 +11,13 @@ It plays the part of an LLM well enough to drive the human-in-the-loop flow for 
   if the object has one); with ``"then": [[call, ...], ...]`` each later turn
   proposes the next list of calls (an agent whose next turn calls another tool); with
   ``"ids": "per_turn"`` each turn numbers its calls ``call_0``, ``call_1``… afresh, as
-  some OpenAI-compatible model servers do (the same ID in two turns).
+  some OpenAI-compatible model servers do (the same ID in two turns); a call with its
+  own ``"id"`` is given that one (an empty one, or one another call has too).
 - Any other task is answered in text without tools.
 - Once tool results are back it answers with a summary quoting each tool's result.
 
 Tool call IDs are derived from the conversation, so a replay proposes the same IDs;
-they are unique within it unless a JSON task asks for ``per_turn`` IDs.
+they are unique within it unless a JSON task asks for ``per_turn`` IDs or gives its own.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class ScriptedChatModel(BaseChatModel):
                 {
                     "name": c["name"],
                     "args": c["args"],
-                    "id": f"{prefix}{i}",
+                    "id": c.get("id", f"{prefix}{i}"),
                     "type": "tool_call",
                 }
                 for i, c in enumerate(calls)
@@ -137,7 +138,7 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
         task: The user's task text.
 
     Returns:
-        A list of ``{"name": str, "args": dict}``.
+        A list of ``{"name": str, "args": dict}`` (and ``"id"``, if the task gives one).
     """
     if task.strip() in SCRIPTS:
         return [dict(c) for c in SCRIPTS[task.strip()][0]]
@@ -148,11 +149,7 @@ def planned_calls(task: str) -> list[dict[str, Any]]:
     calls = parsed.get("tool_calls") if isinstance(parsed, dict) else None
     if not isinstance(calls, list):
         return []
-    return [
-        {"name": str(c["name"]), "args": dict(c.get("args") or {})}
-        for c in calls
-        if isinstance(c, dict) and "name" in c
-    ]
+    return [_call(c) for c in calls if isinstance(c, dict) and "name" in c]
 
 
 def planned_reason(task: str) -> str:
@@ -195,14 +192,18 @@ def later_turns(task: str) -> list[list[dict[str, Any]]]:
     if not isinstance(turns, list):
         return []
     return [
-        [
-            {"name": str(c["name"]), "args": dict(c.get("args") or {})}
-            for c in turn
-            if isinstance(c, dict) and "name" in c
-        ]
+        [_call(c) for c in turn if isinstance(c, dict) and "name" in c]
         for turn in turns
         if isinstance(turn, list)
     ]
+
+
+def _call(planned: dict[str, Any]) -> dict[str, Any]:
+    """A JSON task's call as ``{"name", "args"}``, with its own ``"id"`` if it gives one."""
+    call = {"name": str(planned["name"]), "args": dict(planned.get("args") or {})}
+    if isinstance(planned.get("id"), str):
+        call["id"] = planned["id"]
+    return call
 
 
 def no_calls_answer(task: str) -> str:

@@ -587,8 +587,9 @@ class ApprovalStore:
             note: Why (shown on its card).
             args_schema: The tool's current argument schema, if a deploy changed it.
             reissued: The call as the checkpoint now has it, if it changed since the
-                decision (its arguments, description, decisions, argument schema, tool
-                call ID, ``call_hash`` and SQL risk replace the old).
+                decision (its arguments, description, decisions and the Edit they
+                withhold, argument schema, tool call ID, ``call_hash`` and SQL risk
+                replace the old).
 
         Returns:
             The reopened request, or ``None`` if it was not in the ``decided`` state.
@@ -611,6 +612,8 @@ class ApprovalStore:
             "description": reissued.description if reissued else None,
             "allowed_decisions": json.dumps(reissued.allowed_decisions) if reissued else None,
             "risk": reissued.risk.model_dump_json() if reissued and reissued.risk else None,
+            "reissued": 1 if reissued else 0,
+            "edit_withheld": reissued.edit_withheld if reissued else None,
             "now": self.clock(),
         }
         async with self.db.transaction() as tx:
@@ -1201,6 +1204,7 @@ class ApprovalStore:
             "escalate_after_s": request.rules.escalate_after_s,
             "redact": json.dumps(request.redact),
             "reason": request.reason,
+            "edit_withheld": request.edit_withheld,
         }
 
 

@@ -69,12 +69,13 @@ applied) are not in it, so the sweep's cost does not grow with paused runs."""
 INSERT_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id, interrupt_id,
     idx, mode, batch_size, tool_call_id, tool_name, args, description, allowed_decisions,
     args_schema, state, channel_id, thread_ts, created_at, review_timeout_s, timeout_decision,
-    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason, risk)
+    requester_id, team_id, rules, call_hash, version, escalate_after_s, redact, reason, risk,
+    edit_withheld)
     VALUES (:request_id, :run_id, :thread_id, :interrupt_id, :idx, :mode, :batch_size,
     :tool_call_id, :tool_name, :args, :description, :allowed_decisions, :args_schema,
     'pending', :channel_id, :thread_ts, :now, :review_timeout_s, :timeout_decision,
     :requester_id, :team_id, :rules, :call_hash, :version, :escalate_after_s, :redact, :reason,
-    :risk)
+    :risk, :edit_withheld)
     ON CONFLICT (interrupt_id, idx) DO NOTHING"""
 SELECT_REQUEST = "SELECT * FROM approval_requests WHERE request_id = :request_id"
 SELECT_REQUEST_BY_KEY = """SELECT * FROM approval_requests
@@ -121,7 +122,8 @@ REOPEN_REQUEST = """UPDATE approval_requests
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
         description = COALESCE(:description, description),
-        allowed_decisions = COALESCE(:allowed_decisions, allowed_decisions)
+        allowed_decisions = COALESCE(:allowed_decisions, allowed_decisions),
+        edit_withheld = CASE WHEN :reissued = 1 THEN :edit_withheld ELSE edit_withheld END
     WHERE request_id = :request_id AND state = 'decided'
     RETURNING *"""
 """A reopened request is a new question (the call changed, or the graph refused the

@@ -43,7 +43,7 @@ def mentions(principals: Iterable[str]) -> str:
 def review_lines(request: ApprovalRequest) -> list[str]:
     """The lines a pending card adds about who decides and by when: approvers
     (mentioned), the pending edit, quorum progress, escalation, the time limit (and that
-    a reminder went out)."""
+    a reminder went out), and why it offers no Edit (``models.EditWithheld``)."""
     rules = request.rules
     lines = []
     if rules.approvers is not None:
@@ -60,6 +60,8 @@ def review_lines(request: ApprovalRequest) -> list[str]:
     if request.escalated_at is not None and rules.escalate_to:
         lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
     lines.extend(time_limit(request, reminded=request.reminded_at is not None))
+    if request.edit_withheld is not None:
+        lines.append(review_wording.EDIT_WITHHELD_LINES[request.edit_withheld])
     return lines
 
 

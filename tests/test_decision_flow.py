@@ -75,6 +75,38 @@ async def test_a_gated_call_reusing_an_earlier_turns_tool_call_id_gets_its_resul
     assert "Wrote 1 characters" in decided.result.text
 
 
+@pytest.mark.parametrize("call_id", ["dup", ""])
+async def test_a_batched_card_offers_no_edit_its_middleware_would_not_confine_to_its_call(
+    harness: Harness, call_id: str
+) -> None:
+    """A turn whose gated ``write_file`` has no tool call ID, or shares its ID with an
+    ungated ``read_data``: batched, LangChain would drop an edit of it, or run the edit in
+    place of both (``interrupts.edits_withheld``), so its card offers no Edit and says
+    why; per call, the card's answer is its own, and Edit stays. Approved, each call runs
+    as the model asked."""
+    task = {
+        "tool_calls": [
+            {"name": "write_file", "args": {"path": "notes/d.txt", "content": "d"}, "id": call_id},
+            {"name": "read_data", "args": {"table": "orders"}, "id": "dup"},
+        ]
+    }
+    run = await harness.start_run(task)
+    (write,) = await harness.requests(run, count=1)
+    assert write.channel_id and write.message_ts
+    shown = json.dumps(harness.sandbox.message(write.channel_id, write.message_ts)["blocks"])
+    if write.mode == "batched":
+        assert buttons(harness, write) == ["approve", "reject", "respond"]
+        assert ("no ID" if call_id == "" else "another call of the same turn") in shown
+    else:
+        assert buttons(harness, write) == ["approve", "edit", "reject", "respond"]
+        assert "No Edit here" not in shown
+    assert (await harness.click(write, "approve"))[0] == 200
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE
+    assert (harness.settings.workspace_dir / "files/notes/d.txt").read_text() == "d"
+    assert any(t.startswith("read_data") for t in harness.slack_thread_texts(done))
+
+
 async def test_a_call_reusing_a_rejected_calls_id_is_shown_as_itself_not_as_the_rejection(
     harness: Harness,
 ) -> None:

@@ -501,3 +501,19 @@ async def test_a_card_that_lags_its_state_is_listed_until_drawn(store: ApprovalS
     assert await store.undrawn_cards(changed_before=now[0] + 1, limit=10) == []
     current = await store.get_request("r1")
     assert current is not None and current.drawn_revision == 1
+
+
+async def test_why_edit_is_withheld_is_stored_and_replaced_by_a_reissued_call(
+    store: ApprovalStore,
+) -> None:
+    await store.create_run(make_run())
+    shared = make_request("r1").model_copy(update={"edit_withheld": "shared_call_id"})
+    await store.add_requests([shared])
+    assert (await store.get_request("r1")).edit_withheld == "shared_call_id"  # type: ignore[union-attr]
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    reopened = await store.reopen("r1", note="the reason only")  # not reissued: kept
+    assert reopened is not None and reopened.edit_withheld == "shared_call_id"
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    own = shared.model_copy(update={"edit_withheld": None, "args": {"path": "b.txt"}})
+    reissued = await store.reopen("r1", note="reissued", reissued=own)
+    assert reissued is not None and reissued.edit_withheld is None
