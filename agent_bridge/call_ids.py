@@ -26,7 +26,7 @@ removed call had; if that call's result is not posted yet, it is taken for poste
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -52,8 +52,7 @@ class Result:
 def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
     """The ``AIMessage``s with tool calls and the ``ToolMessage``s of ``messages``, in
     order, each with the run's call IDs (see the module docstring)."""
-    made: set[str] = set()  # the model's IDs some AIMessage made so far
-    taken: set[str] = set()  # run's call IDs given so far
+    names = _Names()
     latest: dict[str, str] = {}  # a model's ID -> the run's call ID of its latest call
     for message in messages:
         if isinstance(message, AIMessage) and message.tool_calls:
@@ -62,7 +61,7 @@ def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
             for call in message.tool_calls:
                 model_id = call["id"]
                 if model_id is not None and model_id not in this_turn:
-                    this_turn[model_id] = _unique(model_id, message.id, made, taken)
+                    this_turn[model_id] = names.new(model_id, message.id)
                     latest[model_id] = this_turn[model_id]
                 run_id = this_turn.get(model_id) if model_id is not None else None
                 calls.append(dict(call) | {"id": run_id})
@@ -75,19 +74,34 @@ def walk(messages: Sequence[BaseMessage]) -> Iterator[Turn | Result]:
                 yield Result(message, str(model_id if model_id is not None else message.id))
 
 
-def _unique(model_id: str, message_id: str | None, made: set[str], taken: set[str]) -> str:
-    """The run's call ID of a new call with ``model_id`` made by the ``AIMessage``
-    ``message_id``: the ID itself the first time, else ``<id>#<message ID>`` (``<id>#<n>``
-    without one), past any ID a model gave that already reads so."""
-    base = f"{model_id}#{message_id}" if message_id else model_id
-    run_id = model_id if model_id not in made else (base if message_id else f"{model_id}#2")
-    n = 2
-    while run_id in taken:
-        n += 1
-        run_id = f"{base}#{n}"
-    made.add(model_id)
-    taken.add(run_id)
-    return run_id
+@dataclass
+class _Names:
+    """The run's call IDs given so far in one walk."""
+
+    made: set[str] = field(default_factory=set)
+    """The model's IDs some ``AIMessage`` made so far."""
+    taken: set[str] = field(default_factory=set)
+    """The run's call IDs given so far."""
+    next_n: dict[str, int] = field(default_factory=dict)
+    """A suffixed base -> the next ``#<n>`` to try (every one before it is taken), so a
+    walk stays linear however many calls reuse one ID or a model's IDs imitate ours."""
+
+    def new(self, model_id: str, message_id: str | None) -> str:
+        """The run's call ID of a new call with ``model_id`` made by the ``AIMessage``
+        ``message_id``: the ID itself the first time, else ``<id>#<message ID>``
+        (``<id>#<n>`` without one), past any ID a model gave that already reads so."""
+        base = f"{model_id}#{message_id}" if message_id else model_id
+        first = model_id not in self.made
+        run_id = model_id if first else (base if message_id else f"{model_id}#2")
+        if run_id in self.taken:
+            n = self.next_n.get(base, 3)
+            while f"{base}#{n}" in self.taken:
+                n += 1
+            self.next_n[base] = n + 1
+            run_id = f"{base}#{n}"
+        self.made.add(model_id)
+        self.taken.add(run_id)
+        return run_id
 
 
 def turns(messages: Sequence[BaseMessage]) -> list[Turn]:

@@ -128,3 +128,15 @@ def test_progress_counts_a_reused_ids_unreviewed_call_apart_from_its_reviewed_on
         AIMessage("done"),
     ]
     assert progress_of(messages, reviewed={"call_0#2"}).unreviewed == (("tool", 1),)
+
+
+def test_many_reuses_of_one_id_in_messages_without_ids_get_the_next_free_suffix() -> None:
+    # A state whose messages have no IDs (a reducer other than add_messages): each reuse
+    # of "x" takes the next "x#<n>" no call has, the model's own look-alikes skipped; the
+    # names a walk gives do not depend on how many came before (it remembers the next).
+    crafted = turn("x#3", "x#4", "x#6")
+    messages: list[BaseMessage] = [HumanMessage("t"), turn("x"), crafted]
+    messages += [turn("x") for _ in range(5)]
+    names = [c["id"] for t in call_ids.turns(messages) for c in t.calls]
+    assert names == ["x", "x#3", "x#4", "x#6", "x#2", "x#5", "x#7", "x#8", "x#9"]
+    assert len(set(names)) == len(names)
