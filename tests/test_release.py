@@ -28,7 +28,7 @@ from agent_bridge.release_lock import RELEASE_LOCK_KEY, ReleaseBusyError, releas
 from agent_bridge.store import ApprovalStore
 from tests import services
 from tests.harness import Harness
-from tests.test_store import make_request, make_run
+from tests.test_store import make_run
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_TIMEOUT_S = 60.0
@@ -206,6 +206,15 @@ async def test_an_index_an_interrupted_setup_left_invalid_is_built_again(pg_url:
     )
 
 
+LEGACY_REQUEST = """INSERT INTO approval_requests (request_id, run_id, thread_id,
+    interrupt_id, idx, mode, batch_size, tool_name, args, description, allowed_decisions,
+    args_schema, state, created_at)
+    VALUES (:id, :run_id, 'thread', :id, 0, 'batched', 1, 'write_file', '{}', '',
+    '["approve"]', '{}', 'pending', 0)"""
+"""A request as the schema before ``BACKFILL_REQUEST_TEAMS`` stored it (written in that
+schema's columns: the store's own statements write today's)."""
+
+
 async def test_requests_from_before_their_workspace_was_kept_take_their_runs(
     any_db: Database,
 ) -> None:
@@ -219,11 +228,7 @@ async def test_requests_from_before_their_workspace_was_kept_take_their_runs(
     for run_id, team_id in legacy_runs.items():
         run = make_run(run_id).model_copy(update={"team_id": team_id})
         await store.create_run(run)
-        request = make_request(f"r-{run_id}", interrupt_id=f"i-{run_id}")
-        await store.add_requests(
-            [request.model_copy(update={"run_id": run_id, "thread_id": run.thread_id})]
-        )
-    await any_db.execute("UPDATE approval_requests SET team_id = NULL")  # as they were
+        await any_db.execute(LEGACY_REQUEST, {"id": f"r-{run_id}", "run_id": run_id})
     assert await migrations.setup(any_db) == LATEST_VERSION
     teams = {
         r["request_id"]: r["team_id"]
