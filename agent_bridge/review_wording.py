@@ -179,11 +179,11 @@ def edit_pending_line(editor: str) -> str:
 
 EDIT_WITHHELD_LINES = {
     "no_call_id": (
-        ":no_entry_sign: No Edit here: the model gave this call no ID, so an edit would be "
+        ":information_source: No Edit here: the model gave this call no ID, so an edit would be "
         "dropped and the call run as the model asked. Approve or reject it as it is."
     ),
     "shared_call_id": (
-        ":no_entry_sign: No Edit here: the model gave this call's ID to another call of "
+        ":information_source: No Edit here: the model gave this call's ID to another call of "
         "the same turn too, so an edit would run in place of both. Approve or reject it "
         "as it is."
     ),

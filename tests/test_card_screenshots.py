@@ -55,6 +55,26 @@ async def test_a_pending_card_in_the_approvals_channel(harness: Harness) -> None
     assert "@alice" not in shown  # named, not mentioned
 
 
+class TestABatchedCardWithoutEdit:
+    """The demo's policy (batched): a model that gave its gated call's ID to another
+    call of the turn too gets a card without Edit, which says why."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings.model_copy(update={"policy": DEMO_POLICY_PATH})
+
+    async def test_the_card_says_why_it_offers_no_edit(self, harness: Harness) -> None:
+        shared = write_task()
+        shared["tool_calls"] = [
+            {**shared["tool_calls"][0], "id": "call_1"},
+            {"name": "read_data", "args": {"table": "orders"}, "id": "call_1"},
+        ]
+        _, request = await routed(harness, shared)
+        shown = await shoot_card(harness.sandbox.base_url, request, "edit-withheld", "No Edit here")
+        assert "another call of the same turn" in shown and "Approve" in shown
+        assert "Edit" not in shown.replace("No Edit here", "")
+
+
 async def test_an_approved_card_once_its_call_ran(harness: Harness) -> None:
     run, request = await routed(harness, write_task())
     await harness.click(request, "approve")
