@@ -107,3 +107,9 @@ class AttachRefusedError(BridgeError):
     """``agent-bridge attach`` refused the ``thread_id``: it is a run's already (one run
     per LangGraph thread: that run posts its cards), or the Agent Server has no such
     thread (check the ID and ``AGENT_URL``). Nothing was recorded."""
+
+
+class UndecidableCallError(BridgeError):
+    """A gated call no decision can be given for: its review allows only Edit, and the
+    batched middleware would not confine an edit to it (``interrupts.TurnCall``). The
+    run fails, saying so, rather than wait on a card without buttons."""

@@ -30,7 +30,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 
 from agent_bridge import call_ids
-from agent_bridge.binding import call_hash
+from agent_bridge.binding import call_hash, canonical_json
+from agent_bridge.errors import UndecidableCallError
 from agent_bridge.interrupt_shapes import asks_of
 from agent_bridge.message_text import call_message, message_text
 from agent_bridge.models import (
@@ -75,21 +76,73 @@ def pending_tool_calls(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return call_ids.turns(messages)[-1].calls
 
 
-def _match_tool_call_ids(
-    actions: Sequence[Mapping[str, Any]], tool_calls: Sequence[Mapping[str, Any]]
-) -> list[str | None]:
-    """Pair each batched action with the tool call it was made from, in order."""
-    ids: list[str | None] = []
-    remaining = list(tool_calls)
+@dataclass(frozen=True)
+class TurnCall:
+    """One tool call of the turn under review, as ``_batched_requests`` pairs it.
+
+    Attributes:
+        call_id: The run's call ID (``agent_bridge.call_ids``).
+        model_id: The ID the model gave it (``None`` or empty if it gave none).
+        shared: Whether another call of the same turn has ``model_id`` too.
+        known: Whether it is a call of the state's messages (``UNKNOWN_CALL`` is not).
+    """
+
+    call_id: str | None
+    model_id: str | None
+    shared: bool
+    known: bool = True
+
+    def edit_withheld(self) -> EditWithheld | None:
+        """Why a batched card must not offer Edit for this call, or ``None``.
+
+        ``HumanInTheLoopMiddleware`` (batched, langchain 1.5) records a reviewer's edit
+        under the call's tool call ID (not at all for an empty one) and, as each call of
+        the turn runs, runs the edit recorded under that call's ID in its place
+        (``wrap_tool_call``): the edit of a call with no ID is dropped, the model's own
+        call running, and the edit of a call whose ID is shared runs in place of every
+        call with that ID, an unreviewed one too. The per-call mode answers each call's
+        own interrupt, and needs none of this."""
+        if not self.known:
+            return "unknown_call"
+        if not self.model_id:
+            return "no_call_id"
+        return "shared_call_id" if self.shared else None
+
+
+UNKNOWN_CALL = TurnCall(call_id=None, model_id=None, shared=False, known=False)
+"""An action no call of the turn matches (a sub-agent's, run inside a tool, whose
+messages are not the state's): its ID cannot be told."""
+
+
+def turn_calls(messages: Sequence[BaseMessage]) -> list[tuple[Mapping[str, Any], TurnCall]]:
+    """The calls of the last ``AIMessage`` (the turn under review): each as the model
+    made it, with its ``TurnCall``."""
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None or not last.tool_calls:
+        return []
+    turn = call_ids.turns(messages)[-1]
+    counts = Counter(c["id"] for c in turn.message.tool_calls)
+    return [
+        (made, TurnCall(call["id"], made["id"], shared=counts[made["id"]] > 1))
+        for made, call in zip(turn.message.tool_calls, turn.calls, strict=True)
+    ]
+
+
+def _match_calls(
+    actions: Sequence[Mapping[str, Any]], calls: Sequence[tuple[Mapping[str, Any], TurnCall]]
+) -> list[TurnCall]:
+    """Pair each batched action with the tool call it was made from, in order (by name
+    and arguments, compared as canonical JSON: a ``NaN`` argument equals itself);
+    ``UNKNOWN_CALL`` for one no call matches."""
+    found: list[TurnCall] = []
+    remaining = [(made["name"], canonical_json(made["args"]), call) for made, call in calls]
     for action in actions:
-        found = next(
-            (c for c in remaining if c["name"] == action["name"] and c["args"] == action["args"]),
-            None,
-        )
-        if found is not None:
-            remaining.remove(found)
-        ids.append(found.get("id") if found else None)
-    return ids
+        key = (action["name"], canonical_json(action["args"]))
+        match = next((c for c in remaining if c[:2] == key), None)
+        if match is not None:
+            remaining.remove(match)
+        found.append(match[2] if match else UNKNOWN_CALL)
+    return found
 
 
 @dataclass(frozen=True)
@@ -328,55 +381,45 @@ def schema_decisions(response_schema: object) -> list[DecisionType]:
 def _batched_requests(
     interrupt: Interrupt, messages: Sequence[BaseMessage], placement: Placement
 ) -> list[ApprovalRequest]:
-    """One request per action of a batched ``HITLRequest``, ``index`` = its position."""
+    """One request per action of a batched ``HITLRequest``, ``index`` = its position;
+    without Edit where the middleware would not confine an edit to the call
+    (``TurnCall.edit_withheld``).
+
+    Raises:
+        UndecidableCallError: A call whose review allows only Edit, withheld.
+    """
     actions = list(interrupt.value["action_requests"])
     configs = list(interrupt.value.get("review_configs") or [])
-    matched = _match_tool_call_ids(actions, pending_tool_calls(messages))
-    withheld = edits_withheld(messages)
     requests = []
-    for index, (action, call_id) in enumerate(zip(actions, matched, strict=True)):
+    for index, (action, call) in enumerate(
+        zip(actions, _match_calls(actions, turn_calls(messages)), strict=True)
+    ):
         allowed: Sequence[DecisionType] = (configs[index] if index < len(configs) else {}).get(
             "allowed_decisions"
         ) or DECISION_TYPES
-        why = withheld.get(call_id) if call_id is not None and "edit" in allowed else None
+        why = call.edit_withheld() if "edit" in allowed else None
+        if why is not None:
+            allowed = [d for d in allowed if d != "edit"]
+            if not allowed:
+                raise UndecidableCallError(
+                    f"the review of {action['name']!r} allows only Edit, and LangChain "
+                    f"(batched) would not run an edit for this call alone ({why}: the model "
+                    "gave it no tool call ID, or one another call of its turn has, or it is "
+                    "not in the state's messages); allow approve or reject for it, or use "
+                    "interrupt_mode: per_call"
+                )
         request = placement.request(
             interrupt,
             action,
             index=index,
             mode="batched",
             batch_size=len(actions),
-            tool_call_id=call_id,
-            allowed=[d for d in allowed if d != "edit"] if why else allowed,
-            reason=_reason(messages, call_id, placement.policy),
+            tool_call_id=call.call_id,
+            allowed=allowed,
+            reason=_reason(messages, call.call_id, placement.policy),
         )
         requests.append(request.model_copy(update={"edit_withheld": why}) if why else request)
     return requests
-
-
-def edits_withheld(messages: Sequence[BaseMessage]) -> dict[str, EditWithheld]:
-    """The run's call IDs (``agent_bridge.call_ids``) of the reviewed turn's calls a
-    batched card must not offer Edit for, and why (``models.EditWithheld``): calls whose
-    tool call ID is empty, and calls whose ID another call of the turn has.
-
-    ``HumanInTheLoopMiddleware`` (batched, langchain 1.5) records a reviewer's edit under
-    the call's tool call ID (none for an empty one) and, as each call of the turn runs,
-    runs the edit recorded under that call's ID in its place (``wrap_tool_call``): the
-    edit of a call with an empty ID is dropped, the model's own call running, and the edit
-    of a call whose ID is shared runs in place of every call with that ID, an unreviewed
-    one too. The per-call mode answers each call's own interrupt, and needs none of this.
-    """
-    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    if last is None or not last.tool_calls:
-        return {}
-    turn = call_ids.turns(messages)[-1]
-    counts = Counter(c["id"] for c in turn.message.tool_calls)
-    withheld: dict[str, EditWithheld] = {}
-    for made, call in zip(turn.message.tool_calls, turn.calls, strict=True):
-        if not made["id"]:
-            withheld[call["id"]] = "no_call_id"
-        elif counts[made["id"]] > 1:
-            withheld.setdefault(call["id"], "shared_call_id")
-    return withheld
 
 
 def _reason(messages: Sequence[BaseMessage], tool_call_id: str | None, policy: Policy) -> str:

@@ -35,13 +35,15 @@ ALL_DECISION_TYPES: tuple[DecisionType, ...] = (*DECISION_TYPES, "ignore")
 """Every decision, in the order cards show their buttons."""
 
 MiddlewareMode = Literal["batched", "per_call"]
-EditWithheld = Literal["no_call_id", "shared_call_id"]
+EditWithheld = Literal["no_call_id", "shared_call_id", "unknown_call"]
 """Why a batched card offers no Edit though its tool's review allows it: LangChain's
 ``HumanInTheLoopMiddleware`` (batched) keeps the model's call in the message and puts a
 reviewer's edit in its place when the call runs, found by the call's tool call ID. So an
 edit of a call with no ID (``no_call_id``) is dropped, the model's own call running
-instead, and one of a call whose ID another call of its turn has (``shared_call_id``)
-runs in place of both (``agent_bridge.interrupts``)."""
+instead, one of a call whose ID another call of its turn has (``shared_call_id``) runs
+in place of both, and for a call not in the state's messages (``unknown_call``: a
+tool's own agent asked for it) which it would be cannot be told
+(``agent_bridge.interrupts.TurnCall``)."""
 """``HumanInTheLoopMiddleware``'s two interrupt modes: what a policy's ``interrupt_mode``
 may name."""
 
@@ -379,6 +381,12 @@ class ApprovalRequest(BaseModel):
         """The arguments the call would run with now: a pending edit's, else the proposed."""
         edit = self.pending_edit
         return dict(edit.edited_args or {}) if edit is not None else self.args
+
+    def is_question(self) -> bool:
+        """Whether it asks a person something: ``respond`` is the only decision its
+        interrupt offers (a card with only Respond left once Edit was withheld,
+        ``edit_withheld``, is a tool call's card still, not a question)."""
+        return self.allowed_decisions == ["respond"] and self.edit_withheld is None
 
     def approvals_required(self, edit: Decision | None = None) -> int:
         """Distinct approvals the call needs as ``edit`` would make it (``None``: as it

@@ -179,13 +179,19 @@ def edit_pending_line(editor: str) -> str:
 
 EDIT_WITHHELD_LINES = {
     "no_call_id": (
-        ":information_source: No Edit here: the model gave this call no ID, so an edit would be "
-        "dropped and the call run as the model asked. Approve or reject it as it is."
+        ":information_source: No Edit here: the model gave this call no ID, and the agent "
+        "finds an edit by it, so an edit would be dropped and the call run as the model "
+        "asked."
     ),
     "shared_call_id": (
-        ":information_source: No Edit here: the model gave this call's ID to another call of "
-        "the same turn too, so an edit would run in place of both. Approve or reject it "
-        "as it is."
+        ":information_source: No Edit here: the model gave this call's ID to another call "
+        "of the same turn too, and the agent answers calls by ID: an edit would run in "
+        "place of both, and a rejection or a response would answer both."
+    ),
+    "unknown_call": (
+        ":information_source: No Edit here: this call is not among the messages the bridge "
+        "can read (a tool's own agent asked for it), so whether an edit would run for it "
+        "alone cannot be told."
     ),
 }
 """Why a batched card offers no Edit (``models.EditWithheld``), on the card."""

@@ -344,7 +344,7 @@ def _form_fields(request: ApprovalRequest) -> str | None:
 
 def _pending_label(request: ApprovalRequest) -> str:
     """A pending card's heading: a question, a form to fill in, or an approval."""
-    if request.allowed_decisions == ["respond"]:
+    if request.is_question():
         return wording.CARD_ASKS_LABEL
     if request.mode == "json_schema":
         return interrupt_wording.FORM_CARD_LABEL

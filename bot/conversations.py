@@ -45,12 +45,6 @@ from bot.starts import StartListeners
 logger = logging.getLogger(__name__)
 
 
-def is_question(request: ApprovalRequest) -> bool:
-    """Whether ``request`` asks a person something (its only decision is ``respond``,
-    the card drawn as a question: ``bot.blocks.render_approval``)."""
-    return request.allowed_decisions == ["respond"]
-
-
 class ConversationListeners:
     """The ``message`` listener.
 
@@ -117,7 +111,7 @@ class ConversationListeners:
         assert message.thread_ts is not None
         try:
             pending = await self.inbox.pending_in_slack_thread(message.channel, message.thread_ts)
-            questions = [r for r in pending if is_question(r)]
+            questions = [r for r in pending if r.is_question()]
             if not questions:
                 return  # chat in a thread: nothing is asked
             if len(questions) > 1:

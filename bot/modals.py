@@ -86,7 +86,7 @@ def render_respond_modal(request: ApprovalRequest, *, view_key: str) -> dict[str
         arguments, escaped and cut) and one required multiline input
         (``ids.ANSWER_BLOCK`` / ``ids.ANSWER_ACTION``).
     """
-    heading = wording.respond_intro(_tool(request), asks=request.allowed_decisions == ["respond"])
+    heading = wording.respond_intro(_tool(request), asks=request.is_question())
     blocks = [_section(f"{heading}{_description(request)}"), *_call_blocks(request)]
     blocks.append(_text_input(ids.ANSWER_BLOCK, ids.ANSWER_ACTION, wording.ANSWER_LABEL))
     return _modal(

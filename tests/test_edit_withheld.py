@@ -12,15 +12,18 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
+from agent_bridge.errors import UndecidableCallError
 from agent_bridge.graph_agent import attach_checkpointer, discover
 from agent_bridge.graph_policy import policy_for_graph
-from agent_bridge.interrupts import Placement, approval_requests, edits_withheld
+from agent_bridge.interrupts import Placement, approval_requests, turn_calls
 from agent_bridge.models import ApprovalRequest, MiddlewareMode, Run
 from agent_bridge.policy import Policy
 from agent_bridge.scripted_model import ScriptedChatModel
@@ -140,7 +143,7 @@ async def test_a_per_call_card_keeps_edit_its_answer_is_its_own(ids: tuple[str, 
     assert ran == [("lookup_customer", "ann"), ("send_email", "b@example.com")]
 
 
-def test_a_shared_id_withholds_edit_from_every_call_that_has_it() -> None:
+def test_a_turns_calls_say_which_ids_are_shared_or_missing() -> None:
     turn = AIMessage(
         "",
         id="m1",
@@ -151,5 +154,113 @@ def test_a_shared_id_withholds_edit_from_every_call_that_has_it() -> None:
             {"name": "send_email", "args": {}, "id": "", "type": "tool_call"},
         ],
     )
-    assert edits_withheld([HumanMessage("t"), turn]) == {"x": "shared_call_id", "": "no_call_id"}
-    assert edits_withheld([HumanMessage("t")]) == {}
+    whys = [call.edit_withheld() for _, call in turn_calls([HumanMessage("t"), turn])]
+    assert whys == ["shared_call_id", None, "shared_call_id", "no_call_id"]
+    assert turn_calls([HumanMessage("t")]) == []
+
+
+class OneTurn(BaseChatModel):
+    """One turn with exactly these tool calls (any IDs, ``None`` too), then an answer."""
+
+    calls: list[dict[str, Any]]
+
+    @property
+    def _llm_type(self) -> str:
+        return "one-turn"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OneTurn:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        answered = any(isinstance(m, ToolMessage) for m in messages)
+        calls = [dict(c, type="tool_call") for c in self.calls]
+        message = AIMessage("done") if answered else AIMessage("", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+async def cards_of(model: BaseChatModel, interrupt_on: dict[str, Any]) -> list[ApprovalRequest]:
+    """The batched cards of ``model``'s first turn."""
+
+    def make() -> Any:
+        return create_agent(
+            model,
+            tools=[send_email, lookup_customer],
+            middleware=[HumanInTheLoopMiddleware(interrupt_on=interrupt_on)],
+        )
+
+    graph = attach_checkpointer(make(), InMemorySaver(), reference="x:g")
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    snapshot = await graph.aget_state(config)
+    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
+    policy = policy_for_graph(Policy(), discover(make()))
+    return approval_requests(
+        snapshot.interrupts,
+        messages=snapshot.values["messages"],
+        placement=Placement(run=run, policy=policy, args_schemas={}),
+    )
+
+
+async def test_a_call_with_a_none_id_offers_no_edit() -> None:
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": None},
+            {"name": "lookup_customer", "args": {"name": "ann"}, "id": "b"},
+        ]
+    )
+    (card,) = await cards_of(model, {"send_email": True})
+    assert card.edit_withheld == "no_call_id" and "edit" not in card.allowed_decisions
+
+
+async def test_a_nan_argument_still_finds_its_call_and_its_shared_id() -> None:
+    # json.loads takes NaN, as a model server's parser may; NaN != NaN, but the call is
+    # matched by its canonical JSON, and its shared ID withholds Edit
+    nan = json.loads("NaN")
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x", "n": nan}, "id": "x"},
+            {"name": "lookup_customer", "args": {"name": "ann"}, "id": "x"},
+        ]
+    )
+    (card,) = await cards_of(model, {"send_email": True})
+    assert card.tool_call_id == "x" and card.edit_withheld == "shared_call_id"
+
+
+async def test_an_action_no_call_of_the_turn_matches_offers_no_edit() -> None:
+    # As for a sub-agent run inside a tool: its interrupt's action is in no message of the
+    # state the bridge reads
+    model = OneTurn(calls=[{"name": "send_email", "args": {"to": "a@x"}, "id": "a"}])
+    (card,) = await cards_of(model, {"send_email": True})
+    action = {"name": "send_email", "args": {"to": "elsewhere@x"}, "description": ""}
+    interrupt = Interrupt(value={"action_requests": [action], "review_configs": []}, id="i-sub")
+    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
+    (unknown,) = approval_requests(
+        [interrupt],
+        messages=[HumanMessage("go"), AIMessage("", tool_calls=[])],
+        placement=Placement(run=run, policy=Policy(), args_schemas={}),
+    )
+    assert card.edit_withheld is None
+    assert unknown.tool_call_id is None and unknown.edit_withheld == "unknown_call"
+    assert "edit" not in unknown.allowed_decisions
+
+
+async def test_a_review_left_with_no_decision_fails_the_run_instead_of_a_dead_card() -> None:
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "x"},
+            {"name": "lookup_customer", "args": {"name": "ann"}, "id": "x"},
+        ]
+    )
+    with pytest.raises(UndecidableCallError, match="allows only Edit"):
+        await cards_of(model, {"send_email": {"allowed_decisions": ["edit"]}})
+
+
+async def test_a_card_left_with_only_respond_is_no_question() -> None:
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "x"},
+            {"name": "lookup_customer", "args": {"name": "ann"}, "id": "x"},
+        ]
+    )
+    (card,) = await cards_of(model, {"send_email": {"allowed_decisions": ["edit", "respond"]}})
+    assert card.allowed_decisions == ["respond"] and not card.is_question()
