@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_bridge import home_wording
+from agent_bridge import home_wording, review_wording
 from agent_bridge.models import ApprovalRequest
 from bot import ids
 from bot.arg_blocks import arg_text
@@ -109,6 +109,8 @@ def _pending(item: InboxItem, now: float) -> list[dict[str, Any]]:
     args = short_args(request.current_args)
     age = home_wording.age_text(now - request.created_at)
     waiting = home_wording.waiting_line(age, slack_date(request.created_at), safe_link(item.link))
+    if request.edit_withheld is not None:  # why its buttons lack Edit, as on its card
+        waiting += "\n" + review_wording.EDIT_WITHHELD_LINES[request.edit_withheld]
     return [
         _section(f"*{tool}*\n{args}" if args else f"*{tool}*"),
         _context(waiting),

@@ -60,3 +60,14 @@ def test_only_plain_links_are_linked() -> None:
     for bad in ("javascript:x", "https://x|label", "https://x>y", None):
         assert safe_link(bad) is None
     assert short_args({"a": 1, "b": 2, "c": 3, "d": 4}).endswith("…")
+
+
+def test_an_inbox_item_without_edit_says_why_as_its_card_does() -> None:
+    withheld = make_request("r1").model_copy(
+        update={"allowed_decisions": ["approve", "reject"], "edit_withheld": "shared_call_id"}
+    )
+    view = render_home("U1", pending=[InboxItem(withheld)], decided=[], now=0.0)
+    assert check_home_view(view) == []
+    assert "No Edit here" in view["blocks"][2]["elements"][0]["text"]
+    plain = render_home("U1", pending=[InboxItem(make_request("r2"))], decided=[], now=0.0)
+    assert "No Edit here" not in json.dumps(plain)
