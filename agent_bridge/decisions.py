@@ -91,6 +91,10 @@ class ResumePlan:
         self.changed: dict[str, ApprovalRequest] = {}
         """Request ID -> the call as the checkpoint now has it, when that is not the call
         the decision was made on (``call_hash`` differs): it needs a new decision."""
+        self.unoffered: dict[str, ApprovalRequest] = {}
+        """Request ID -> the call as the checkpoint now has it, when its decision's type
+        is not one the call offers now (a deploy took it away, or a card drawn before
+        ``edit_withheld`` offered Edit): the graph would refuse it; a new decision."""
 
 
 def uncountable(
@@ -162,6 +166,10 @@ def plan_resume(
         if changed:
             plan.changed.update(changed)
             continue
+        unoffered = _unoffered_decisions(decided, current_calls)
+        if unoffered:
+            plan.unoffered.update(unoffered)
+            continue
         plan.resume[interrupt_id] = _answer(decided)
         plan.applying.extend(r.request_id for r in sorted(decided, key=lambda r: r.index))
     return plan
@@ -191,6 +199,22 @@ def _changed_calls(
         if now is not None and request.call_hash and now.call_hash != request.call_hash:
             changed[request.request_id] = now
     return changed
+
+
+def _unoffered_decisions(
+    decided: Sequence[ApprovalRequest],
+    current_calls: Mapping[tuple[str, int], ApprovalRequest] | None,
+) -> dict[str, ApprovalRequest]:
+    """The decided requests whose decision's type the pending call does not offer now
+    (``HumanInTheLoopMiddleware`` raises on a decision its review does not allow)."""
+    unoffered = {}
+    for request in decided:
+        now = (current_calls or {}).get((request.interrupt_id, request.index))
+        decision = request.decision
+        if now is not None and decision is not None:
+            if decision.type not in now.allowed_decisions:
+                unoffered[request.request_id] = now
+    return unoffered
 
 
 def _with_schema(

@@ -42,6 +42,10 @@ CALL_REISSUED_NOTE = (
     "The call changed after it was decided (its arguments or tool call are not the ones "
     "reviewed), so that decision was not applied. Decide again on the call shown here."
 )
+DECISION_UNOFFERED_NOTE = (
+    "The decision given is not one this call offers now, so it was not applied. Decide "
+    "again with the buttons shown here."
+)
 ALREADY_APPROVED_TEXT = (
     ":ballot_box_with_check: You already approved this call; one person counts once. "
     "It still needs another approver."

@@ -211,18 +211,22 @@ class RunDriver:
             await self._reopen(
                 run, request_id, wording.invalid_answer_note(errors), schema_changed=True
             )
-        for request_id, now in plan.changed.items():
-            logger.warning(
-                "run=%s thread_id=%s request=%s call changed since its decision; reopened",
-                run.run_id,
-                run.thread_id,
-                request_id,
-            )
-            reopened = await self.store.reopen(
-                request_id, note=review_wording.CALL_REISSUED_NOTE, reissued=now
-            )
-            if reopened is not None:
-                await self.notifier.approval_updated(reopened, run=run)
+        reissues = [
+            (plan.changed, "call changed since its decision", review_wording.CALL_REISSUED_NOTE),
+            (plan.unoffered, "decision not offered now", review_wording.DECISION_UNOFFERED_NOTE),
+        ]
+        for found, why, note in reissues:
+            for request_id, now in found.items():
+                logger.warning(
+                    "run=%s thread_id=%s request=%s %s; reopened",
+                    run.run_id,
+                    run.thread_id,
+                    request_id,
+                    why,
+                )
+                reopened = await self.store.reopen(request_id, note=note, reissued=now)
+                if reopened is not None:
+                    await self.notifier.approval_updated(reopened, run=run)
         return plan
 
     def _graph_input(self, run: Run, snapshot: Any, plan: ResumePlan) -> Any:

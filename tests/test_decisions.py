@@ -122,3 +122,26 @@ def test_an_answer_or_reason_past_the_modals_limit_is_refused() -> None:
     assert check_decision(request("a"), Decision(type="reject", message=at_limit)) == {}
     refused = check_decision(request("a"), Decision(type="reject", message=past))
     assert refused[GENERAL_KEY].startswith("A reason can be at most 3,000 characters")
+
+
+def test_a_decision_the_call_no_longer_offers_is_never_sent() -> None:
+    # An edit recorded on a card drawn before its Edit was withheld (or before a deploy
+    # took a decision away): the middleware would refuse it, or apply it to another call
+    edited = Decision(type="edit", edited_args={"path": "x", "content": "y"})
+    decided = [
+        request("a", decision=edited),
+        request("b", index=1, decision=Decision(type="approve")),
+    ]
+    now = {
+        ("i1", 0): request("a", allowed=("approve", "reject")).model_copy(
+            update={"edit_withheld": "shared_call_id"}
+        ),
+        ("i1", 1): request("b", index=1),
+    }
+    plan = plan_resume(decided, {"i1"}, current_calls=now)
+    assert plan.resume == {} and plan.applying == []
+    assert set(plan.unoffered) == {"a"} and plan.unoffered["a"].edit_withheld == "shared_call_id"
+    still = plan_resume(
+        decided, {"i1"}, current_calls={("i1", 0): request("a"), ("i1", 1): request("b", index=1)}
+    )
+    assert still.unoffered == {} and still.applying == ["a", "b"]

@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 from pydantic import TypeAdapter, ValidationError
 
+from agent_bridge import review_wording
 from agent_bridge.agent import build_agent, load_tools
 from agent_bridge.audit import read_events
 from agent_bridge.bus import InProcessBus
@@ -72,23 +73,25 @@ def driver_for(
     tmp_path: Path,
     notifier: RecordingNotifier,
     schemas: dict[str, dict[str, Any]],
+    policy_path: Path = POLICIES_DIR / "per_call.yml",
 ) -> tuple[RunDriver, CompiledStateGraph[Any, Any, Any, Any]]:
-    """A driver of the per-call agent graph, and that compiled graph, for a test to call
-    beyond what the driver's ``AgentGraph`` port offers."""
+    """A driver of the agent graph (per-call unless ``policy_path`` says otherwise), and
+    that compiled graph, for a test to call beyond what the driver's ``AgentGraph`` port
+    offers."""
     settings = agent_config(tmp_path / "ws")
     # build_agent returns Any: a compiled graph is an AgentGraph at runtime, though not to
     # mypy (its astream takes typed keywords, the port's any **kwargs).
     graph = build_agent(
         tools=load_tools(settings),
         model=ScriptedChatModel(),
-        policy=load_policy(POLICIES_DIR / "per_call.yml"),
+        policy=load_policy(policy_path),
         checkpointer=InMemorySaver(),
     )
     driver = RunDriver(
         store=store,
         graph=graph,
         notifier=notifier,
-        policy=load_policy(POLICIES_DIR / "per_call.yml"),
+        policy=load_policy(policy_path),
         args_schemas=schemas,
     )
     return driver, graph
@@ -204,6 +207,41 @@ async def test_an_answer_the_graph_refuses_goes_back_to_pending(
     assert state == RunState.DONE and answer and "Wrote 1 characters to a.txt" in answer
     applied = await store.get_request(request.request_id)
     assert applied is not None and applied.state == ApprovalState.APPLIED
+
+
+async def test_an_edit_on_a_card_drawn_before_its_edit_was_withheld_is_not_sent(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """A batched card posted before ``edit_withheld`` existed offered Edit on a call
+    whose ID another call of its turn has; an edit recorded there would run in place of
+    both calls. The drive reopens it as the call is now, without Edit, and says why."""
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {}, POLICIES_DIR / "demo.yml")
+    shared = {
+        "tool_calls": [
+            {"name": "write_file", "args": {"path": "a.txt", "content": "x"}, "id": "dup"},
+            {"name": "read_data", "args": {"table": "orders"}, "id": "dup"},
+        ]
+    }
+    run = await new_run(store, json.dumps(shared))
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.edit_withheld == "shared_call_id"
+    await store.db.execute(  # as the card was stored before: Edit offered
+        "UPDATE approval_requests SET allowed_decisions = :allowed, edit_withheld = NULL",
+        {"allowed": json.dumps(["approve", "edit", "reject", "respond"])},
+    )
+    edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
+    await store.record_decision(request.request_id, edit, user_id="U2")
+
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.state == ApprovalState.PENDING
+    assert reopened.note == review_wording.DECISION_UNOFFERED_NOTE
+    assert reopened.edit_withheld == "shared_call_id"
+    assert "edit" not in reopened.allowed_decisions
+    assert not (tmp_path / "ws/files/b.txt").exists()
+    assert not (tmp_path / "ws/files/a.txt").exists()
 
 
 async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
