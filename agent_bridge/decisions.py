@@ -93,8 +93,8 @@ class ResumePlan:
         the decision was made on (``call_hash`` differs): it needs a new decision."""
         self.unoffered: dict[str, ApprovalRequest] = {}
         """Request ID -> the call as the checkpoint now has it, when its decision's type
-        is not one the call offers now (a deploy took it away, or a card drawn before
-        ``edit_withheld`` offered Edit): the graph would refuse it; a new decision."""
+        is not one the call offers now (a card drawn before ``edit_withheld`` offered
+        Edit): it would not be this call's alone; a new decision."""
 
 
 def uncountable(

@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -85,12 +85,16 @@ class TurnCall:
         model_id: The ID the model gave it (``None`` or empty if it gave none).
         shared: Whether another call of the same turn has ``model_id`` too.
         known: Whether it is a call of the state's messages (``UNKNOWN_CALL`` is not).
+        ambiguous: Whether the turn has the same call (name and arguments) again, and
+            that one would have its edit withheld: which of them the middleware gated
+            cannot be told (``_match_calls``).
     """
 
     call_id: str | None
     model_id: str | None
     shared: bool
     known: bool = True
+    ambiguous: bool = False
 
     def edit_withheld(self) -> EditWithheld | None:
         """Why a batched card must not offer Edit for this call, or ``None``.
@@ -106,7 +110,9 @@ class TurnCall:
             return "unknown_call"
         if not self.model_id:
             return "no_call_id"
-        return "shared_call_id" if self.shared else None
+        if self.shared:
+            return "shared_call_id"
+        return "ambiguous_call" if self.ambiguous else None
 
 
 UNKNOWN_CALL = TurnCall(call_id=None, model_id=None, shared=False, known=False)
@@ -133,16 +139,32 @@ def _match_calls(
 ) -> list[TurnCall]:
     """Pair each batched action with the tool call it was made from, in order (by name
     and arguments, compared as canonical JSON: a ``NaN`` argument equals itself);
-    ``UNKNOWN_CALL`` for one no call matches."""
+    ``UNKNOWN_CALL`` for one no call matches, or whose arguments are not JSON. The same
+    call made again in the turn (an ungated one too: a ``when`` rule may gate one of
+    two) marks the match ``ambiguous`` if that one's edit would be withheld."""
     found: list[TurnCall] = []
-    remaining = [(made["name"], canonical_json(made["args"]), call) for made, call in calls]
+    remaining = [(made["name"], _arguments_key(made["args"]), call) for made, call in calls]
     for action in actions:
-        key = (action["name"], canonical_json(action["args"]))
-        match = next((c for c in remaining if c[:2] == key), None)
-        if match is not None:
-            remaining.remove(match)
-        found.append(match[2] if match else UNKNOWN_CALL)
+        key = (action["name"], _arguments_key(action["args"]))
+        same = [c for c in remaining if key[1] is not None and c[:2] == key]
+        if not same:
+            found.append(UNKNOWN_CALL)
+            continue
+        remaining.remove(same[0])
+        call = same[0][2]
+        if any(other[2].edit_withheld() for other in same[1:]):
+            call = replace(call, ambiguous=True)
+        found.append(call)
     return found
+
+
+def _arguments_key(args: Any) -> str | None:
+    """``args`` as canonical JSON, or ``None`` if they are not JSON (such a call matches
+    no action, and its action none)."""
+    try:
+        return canonical_json(args)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -386,14 +408,22 @@ def _batched_requests(
     (``TurnCall.edit_withheld``).
 
     Raises:
-        UndecidableCallError: A call whose review allows only Edit, withheld.
+        UndecidableCallError: A call whose review allows only Edit, withheld; a call of
+            the turn with no ID at all (``None``), which the middleware cannot answer.
     """
     actions = list(interrupt.value["action_requests"])
     configs = list(interrupt.value.get("review_configs") or [])
+    calls = turn_calls(messages)
+    nameless = next((made["name"] for made, call in calls if call.model_id is None), None)
+    if nameless is not None:
+        raise UndecidableCallError(
+            f"the model gave a call of this turn ({nameless!r}) no tool call ID (None): "
+            "LangChain runs such a call's tool and then fails on its result, and fails on "
+            "a rejection or a response of it; the run stops before any tool of the turn "
+            "runs. Use a model that gives every call an ID"
+        )
     requests = []
-    for index, (action, call) in enumerate(
-        zip(actions, _match_calls(actions, turn_calls(messages)), strict=True)
-    ):
+    for index, (action, call) in enumerate(zip(actions, _match_calls(actions, calls), strict=True)):
         allowed: Sequence[DecisionType] = (configs[index] if index < len(configs) else {}).get(
             "allowed_decisions"
         ) or DECISION_TYPES

@@ -35,17 +35,19 @@ ALL_DECISION_TYPES: tuple[DecisionType, ...] = (*DECISION_TYPES, "ignore")
 """Every decision, in the order cards show their buttons."""
 
 MiddlewareMode = Literal["batched", "per_call"]
-EditWithheld = Literal["no_call_id", "shared_call_id", "unknown_call"]
+"""``HumanInTheLoopMiddleware``'s two interrupt modes: what a policy's ``interrupt_mode``
+may name."""
+
+EditWithheld = Literal["no_call_id", "shared_call_id", "unknown_call", "ambiguous_call"]
 """Why a batched card offers no Edit though its tool's review allows it: LangChain's
 ``HumanInTheLoopMiddleware`` (batched) keeps the model's call in the message and puts a
 reviewer's edit in its place when the call runs, found by the call's tool call ID. So an
-edit of a call with no ID (``no_call_id``) is dropped, the model's own call running
-instead, one of a call whose ID another call of its turn has (``shared_call_id``) runs
-in place of both, and for a call not in the state's messages (``unknown_call``: a
-tool's own agent asked for it) which it would be cannot be told
+edit of a call with an empty ID (``no_call_id``) is dropped, the model's own call
+running instead, one of a call whose ID other calls of its turn have
+(``shared_call_id``) runs in place of all of them, and for a call not in the state's
+messages (``unknown_call``: a tool's own agent asked for it), or made twice in its turn
+the other time with such an ID (``ambiguous_call``), which it would be cannot be told
 (``agent_bridge.interrupts.TurnCall``)."""
-"""``HumanInTheLoopMiddleware``'s two interrupt modes: what a policy's ``interrupt_mode``
-may name."""
 
 InterruptMode = Literal["batched", "per_call", "human_interrupt", "json_schema", "plain_value"]
 """The shape of an interrupt's value, which says how it is answered

@@ -126,7 +126,7 @@ class RemoteAgent:
             snapshot = await self.graph.aget_state(config, subgraphs=subgraphs)
         except (httpx.TransportError, APIConnectionError, APIStatusError) as exc:
             raise _translated(exc, thread_id) from exc
-        return snapshot._replace(values=_local_values(snapshot.values))
+        return _local_snapshot(snapshot)
 
     async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         """Create a run of the ``thread_id`` on the server from ``input`` (a task, a
@@ -296,6 +296,19 @@ def local_messages(messages: Any) -> list[BaseMessage]:
         m if isinstance(m, BaseMessage) else messages_from_dict([{"type": m["type"], "data": m}])[0]
         for m in messages
     ]
+
+
+def _local_snapshot(snapshot: Any) -> Any:
+    """``snapshot`` with its messages converted (``local_messages``), and those of the
+    subgraph states of its tasks (``subgraphs=True``: a sub-agent's turn under review is
+    in its own state), so the driver reads every level alike."""
+    tasks = tuple(
+        task._replace(state=_local_snapshot(task.state))
+        if isinstance(getattr(task, "state", None), StateSnapshot)
+        else task
+        for task in snapshot.tasks
+    )
+    return snapshot._replace(values=_local_values(snapshot.values), tasks=tasks)
 
 
 def _local_values(values: Any) -> Any:

@@ -183,14 +183,20 @@ def edit_pending_line(editor: str) -> str:
 
 EDIT_WITHHELD_LINES = {
     "no_call_id": (
-        ":information_source: No Edit here: the model gave this call no ID, and the agent "
-        "finds an edit by it, so an edit would be dropped and the call run as the model "
-        "asked."
+        ":information_source: No Edit here: the model gave this call an empty ID, and the "
+        "agent answers calls by ID: an edit would be dropped and the call run as the model "
+        "asked, and a rejection or a response would answer every call of the turn with an "
+        "empty ID."
     ),
     "shared_call_id": (
-        ":information_source: No Edit here: the model gave this call's ID to another call "
+        ":information_source: No Edit here: the model gave this call's ID to other calls "
         "of the same turn too, and the agent answers calls by ID: an edit would run in "
-        "place of both, and a rejection or a response would answer both."
+        "place of all of them, and a rejection or a response would answer all of them."
+    ),
+    "ambiguous_call": (
+        ":information_source: No Edit here: the model made this same call more than once "
+        "in this turn, not every time with an ID of its own, so an edit might not run for "
+        "the call reviewed."
     ),
     "unknown_call": (
         ":information_source: No Edit here: this call is not among the messages the bridge "

@@ -71,7 +71,7 @@ class TestABatchedCardWithoutEdit:
         ]
         _, request = await routed(harness, shared)
         shown = await shoot_card(harness.sandbox.base_url, request, "edit-withheld", "No Edit here")
-        assert "another call of the same turn" in shown and "Approve" in shown
+        assert "other calls of the same turn" in shown and "Approve" in shown
         assert "Edit" not in shown.replace("No Edit here", "")
 
 

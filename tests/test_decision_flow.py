@@ -81,7 +81,7 @@ async def test_a_batched_card_offers_no_edit_its_middleware_would_not_confine_to
 ) -> None:
     """A turn whose gated ``write_file`` has no tool call ID, or shares its ID with an
     ungated ``read_data``: batched, LangChain would drop an edit of it, or run the edit in
-    place of both (``interrupts.edits_withheld``), so its card offers no Edit and says
+    place of both (``interrupts.TurnCall.edit_withheld``), so its card offers no Edit and says
     why; per call, the card's answer is its own, and Edit stays. Approved, each call runs
     as the model asked."""
     task = {
@@ -96,7 +96,7 @@ async def test_a_batched_card_offers_no_edit_its_middleware_would_not_confine_to
     shown = json.dumps(harness.sandbox.message(write.channel_id, write.message_ts)["blocks"])
     if write.mode == "batched":
         assert buttons(harness, write) == ["approve", "reject", "respond"]
-        assert ("no ID" if call_id == "" else "another call of the same turn") in shown
+        assert ("an empty ID" if call_id == "" else "other calls of the same turn") in shown
     else:
         assert buttons(harness, write) == ["approve", "edit", "reject", "respond"]
         assert "No Edit here" not in shown

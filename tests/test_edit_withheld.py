@@ -7,6 +7,7 @@ nobody reviewed. Against the real middleware and the scripted model."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
 
 from agent_bridge.errors import UndecidableCallError
 from agent_bridge.graph_agent import attach_checkpointer, discover
@@ -26,6 +27,8 @@ from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.interrupts import Placement, approval_requests, turn_calls
 from agent_bridge.models import ApprovalRequest, MiddlewareMode, Run
 from agent_bridge.policy import Policy
+from agent_bridge.remote_agent import _local_snapshot
+from agent_bridge.run_driver import messages_of
 from agent_bridge.scripted_model import ScriptedChatModel
 
 ran: list[tuple[str, str]] = []
@@ -104,7 +107,7 @@ async def test_langchains_batched_edit_is_run_by_tool_call_id(
     ids: tuple[str, str], edited_run: list[tuple[str, str]]
 ) -> None:
     # Why Edit is withheld (the middleware's behaviour, langchain 1.5): should this
-    # change, edits_withheld may offer Edit again.
+    # change, TurnCall.edit_withheld may offer Edit again.
     graph, config = await paused(ids, "batched")
     ran.clear()
     edit = {
@@ -201,15 +204,50 @@ async def cards_of(model: BaseChatModel, interrupt_on: dict[str, Any]) -> list[A
     )
 
 
-async def test_a_call_with_a_none_id_offers_no_edit() -> None:
+async def test_a_turn_with_a_call_without_any_id_stops_before_a_tool_runs() -> None:
+    # The middleware runs a None-ID call's tool and then fails on its result, and fails on
+    # a rejection of it: no card could be decided safely
     model = OneTurn(
         calls=[
-            {"name": "send_email", "args": {"to": "a@x"}, "id": None},
-            {"name": "lookup_customer", "args": {"name": "ann"}, "id": "b"},
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "a"},
+            {"name": "lookup_customer", "args": {"name": "ann"}, "id": None},
+        ]
+    )
+    ran.clear()
+    with pytest.raises(UndecidableCallError, match="'lookup_customer'"):
+        await cards_of(model, {"send_email": True})
+    assert ran == []
+
+
+async def test_the_same_call_again_with_an_empty_id_withholds_edit_from_its_twin() -> None:
+    # A `when` rule gates one of two identical calls (the one without an ID): the card
+    # cannot tell which of them the middleware gated, so it must not offer Edit
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "Y"},
+            {"name": "send_email", "args": {"to": "a@x"}, "id": ""},
+        ]
+    )
+    only_the_second = {
+        "send_email": {
+            "allowed_decisions": ["approve", "edit", "reject"],
+            "when": lambda request: not request.tool_call["id"],
+        }
+    }
+    (card,) = await cards_of(model, only_the_second)
+    assert card.edit_withheld == "ambiguous_call"
+    assert card.allowed_decisions == ["approve", "reject"]
+
+
+async def test_an_ungated_call_with_arguments_that_are_not_json_breaks_nothing() -> None:
+    model = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "a"},
+            {"name": "lookup_customer", "args": {"name": "ann", "on": date(2024, 1, 1)}, "id": "b"},
         ]
     )
     (card,) = await cards_of(model, {"send_email": True})
-    assert card.edit_withheld == "no_call_id" and "edit" not in card.allowed_decisions
+    assert card.tool_call_id == "a" and card.edit_withheld is None
 
 
 async def test_a_nan_argument_still_finds_its_call_and_its_shared_id() -> None:
@@ -264,3 +302,30 @@ async def test_a_card_left_with_only_respond_is_no_question() -> None:
     )
     (card,) = await cards_of(model, {"send_email": {"allowed_decisions": ["edit", "respond"]}})
     assert card.allowed_decisions == ["respond"] and not card.is_question()
+
+
+def test_a_deployed_sub_agents_turn_is_read_as_messages_and_keeps_edit() -> None:
+    # An Agent Server's state gives a paused sub-agent's own state as message dicts
+    # (RemoteGraph); the worker reads every level as messages, so the card finds its call
+    call = {"name": "send_email", "args": {"to": "a@x"}, "id": "c1", "type": "tool_call"}
+    turn = {"type": "ai", "content": "", "id": "m1", "tool_calls": [call]}
+    action = {"name": "send_email", "args": {"to": "a@x"}, "description": ""}
+    review = {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject"]}
+    interrupt = Interrupt(value={"action_requests": [action], "review_configs": [review]}, id="i1")
+
+    def snapshot(values: dict[str, Any], tasks: tuple[Any, ...] = ()) -> StateSnapshot:
+        return StateSnapshot(
+            values=values, next=("tools",), config={}, metadata=None, created_at=None,
+            parent_config=None, tasks=tasks, interrupts=(interrupt,),
+        )  # fmt: skip
+
+    inner = snapshot({"messages": [{"type": "human", "content": "go"}, turn]})
+    outer = snapshot({"messages": []}, (PregelTask("t", "sub", (), None, (interrupt,), inner),))
+    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
+    (card,) = approval_requests(
+        [interrupt],
+        messages=messages_of(_local_snapshot(outer), "i1"),
+        placement=Placement(run=run, policy=Policy(), args_schemas={}),
+    )
+    assert card.tool_call_id == "c1" and card.edit_withheld is None
+    assert "edit" in card.allowed_decisions
