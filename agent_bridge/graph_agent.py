@@ -73,9 +73,10 @@ def discover(graph: CompiledGraph) -> GraphShape:
     Raises:
         ConfigurationError: If two parts of the graph disagree where the product keys by
             tool name: one name for two different tools, two ``HumanInTheLoopMiddleware``
-            allowing a tool different decisions, or using different interrupt modes; or
-            if a middleware's ``interrupt_on`` names no tool of the graph (it would gate
-            nothing, and the tool meant would run unreviewed).
+            allowing a tool different decisions, or using different interrupt modes; if a
+            middleware's ``interrupt_on`` names no tool of the graph (it would gate
+            nothing, and the tool meant would run unreviewed); or if one agent has two
+            batched middlewares (``_one_batched_middleware_per_agent``).
     """
     tools: dict[str, BaseTool] = {}
     gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
@@ -106,6 +107,7 @@ def discover(graph: CompiledGraph) -> GraphShape:
             "The graph's HumanInTheLoopMiddleware use both interrupt modes "
             f"({', '.join(sorted(modes))}); use one interrupt_mode throughout."
         )
+    _one_batched_middleware_per_agent(graph)
     unknown = sorted(set(gated) - set(tools))
     if unknown:
         # The middleware matches calls by name: a misspelt key gates nothing, and the
@@ -189,6 +191,31 @@ def _nodes(graph: CompiledGraph) -> Iterator[Any]:
 def _graphs(graph: CompiledGraph) -> list[CompiledGraph]:
     """``graph`` and its subgraphs, at any depth."""
     return [graph, *(g for _, g in graph.get_subgraphs(recurse=True) if isinstance(g, Pregel))]
+
+
+def _one_batched_middleware_per_agent(graph: CompiledGraph) -> None:
+    """Refuse an agent (one compiled graph, ``graph`` or a subgraph) with two batched
+    ``HumanInTheLoopMiddleware``: LangChain (1.5) keeps one record of a turn's edits
+    in the agent's state (``hitl_edited_tool_calls``), which each of them writes over,
+    so a reviewer's edit of one's call would be dropped and the model's own call run.
+
+    Raises:
+        ConfigurationError: Naming the middlewares.
+    """
+    for each in _graphs(graph):
+        batched = {
+            id(m): m
+            for node in each.nodes.values()
+            if (m := _hitl_middleware(node.bound)) is not None and m.interrupt_mode == "batched"
+        }
+        if len(batched) > 1:
+            names = ", ".join(sorted(m.name for m in batched.values()))
+            raise ConfigurationError(
+                f"The agent has {len(batched)} batched HumanInTheLoopMiddleware ({names}): "
+                "LangChain keeps one record of a turn's edits, which each writes over, so "
+                "an edit of one's call would be dropped and the model's own call run. Give "
+                "one middleware every tool's interrupt_on, or use interrupt_mode: per_call."
+            )
 
 
 def _hitl_middleware(node: Any) -> HumanInTheLoopMiddleware | None:

@@ -67,6 +67,12 @@ def is_hitl(interrupt: Interrupt) -> bool:
     return value.get("type") == "tool_approval" or "action_requests" in value
 
 
+def is_batched(interrupt: Interrupt) -> bool:
+    """Whether ``interrupt`` is a batched ``HumanInTheLoopMiddleware`` one (a
+    ``HITLRequest``, raised by its ``after_model`` hook)."""
+    return is_hitl(interrupt) and interrupt.value.get("type") != "tool_approval"
+
+
 def pending_tool_calls(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """Return the tool calls of the last ``AIMessage`` (the turn being reviewed), each
     ``"id"`` the run's call ID (``agent_bridge.call_ids``)."""

@@ -8,6 +8,8 @@ policy's IDs, never from agent text; tool names passed in are already escaped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Why a click, a modal or a submission is refused (private answers; the card says more).
 OTHER_WORKSPACE_TEXT = (
     ":no_entry: You can't decide this request: it belongs to another Slack workspace "
@@ -181,30 +183,38 @@ def edit_pending_line(editor: str) -> str:
     return f":pencil2: Edited by {editor}; the arguments below are the edited ones."
 
 
-EDIT_WITHHELD_LINES = {
+_EDIT_WITHHELD = {
     "no_call_id": (
-        ":information_source: No Edit here: the model gave this call an empty ID, and the "
-        "agent answers calls by ID: an edit would be dropped and the call run as the model "
-        "asked, and a rejection or a response would answer every call of the turn with an "
-        "empty ID."
+        "the model gave this call an empty ID, and the agent answers calls by ID: an edit "
+        "would be dropped and the call run as the model asked",
+        "would answer every call of the turn with an empty ID",
     ),
     "shared_call_id": (
-        ":information_source: No Edit here: the model gave this call's ID to other calls "
-        "of the same turn too, and the agent answers calls by ID: an edit would run in "
-        "place of all of them, and a rejection or a response would answer all of them."
+        "the model gave this call's ID to other calls of the same turn too, and the agent "
+        "answers calls by ID: an edit would run in place of all of them",
+        "would answer all of them",
     ),
     "ambiguous_call": (
-        ":information_source: No Edit here: the model made this same call more than once "
-        "in this turn, not every time with an ID of its own, so an edit might not run for "
-        "the call reviewed."
+        "the model made this same call more than once in this turn, not every time with "
+        "an ID of its own, so an edit might not run for the call reviewed",
+        None,
     ),
     "unknown_call": (
-        ":information_source: No Edit here: this call is not among the messages the bridge "
-        "can read (a tool's own agent asked for it), so whether an edit would run for it "
-        "alone cannot be told."
+        "this call is not among the messages the bridge can read (a tool's own agent "
+        "asked for it), so whether an edit would run for it alone cannot be told",
+        None,
     ),
 }
-"""Why a batched card offers no Edit (``models.EditWithheld``), on the card."""
+_ANSWERS = {"reject": "a rejection", "respond": "a response"}
+
+
+def edit_withheld_line(why: str, offered: Sequence[str]) -> str:
+    """Why a batched card offers no Edit (``models.EditWithheld``), on the card, with
+    what a rejection or a response of it would do, if the card ``offered`` them."""
+    lead, answers = _EDIT_WITHHELD[why]
+    answering = " or ".join(_ANSWERS[d] for d in ("reject", "respond") if d in offered)
+    also = f", and {answering} {answers}" if answers and answering else ""
+    return f":information_source: No Edit here: {lead}{also}."
 
 
 def approvals_list(approvers: str) -> str:

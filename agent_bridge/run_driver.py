@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import START, TAG_HIDDEN
-from langgraph.types import Command, StateSnapshot, interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot, interrupt
 from pydantic import ValidationError
 
 from agent_bridge import log_context, metrics, review_wording, wording
@@ -31,7 +31,7 @@ from agent_bridge.errors import (
     error_text,
 )
 from agent_bridge.graph import AgentGraph, thread_config
-from agent_bridge.interrupts import Placement, approval_requests
+from agent_bridge.interrupts import Placement, approval_requests, is_batched
 from agent_bridge.message_text import message_text
 from agent_bridge.models import HITL_MODES, ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.notifier import Notifier, NotifyError
@@ -452,7 +452,7 @@ class RunDriver:
             request
             for interrupt in snapshot.interrupts
             for request in approval_requests(
-                [interrupt], messages=messages_of(snapshot, interrupt.id), placement=placement
+                [interrupt], messages=turn_messages(snapshot, interrupt), placement=placement
             )
         ]
 
@@ -566,6 +566,37 @@ def _empty(snapshot: Any) -> bool:
     values, nothing next, no interrupts (what a checkpointer or Agent Server gives for a
     thread it does not have)."""
     return not snapshot.values and not snapshot.next and not snapshot.interrupts
+
+
+AFTER_MODEL_HOOK = ".after_model"
+"""How the node of a middleware's ``after_model`` hook is named (``<middleware
+name>.after_model``), the batched ``HumanInTheLoopMiddleware``'s among them."""
+
+
+def turn_messages(snapshot: Any, interrupt: Interrupt) -> list[Any]:
+    """The messages to read ``interrupt``'s calls from: those of the graph whose node
+    raised it (``messages_of``); none for a batched ``HumanInTheLoopMiddleware``
+    interrupt that a task other than a middleware's ``after_model`` hook raised (a
+    sub-agent run inside a tool: its turn is in no state the driver reads, and the
+    graph's own last turn is another one), so its actions match no call and its cards
+    offer no Edit (``interrupts.UNKNOWN_CALL``)."""
+    task = _raising_task(snapshot, interrupt.id)
+    if task is not None and is_batched(interrupt) and not task.name.endswith(AFTER_MODEL_HOOK):
+        return []
+    return messages_of(snapshot, interrupt.id)
+
+
+def _raising_task(snapshot: Any, interrupt_id: str) -> Any:
+    """The deepest task of ``snapshot`` (``aget_state(..., subgraphs=True)``) holding
+    ``interrupt_id``, or ``None``."""
+    for task in getattr(snapshot, "tasks", ()):
+        if any(i.id == interrupt_id for i in task.interrupts):
+            inner = getattr(task, "state", None)
+            deeper = (
+                _raising_task(inner, interrupt_id) if isinstance(inner, StateSnapshot) else None
+            )
+            return deeper or task
+    return None
 
 
 def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:

@@ -110,7 +110,8 @@ def _pending(item: InboxItem, now: float) -> list[dict[str, Any]]:
     age = home_wording.age_text(now - request.created_at)
     waiting = home_wording.waiting_line(age, slack_date(request.created_at), safe_link(item.link))
     if request.edit_withheld is not None:  # why its buttons lack Edit, as on its card
-        waiting += "\n" + review_wording.EDIT_WITHHELD_LINES[request.edit_withheld]
+        line = review_wording.edit_withheld_line(request.edit_withheld, request.allowed_decisions)
+        waiting += "\n" + line
     return [
         _section(f"*{tool}*\n{args}" if args else f"*{tool}*"),
         _context(waiting),

@@ -61,7 +61,9 @@ def review_lines(request: ApprovalRequest) -> list[str]:
         lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
     lines.extend(time_limit(request, reminded=request.reminded_at is not None))
     if request.edit_withheld is not None:
-        lines.append(review_wording.EDIT_WITHHELD_LINES[request.edit_withheld])
+        lines.append(
+            review_wording.edit_withheld_line(request.edit_withheld, request.allowed_decisions)
+        )
     return lines
 
 

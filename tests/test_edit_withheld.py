@@ -21,14 +21,15 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
 
-from agent_bridge.errors import UndecidableCallError
+from agent_bridge.errors import ConfigurationError, UndecidableCallError
 from agent_bridge.graph_agent import attach_checkpointer, discover
 from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.interrupts import Placement, approval_requests, turn_calls
 from agent_bridge.models import ApprovalRequest, MiddlewareMode, Run
 from agent_bridge.policy import Policy
 from agent_bridge.remote_agent import _local_snapshot
-from agent_bridge.run_driver import messages_of
+from agent_bridge.review_wording import edit_withheld_line
+from agent_bridge.run_driver import messages_of, turn_messages
 from agent_bridge.scripted_model import ScriptedChatModel
 
 ran: list[tuple[str, str]] = []
@@ -329,3 +330,79 @@ def test_a_deployed_sub_agents_turn_is_read_as_messages_and_keeps_edit() -> None
     )
     assert card.tool_call_id == "c1" and card.edit_withheld is None
     assert "edit" in card.allowed_decisions
+
+
+class SecondReview(HumanInTheLoopMiddleware):
+    """A second batched middleware (create_agent takes it: another class name)."""
+
+
+def test_an_agent_with_two_batched_middlewares_is_refused() -> None:
+    # Both write the turn's edits to one state key: one's edits are lost, its call run
+    # as the model asked
+    graph = create_agent(
+        OneTurn(calls=[]),
+        tools=[send_email, lookup_customer],
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on={"send_email": True}),
+            SecondReview(interrupt_on={"lookup_customer": True}),
+        ],
+    )
+    with pytest.raises(ConfigurationError, match="2 batched HumanInTheLoopMiddleware"):
+        discover(graph)
+    per_call = create_agent(
+        OneTurn(calls=[]),
+        tools=[send_email, lookup_customer],
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode="per_call"),
+            SecondReview(interrupt_on={"lookup_customer": True}, interrupt_mode="per_call"),
+        ],
+    )
+    assert set(discover(per_call).gated) == {"send_email", "lookup_customer"}
+
+
+async def test_a_sub_agent_run_inside_a_tool_is_not_matched_to_its_parents_call() -> None:
+    # The sub-agent's own call (an empty ID: its edit would be dropped) is the same as a
+    # call of the parent's turn, whose messages are the only ones the driver can read
+    inner = create_agent(
+        OneTurn(calls=[{"name": "send_email", "args": {"to": "a@x"}, "id": ""}]),
+        tools=[send_email],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
+    )
+
+    @tool
+    async def delegate(task: str) -> str:
+        """Hand the task to another agent."""
+        out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
+        return str(out["messages"][-1].content)
+
+    parent = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "a@x"}, "id": "p2"},
+            {"name": "delegate", "args": {"task": "email a"}, "id": "p1"},
+        ]
+    )
+    graph = attach_checkpointer(
+        create_agent(parent, tools=[send_email, delegate]), InMemorySaver(), reference="x:g"
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    snapshot = await graph.aget_state(config, subgraphs=True)
+    (interrupt,) = snapshot.interrupts
+    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
+    (card,) = approval_requests(
+        [interrupt],
+        messages=turn_messages(snapshot, interrupt),
+        placement=Placement(run=run, policy=Policy(), args_schemas={}),
+    )
+    assert card.edit_withheld == "unknown_call" and card.tool_call_id is None
+    assert "edit" not in card.allowed_decisions
+
+
+def test_the_cards_line_names_only_the_decisions_it_offers() -> None:
+    both = edit_withheld_line("shared_call_id", ["approve", "reject", "respond"])
+    assert both.endswith("and a rejection or a response would answer all of them.")
+    approve_only = edit_withheld_line("shared_call_id", ["approve"])
+    assert "rejection" not in approve_only and "response" not in approve_only
+    assert edit_withheld_line("no_call_id", ["respond"]).endswith(
+        "and a response would answer every call of the turn with an empty ID."
+    )
