@@ -76,10 +76,17 @@ def is_batched(interrupt: Interrupt) -> bool:
 def pending_tool_calls(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     """Return the tool calls of the last ``AIMessage`` (the turn being reviewed), each
     ``"id"`` the run's call ID (``agent_bridge.call_ids``)."""
+    turn = _reviewed_turn(messages)
+    return turn.calls if turn is not None else []
+
+
+def _reviewed_turn(messages: Sequence[BaseMessage]) -> call_ids.Turn | None:
+    """The last ``AIMessage`` (the turn being reviewed) with the run's call IDs, if it
+    made tool calls."""
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if last is None or not last.tool_calls:
-        return []
-    return call_ids.turns(messages)[-1].calls
+        return None
+    return call_ids.turns(messages)[-1]
 
 
 @dataclass(frozen=True)
@@ -129,10 +136,9 @@ messages are not the state's): its ID cannot be told."""
 def turn_calls(messages: Sequence[BaseMessage]) -> list[tuple[Mapping[str, Any], TurnCall]]:
     """The calls of the last ``AIMessage`` (the turn under review): each as the model
     made it, with its ``TurnCall``."""
-    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    if last is None or not last.tool_calls:
+    turn = _reviewed_turn(messages)
+    if turn is None:
         return []
-    turn = call_ids.turns(messages)[-1]
     counts = Counter(c["id"] for c in turn.message.tool_calls)
     return [
         (made, TurnCall(call["id"], made["id"], shared=counts[made["id"]] > 1))
@@ -213,10 +219,12 @@ class Placement:
         allowed: Sequence[DecisionType],
         reason: str = "",
         args_schema: dict[str, Any] | None = None,
+        edit_withheld: EditWithheld | None = None,
     ) -> ApprovalRequest:
         """One approval request for ``action`` (``name``, ``args``, ``description``);
         ``reason`` is the model's text that came with the call; ``args_schema`` is the
-        schema an edit must fit (``None``: the tool's, from ``args_schemas``)."""
+        schema an edit must fit (``None``: the tool's, from ``args_schemas``);
+        ``edit_withheld``: why ``allowed`` lacks an Edit the review allows."""
         name = str(action["name"])
         args = dict(action.get("args") or {})
         description = shown_description(str(action.get("description") or ""), name)
@@ -257,6 +265,7 @@ class Placement:
             redact=self.policy.redaction(name),
             reason=reason,
             risk=risk,
+            edit_withheld=edit_withheld,
             **self._time_limit(name, allowed),
         )
 
@@ -444,17 +453,19 @@ def _batched_requests(
                     "not in the state's messages); allow approve or reject for it, or use "
                     "interrupt_mode: per_call"
                 )
-        request = placement.request(
-            interrupt,
-            action,
-            index=index,
-            mode="batched",
-            batch_size=len(actions),
-            tool_call_id=call.call_id,
-            allowed=allowed,
-            reason=_reason(messages, call.call_id, placement.policy),
+        requests.append(
+            placement.request(
+                interrupt,
+                action,
+                index=index,
+                mode="batched",
+                batch_size=len(actions),
+                tool_call_id=call.call_id,
+                allowed=allowed,
+                reason=_reason(messages, call.call_id, placement.policy),
+                edit_withheld=why,
+            )
         )
-        requests.append(request.model_copy(update={"edit_withheld": why}) if why else request)
     return requests
 
 

@@ -580,23 +580,10 @@ def turn_messages(snapshot: Any, interrupt: Interrupt) -> list[Any]:
     sub-agent run inside a tool: its turn is in no state the driver reads, and the
     graph's own last turn is another one), so its actions match no call and its cards
     offer no Edit (``interrupts.UNKNOWN_CALL``)."""
-    task = _raising_task(snapshot, interrupt.id)
+    state, task = _raised_in(snapshot, interrupt.id)
     if task is not None and is_batched(interrupt) and not task.name.endswith(AFTER_MODEL_HOOK):
         return []
-    return messages_of(snapshot, interrupt.id)
-
-
-def _raising_task(snapshot: Any, interrupt_id: str) -> Any:
-    """The deepest task of ``snapshot`` (``aget_state(..., subgraphs=True)``) holding
-    ``interrupt_id``, or ``None``."""
-    for task in getattr(snapshot, "tasks", ()):
-        if any(i.id == interrupt_id for i in task.interrupts):
-            inner = getattr(task, "state", None)
-            deeper = (
-                _raising_task(inner, interrupt_id) if isinstance(inner, StateSnapshot) else None
-            )
-            return deeper or task
-    return None
+    return _messages(state)
 
 
 def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
@@ -607,11 +594,28 @@ def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
     A sub-agent (a ``create_agent`` graph as a node) keeps the turn being reviewed in
     its own state until it ends; the parent's messages do not have it yet.
     """
+    state, _ = _raised_in(snapshot, interrupt_id)
+    return _messages(state)
+
+
+def _raised_in(snapshot: Any, interrupt_id: str) -> tuple[Any, Any]:
+    """``(state, task)``: the deepest state of ``snapshot`` (``aget_state(...,
+    subgraphs=True)``: each paused subgraph task has its ``StateSnapshot``) with a task
+    holding ``interrupt_id``, and the deepest such task; ``(snapshot, None)`` if no task
+    holds it."""
     for task in getattr(snapshot, "tasks", ()):
-        inner = getattr(task, "state", None)
-        if isinstance(inner, StateSnapshot) and any(i.id == interrupt_id for i in task.interrupts):
-            return messages_of(inner, interrupt_id)
-    values = snapshot.values if isinstance(snapshot.values, dict) else {}
+        if any(i.id == interrupt_id for i in task.interrupts):
+            inner = getattr(task, "state", None)
+            if not isinstance(inner, StateSnapshot):
+                return snapshot, task
+            state, deeper = _raised_in(inner, interrupt_id)
+            return state, deeper or task
+    return snapshot, None
+
+
+def _messages(state: Any) -> list[Any]:
+    """The ``messages`` of a ``StateSnapshot``'s values (none if it has none)."""
+    values = state.values if isinstance(state.values, dict) else {}
     return list(values.get("messages", []))
 
 

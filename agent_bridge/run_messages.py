@@ -36,6 +36,7 @@ from agent_bridge.message_text import message_text
 from agent_bridge.models import ApprovalRequest, Decision, Run
 from agent_bridge.notifier import Notifier
 from agent_bridge.policy import Policy
+from agent_bridge.progress import reviewed_calls
 from agent_bridge.redaction import redact, scrub, secret_values
 from agent_bridge.store import ApprovalStore
 
@@ -65,7 +66,7 @@ class ToolCalls:
             what follows from an unchanged one without reading it again.
     """
 
-    reviewed: set[str | None]
+    reviewed: set[str]
     edited: set[str | None] = field(default_factory=set)
     answered: dict[str | None, Decision] = field(default_factory=dict)
     args: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -83,7 +84,7 @@ class ToolCalls:
                 if decision is not None and decision.edited_args:
                     secrets |= secret_values(decision.edited_args, request.redact)
         return cls(
-            reviewed={r.tool_call_id for r in requests},
+            reviewed=reviewed_calls(requests),
             edited={r.tool_call_id for r in requests if r.decision and r.decision.type == "edit"},
             answered={
                 r.tool_call_id: r.decision

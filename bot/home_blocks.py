@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_bridge import home_wording, review_wording
+from agent_bridge import home_wording
 from agent_bridge.models import ApprovalRequest
 from bot import ids
 from bot.arg_blocks import arg_text
 from bot.blocks import decision_actions
 from bot.mrkdwn import inline_code, slack_date, text_object
+from bot.review_blocks import edit_withheld_line
 
 HOME_REQUESTS_MAX = 25
 """Requests shown (three blocks each: 75 of the view's 100)."""
@@ -109,9 +110,9 @@ def _pending(item: InboxItem, now: float) -> list[dict[str, Any]]:
     args = short_args(request.current_args)
     age = home_wording.age_text(now - request.created_at)
     waiting = home_wording.waiting_line(age, slack_date(request.created_at), safe_link(item.link))
-    if request.edit_withheld is not None:  # why its buttons lack Edit, as on its card
-        line = review_wording.edit_withheld_line(request.edit_withheld, request.allowed_decisions)
-        waiting += "\n" + line
+    withheld = edit_withheld_line(request)  # why its buttons lack Edit, as on its card
+    if withheld is not None:
+        waiting += "\n" + withheld
     return [
         _section(f"*{tool}*\n{args}" if args else f"*{tool}*"),
         _context(waiting),

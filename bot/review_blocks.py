@@ -60,11 +60,18 @@ def review_lines(request: ApprovalRequest) -> list[str]:
     if request.escalated_at is not None and rules.escalate_to:
         lines.append(review_wording.escalated_line(mentions(rules.escalate_to)))
     lines.extend(time_limit(request, reminded=request.reminded_at is not None))
-    if request.edit_withheld is not None:
-        lines.append(
-            review_wording.edit_withheld_line(request.edit_withheld, request.allowed_decisions)
-        )
+    withheld = edit_withheld_line(request)
+    if withheld is not None:
+        lines.append(withheld)
     return lines
+
+
+def edit_withheld_line(request: ApprovalRequest) -> str | None:
+    """Why a pending card offers no Edit, naming what the decisions it does offer would
+    do (``review_wording.edit_withheld_line``); ``None`` when nothing is withheld."""
+    if request.edit_withheld is None:
+        return None
+    return review_wording.edit_withheld_line(request.edit_withheld, request.allowed_decisions)
 
 
 def time_limit(request: ApprovalRequest, *, reminded: bool = False) -> list[str]:
