@@ -207,6 +207,28 @@ class Placement:
         channel = channel or self.run.channel_id
         return channel, self.run.thread_ts if channel == self.run.channel_id else None
 
+    def accepted_now(self, tool_name: str, offered: Sequence[DecisionType]) -> list[DecisionType]:
+        """The decisions of ``offered`` (what the interrupt asked when it was raised)
+        that the running ``HumanInTheLoopMiddleware`` still accepts for ``tool_name``.
+
+        On resume the middleware runs its node again and checks each decision against
+        its ``interrupt_on`` as it is now, not as the interrupt recorded it (LangChain's
+        ``HumanInTheLoopMiddleware._process_decision``, batched; per call, the
+        ``response_schema`` of the interrupt raised again, which LangGraph parses the
+        answer against). The policy's ``allowed_decisions`` are that configuration
+        (``Policy.middleware_kwargs``; a compiled graph's own, ``graph_policy``), so a
+        deploy that took a decision away is seen here, before a decision made on a card
+        drawn earlier is sent (``decisions.plan_resume`` reopens it). A tool the policy
+        does not gate (now) keeps ``offered``; if none of ``offered`` is left, what the
+        middleware now accepts.
+        """
+        tool_policy = self.policy.gated(tool_name)
+        if tool_policy is None:
+            return list(offered)
+        now: set[DecisionType] = set(tool_policy.allowed_decisions)
+        kept = [d for d in offered if d in now]
+        return kept or [d for d in DECISION_TYPES if d in now]
+
     def request(
         self,
         interrupt: Interrupt,
@@ -360,8 +382,10 @@ def _per_call_request(
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
-    allowed = schema_decisions(interrupt.response_schema) or (
-        list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)
+    allowed = placement.accepted_now(
+        value["name"],
+        schema_decisions(interrupt.response_schema)
+        or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -439,9 +463,11 @@ def _batched_requests(
         )
     requests = []
     for index, (action, call) in enumerate(zip(actions, _match_calls(actions, calls), strict=True)):
-        allowed: Sequence[DecisionType] = (configs[index] if index < len(configs) else {}).get(
-            "allowed_decisions"
-        ) or DECISION_TYPES
+        allowed: Sequence[DecisionType] = placement.accepted_now(
+            action["name"],
+            (configs[index] if index < len(configs) else {}).get("allowed_decisions")
+            or DECISION_TYPES,
+        )
         why = call.edit_withheld() if "edit" in allowed else None
         if why is not None:
             allowed = [d for d in allowed if d != "edit"]

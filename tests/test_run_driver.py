@@ -244,6 +244,62 @@ async def test_an_edit_on_a_card_drawn_before_its_edit_was_withheld_is_not_sent(
     assert not (tmp_path / "ws/files/a.txt").exists()
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_decision_a_deploy_took_away_is_reopened_not_sent(
+    store: ApprovalStore, tmp_path: Path, mode: str
+) -> None:
+    """The worker restarts with a policy that no longer allows Edit on ``write_file``;
+    an Edit made on the card drawn before is not sent (the middleware checks each
+    decision against its configuration as it is now: batched, it would raise and fail
+    the run; per call, LangGraph would refuse it and the card would offer Edit again).
+    The drive reopens it without Edit, and an Approve then runs the call."""
+    notifier = RecordingNotifier(store)
+    base = POLICIES_DIR / ("demo.yml" if mode == "batched" else "per_call.yml")
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base)
+    run = await new_run(
+        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+    )
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert "edit" in request.allowed_decisions
+    edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
+    await store.record_decision(request.request_id, edit, user_id="U2")
+
+    deployed = tmp_path / "deployed.yml"
+    deployed.write_text(
+        base.read_text().replace(
+            "allowed_decisions: [approve, edit, reject, respond]",
+            "allowed_decisions: [approve, reject, respond]",
+        )
+    )
+    policy = load_policy(deployed)
+    assert isinstance(graph.checkpointer, InMemorySaver)
+    driver = RunDriver(  # the worker after the deploy: the same checkpoints
+        store=store,
+        graph=build_agent(
+            tools=load_tools(agent_config(tmp_path / "ws")),
+            model=ScriptedChatModel(),
+            policy=policy,
+            checkpointer=graph.checkpointer,
+        ),
+        notifier=notifier,
+        policy=policy,
+        args_schemas={},
+    )
+
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.state == ApprovalState.PENDING
+    assert reopened.note == review_wording.DECISION_UNOFFERED_NOTE
+    assert reopened.allowed_decisions == ["approve", "reject", "respond"]
+    assert not (tmp_path / "ws/files/b.txt").exists()
+
+    await store.record_decision(request.request_id, Decision(type="approve"), user_id="U2")
+    state, answer = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE and answer and "Wrote 1 characters to a.txt" in answer
+    assert not (tmp_path / "ws/files/b.txt").exists()
+
+
 async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
