@@ -13,7 +13,8 @@ the policy the worker then uses everywhere (cards, run messages, risk), in which
   ``interrupt_mode``, ``description_prefix``, ``edit_notice``) are ignored, with a
   warning naming them;
 - an entry that gates a tool the graph does not gate, or says a tool the graph gates
-  is not gated, is refused at start (``ConfigurationError``);
+  is not gated, and an ``interrupts`` entry named like a tool the graph gates, are
+  refused at start (``ConfigurationError``);
 - a ``system_prompt`` is refused: the graph has its own.
 """
 
@@ -49,7 +50,8 @@ def policy_for_graph(policy: Policy, shape: GraphShape) -> Policy:
 
     Raises:
         ConfigurationError: If the policy gates a tool the graph does not gate, says a
-            tool the graph gates is not gated, sets ``system_prompt``, or a tool's
+            tool the graph gates is not gated, names one under ``interrupts``, sets
+            ``system_prompt``, or a tool's
             Slack-side rules do not hold with the graph (an ``on_timeout`` its decisions
             do not include, a ``sql.argument`` its tool does not take).
     """
@@ -59,6 +61,15 @@ def policy_for_graph(policy: Policy, shape: GraphShape) -> Policy:
             "own (create_agent(system_prompt=...)): remove system_prompt from the policy."
         )
     graph_gates = ", ".join(sorted(shape.gated)) or "no tool"
+    both = sorted(set(shape.gated) & set(policy.interrupts))
+    if both:
+        # Policy.gated reads interrupts first: the entry's rules and decisions, not the
+        # graph's, would apply to the tool's calls.
+        raise ConfigurationError(
+            f"The policy names {', '.join(both)} under interrupts, but the graph's "
+            "HumanInTheLoopMiddleware gates a tool of that name: a name is a tool's or an "
+            "interrupt's, not both. Move its rules to tools."
+        )
     tools: dict[str, bool | ToolPolicy] = {}
     for name, entry in policy.tools.items():
         reviewed = policy.gated(name)

@@ -66,6 +66,18 @@ def test_ungating_a_tool_the_graph_gates_is_refused(entry: object) -> None:
         policy_for_graph(policy, SHAPE)
 
 
+def test_an_interrupts_entry_named_like_a_tool_the_graph_gates_is_refused() -> None:
+    """``Policy.gated`` reads ``interrupts`` first: its rules and all four decisions would
+    apply to the tool's calls instead of the graph's gating."""
+    policy = Policy.model_validate({"interrupts": {"send_email": {"approvers": ["U0DBA"]}}})
+    with pytest.raises(ConfigurationError) as refused:
+        policy_for_graph(policy, SHAPE)
+    assert str(refused.value).startswith(
+        "The policy names send_email under interrupts, but the graph's "
+        "HumanInTheLoopMiddleware gates a tool of that name"
+    )
+
+
 def test_a_timeout_decision_the_graph_does_not_allow_is_refused() -> None:
     policy = Policy.model_validate(
         {"tools": {"send_email": {"review_timeout_s": 60, "on_timeout": "respond"}}}
