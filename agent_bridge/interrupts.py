@@ -190,6 +190,9 @@ class Placement:
         approvals_channel: Where cards go when their tool names no ``channel``
             (``APPROVALS_CHANNEL``); ``None``: the run's own Slack thread.
         new_id: Request ID factory.
+        gating_here: Whether ``policy`` is the gating of the middleware that takes the
+            answers: a graph this worker runs (``False``: a deployed graph, whose gating
+            is the Agent Server's, ``AGENT_URL``).
     """
 
     run: Run
@@ -197,6 +200,7 @@ class Placement:
     args_schemas: Mapping[str, dict[str, Any]]
     approvals_channel: str | None = None
     new_id: Callable[[], str] = new_request_id
+    gating_here: bool = True
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -208,26 +212,58 @@ class Placement:
         return channel, self.run.thread_ts if channel == self.run.channel_id else None
 
     def accepted_now(self, tool_name: str, offered: Sequence[DecisionType]) -> list[DecisionType]:
-        """The decisions of ``offered`` (what the interrupt asked when it was raised)
-        that the running ``HumanInTheLoopMiddleware`` still accepts for ``tool_name``.
+        """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
+        ``tool_name`` whose interrupt ``offered`` them when it was raised.
 
         On resume the middleware runs its node again and checks each decision against
         its ``interrupt_on`` as it is now, not as the interrupt recorded it (LangChain's
         ``HumanInTheLoopMiddleware._process_decision``, batched; per call, the
         ``response_schema`` of the interrupt raised again, which LangGraph parses the
         answer against). The policy's ``allowed_decisions`` are that configuration
-        (``Policy.middleware_kwargs``; a compiled graph's own, ``graph_policy``), so a
-        deploy that took a decision away is seen here, before a decision made on a card
-        drawn earlier is sent (``decisions.plan_resume`` reopens it). A tool the policy
-        does not gate (now) keeps ``offered``; if none of ``offered`` is left, what the
-        middleware now accepts.
+        (``Policy.middleware_kwargs``; a compiled graph's own, ``graph_policy``), so after
+        a deploy that changed them a call offers what will be taken, and a decision made
+        on a card drawn before is reopened, not sent (``decisions.plan_resume``).
+        ``offered`` stands for a deployed graph (``gating_here`` false) and for a tool
+        the policy does not gate (a sub-agent's, run inside a tool).
         """
         tool_policy = self.policy.gated(tool_name)
-        if tool_policy is None:
+        if not self.gating_here or tool_policy is None:
             return list(offered)
-        now: set[DecisionType] = set(tool_policy.allowed_decisions)
-        kept = [d for d in offered if d in now]
-        return kept or [d for d in DECISION_TYPES if d in now]
+        return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
+
+    def check_answerable(self, tool_name: str, mode: InterruptMode) -> None:
+        """Refuse a middleware interrupt (``mode``: ``batched`` or ``per_call``) of a call
+        to the agent's tool ``tool_name`` that the running middleware would not raise
+        so: a deploy stopped gating the tool, or changed ``interrupt_mode``. On resume
+        the middleware would then run the call whatever was decided (a tool it does not
+        gate; a per-call interrupt resumed by the batched middleware), ask again about a
+        call already decided (a batched one resumed per call), or fail on a count of
+        decisions that no longer matches (``after_model``). Nothing of the turn has run
+        yet: the run stops there. A deployed graph's gating, and a tool the agent does
+        not have (a sub-agent's, run inside a tool), are not checked here.
+
+        Raises:
+            UndecidableCallError: The interrupt cannot be answered as the reviewer
+                decides.
+        """
+        if not self.gating_here or tool_name not in self.args_schemas:
+            return
+        if self.policy.gated(tool_name) is None:
+            raise UndecidableCallError(
+                f"the call to {tool_name!r} waits for a review, but the agent no longer "
+                f"gates {tool_name!r} (a deploy changed its policy since): LangChain's "
+                "HumanInTheLoopMiddleware would run it whatever the reviewer decided, so "
+                "the run stops before any tool of the turn runs. Start the task again"
+            )
+        if mode != self.policy.interrupt_mode:
+            raise UndecidableCallError(
+                f"the call to {tool_name!r} waits for a {mode} review, but the agent now "
+                f"reviews calls {self.policy.interrupt_mode} (a deploy changed "
+                "interrupt_mode since): LangChain's HumanInTheLoopMiddleware would not take "
+                "the decision made on it (it would run the call unreviewed, or ask about it "
+                "again), so the run stops before any tool of the turn runs. Start the task "
+                "again"
+            )
 
     def request(
         self,
@@ -381,6 +417,7 @@ def _per_call_request(
 ) -> ApprovalRequest:
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
+    placement.check_answerable(value["name"], "per_call")
     tool_policy = placement.policy.gated(value["name"])
     allowed = placement.accepted_now(
         value["name"],
@@ -463,6 +500,7 @@ def _batched_requests(
         )
     requests = []
     for index, (action, call) in enumerate(zip(actions, _match_calls(actions, calls), strict=True)):
+        placement.check_answerable(action["name"], "batched")
         allowed: Sequence[DecisionType] = placement.accepted_now(
             action["name"],
             (configs[index] if index < len(configs) else {}).get("allowed_decisions")

@@ -441,6 +441,7 @@ class RunDriver:
             policy=self.policy,
             args_schemas=self.args_schemas,
             approvals_channel=self.approvals_channel,
+            gating_here=not self.deployed,
         )
 
     def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:

@@ -588,8 +588,8 @@ class ApprovalStore:
             args_schema: The tool's current argument schema, if a deploy changed it.
             reissued: The call as the checkpoint now has it, if it changed since the
                 decision (its arguments, description, decisions and the Edit they
-                withhold, argument schema, tool call ID, ``call_hash`` and SQL risk
-                replace the old).
+                withhold, argument schema, tool call ID, ``call_hash``, SQL risk and
+                review time limit replace the old).
 
         Returns:
             The reopened request, or ``None`` if it was not in the ``decided`` state.
@@ -614,6 +614,10 @@ class ApprovalStore:
             "risk": reissued.risk.model_dump_json() if reissued and reissued.risk else None,
             "reissued": 1 if reissued else 0,
             "edit_withheld": reissued.edit_withheld if reissued else None,
+            "review_timeout_s": reissued.review_timeout_s if reissued else None,
+            "timeout_decision": reissued.timeout_decision.model_dump_json()
+            if reissued and reissued.timeout_decision
+            else None,
             "now": self.clock(),
         }
         async with self.db.transaction() as tx:

@@ -117,7 +117,16 @@ REOPEN_REQUEST = """UPDATE approval_requests
     SET state = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL, note = :note,
         args_schema = COALESCE(:args_schema, args_schema), approved_by = '[]',
         pending_edit = NULL, version = :version, revision = revision + 1, changed_at = :now,
-        expires_at = CASE WHEN expires_at IS NULL THEN NULL ELSE :now + review_timeout_s END,
+        expires_at = CASE
+            WHEN :reissued = 0 THEN
+                CASE WHEN expires_at IS NULL THEN NULL ELSE :now + review_timeout_s END
+            WHEN message_ts IS NULL OR CAST(:review_timeout_s AS DOUBLE PRECISION) IS NULL
+                THEN NULL
+            ELSE :now + CAST(:review_timeout_s AS DOUBLE PRECISION) END,
+        review_timeout_s = CASE WHEN :reissued = 1
+            THEN CAST(:review_timeout_s AS DOUBLE PRECISION) ELSE review_timeout_s END,
+        timeout_decision = CASE WHEN :reissued = 1
+            THEN :timeout_decision ELSE timeout_decision END,
         reminded_at = NULL,
         args = COALESCE(:args, args), call_hash = COALESCE(:call_hash, call_hash),
         tool_call_id = COALESCE(:tool_call_id, tool_call_id), risk = COALESCE(:risk, risk),
@@ -128,7 +137,8 @@ REOPEN_REQUEST = """UPDATE approval_requests
     RETURNING *"""
 """A reopened request is a new question (the call changed, or the graph refused the
 answer): a posted one's review time limit counts again from the reopen, with its own
-reminder, so a timeout decision never applies at once to a call nobody saw."""
+reminder, so a timeout decision never applies at once to a call nobody saw. A reissued
+one (``reissued`` 1) takes the call's time limit as it is now, with the rest of it."""
 INSERT_NOTICE = """INSERT INTO run_notices (run_id, notice_key, created_at)
     VALUES (:run_id, :notice_key, :now) ON CONFLICT (run_id, notice_key) DO NOTHING
     RETURNING *"""

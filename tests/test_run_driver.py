@@ -27,8 +27,10 @@ from agent_bridge.errors import (
     AgentServerUnavailableError,
     CheckpointUnavailableError,
     StoreUnavailableError,
+    UndecidableCallError,
     error_text,
 )
+from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.graph import AgentGraph, thread_config
 from agent_bridge.lease import LeaseLost
 from agent_bridge.message_text import message_text
@@ -244,6 +246,42 @@ async def test_an_edit_on_a_card_drawn_before_its_edit_was_withheld_is_not_sent(
     assert not (tmp_path / "ws/files/a.txt").exists()
 
 
+WRITE_A = '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
+ALL_FOUR = "allowed_decisions: [approve, edit, reject, respond]"
+
+
+def base_policy(mode: str) -> Path:
+    """The demo policy in ``mode`` (``write_file`` allowing all four decisions)."""
+    return POLICIES_DIR / ("demo.yml" if mode == "batched" else "per_call.yml")
+
+
+def deployed(
+    store: ApprovalStore,
+    tmp_path: Path,
+    notifier: RecordingNotifier,
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    policy_text: str,
+) -> RunDriver:
+    """The driver of a worker restarted with the policy ``policy_text`` (a deploy): its
+    middleware built from it, on ``graph``'s checkpoints."""
+    path = tmp_path / "deployed.yml"
+    path.write_text(policy_text)
+    policy = load_policy(path)
+    assert isinstance(graph.checkpointer, InMemorySaver)
+    return RunDriver(
+        store=store,
+        graph=build_agent(
+            tools=load_tools(agent_config(tmp_path / "ws")),
+            model=ScriptedChatModel(),
+            policy=policy,
+            checkpointer=graph.checkpointer,
+        ),
+        notifier=notifier,
+        policy=policy,
+        args_schemas={"write_file": {"type": "object"}},
+    )
+
+
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
 async def test_a_decision_a_deploy_took_away_is_reopened_not_sent(
     store: ApprovalStore, tmp_path: Path, mode: str
@@ -254,39 +292,20 @@ async def test_a_decision_a_deploy_took_away_is_reopened_not_sent(
     the run; per call, LangGraph would refuse it and the card would offer Edit again).
     The drive reopens it without Edit, and an Approve then runs the call."""
     notifier = RecordingNotifier(store)
-    base = POLICIES_DIR / ("demo.yml" if mode == "batched" else "per_call.yml")
-    driver, graph = driver_for(store, tmp_path, notifier, {}, base)
-    run = await new_run(
-        store, '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}'
-    )
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
+    run = await new_run(store, WRITE_A)
     assert await driver.drive(run) == (RunState.WAITING, None)
     (request,) = await store.requests_for_run(run.run_id)
     assert "edit" in request.allowed_decisions
     edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
     await store.record_decision(request.request_id, edit, user_id="U2")
 
-    deployed = tmp_path / "deployed.yml"
-    deployed.write_text(
-        base.read_text().replace(
-            "allowed_decisions: [approve, edit, reject, respond]",
-            "allowed_decisions: [approve, reject, respond]",
-        )
+    without_edit = (
+        base_policy(mode)
+        .read_text()
+        .replace(ALL_FOUR, "allowed_decisions: [approve, reject, respond]")
     )
-    policy = load_policy(deployed)
-    assert isinstance(graph.checkpointer, InMemorySaver)
-    driver = RunDriver(  # the worker after the deploy: the same checkpoints
-        store=store,
-        graph=build_agent(
-            tools=load_tools(agent_config(tmp_path / "ws")),
-            model=ScriptedChatModel(),
-            policy=policy,
-            checkpointer=graph.checkpointer,
-        ),
-        notifier=notifier,
-        policy=policy,
-        args_schemas={},
-    )
-
+    driver = deployed(store, tmp_path, notifier, graph, without_edit)
     assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
     reopened = await store.get_request(request.request_id)
     assert reopened is not None and reopened.state == ApprovalState.PENDING
@@ -298,6 +317,125 @@ async def test_a_decision_a_deploy_took_away_is_reopened_not_sent(
     state, answer = await driver.drive(await store.get_run(run.run_id))
     assert state == RunState.DONE and answer and "Wrote 1 characters to a.txt" in answer
     assert not (tmp_path / "ws/files/b.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_call_offers_what_a_deploy_allows_now_not_only_what_both_allowed(
+    store: ApprovalStore, tmp_path: Path, mode: str
+) -> None:
+    """``[approve, edit]`` became ``[approve, reject]``: the reopened card offers Reject,
+    which the middleware now takes, and a Reject made there is applied."""
+    notifier = RecordingNotifier(store)
+    before = tmp_path / "before.yml"
+    before.write_text(
+        base_policy(mode).read_text().replace(ALL_FOUR, "allowed_decisions: [approve, edit]")
+    )
+    driver, graph = driver_for(store, tmp_path, notifier, {}, before)
+    run = await new_run(store, WRITE_A)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.allowed_decisions == ["approve", "edit"]
+    edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
+    await store.record_decision(request.request_id, edit, user_id="U2")
+
+    now = before.read_text().replace(
+        "allowed_decisions: [approve, edit]", "allowed_decisions: [approve, reject]"
+    )
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.allowed_decisions == ["approve", "reject"]
+
+    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
+    state, _ = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE
+    rejected = await store.get_request(request.request_id)
+    assert rejected is not None and rejected.state == ApprovalState.APPLIED
+    assert not (tmp_path / "ws/files/a.txt").exists()
+    assert not (tmp_path / "ws/files/b.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "change", "why"),
+    [
+        ("batched", (f"write_file:\n    {ALL_FOUR}\n", "write_file: false\n"), "no longer gates"),
+        (
+            "per_call",
+            (f"write_file:\n    {ALL_FOUR}\n", "write_file: false\n"),
+            "no longer gates",
+        ),
+        (
+            "per_call",
+            ("interrupt_mode: per_call", "interrupt_mode: batched"),
+            "reviews calls batched",
+        ),
+        (
+            "batched",
+            ("interrupt_mode: batched", "interrupt_mode: per_call"),
+            "reviews calls per_call",
+        ),
+    ],
+    ids=["ungated-batched", "ungated-per-call", "per-call-to-batched", "batched-to-per-call"],
+)
+async def test_a_rejection_a_deploy_would_ignore_stops_the_run_before_the_call_runs(
+    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str], why: str
+) -> None:
+    """A deploy stopped gating ``write_file``, or changed ``interrupt_mode``, while a
+    Reject waited to be sent: the middleware would run the call anyway (or ask about it
+    again), so the drive stops the run, saying why, and nothing is written."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
+    run = await new_run(store, WRITE_A)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
+
+    now = base_policy(mode).read_text().replace(*change)
+    assert now != base_policy(mode).read_text()
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    with pytest.raises(UndecidableCallError, match=why):
+        await driver.drive(await store.get_run(run.run_id))
+    assert not (tmp_path / "ws/files/a.txt").exists()
+    (still,) = await store.requests_for_run(run.run_id)
+    assert still.state == ApprovalState.DECIDED  # not marked applied: it was not
+
+
+async def test_a_reopened_call_takes_the_time_limit_a_deploy_set(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """A deploy took ``reject``, the time limit's decision, away (``on_timeout:
+    respond`` now): the card reopened after its expiry keeps no Reject to expire to, so
+    its next expiry sends the new decision, which the middleware takes."""
+    clock = ManualClock(store.clock())
+    store.clock = clock
+    notifier = RecordingNotifier(store)
+    limited = "    review_timeout_s: 60\n    on_timeout: {}\n"
+    before = tmp_path / "before.yml"
+    before.write_text(
+        "interrupt_mode: batched\ntools:\n  write_file:\n"
+        f"    {ALL_FOUR}\n" + limited.format("reject")
+    )
+    driver, graph = driver_for(store, tmp_path, notifier, {}, before)
+    run = await new_run(store, WRITE_A)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.expires_at is not None and request.timeout_decision is not None
+    clock.now = request.expires_at + 1
+    assert (await ExpiryKeeper(store=store, notifier=notifier).sweep()).expired_runs == [run.run_id]
+    expired = await store.get_request(request.request_id)
+    assert expired is not None and expired.decision and expired.decision.type == "reject"
+
+    now = (
+        "interrupt_mode: batched\ntools:\n  write_file:\n"
+        "    allowed_decisions: [approve, edit, respond]\n" + limited.format("respond")
+    )
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    assert await driver.drive(await store.get_run(run.run_id)) == (RunState.WAITING, None)
+    reopened = await store.get_request(request.request_id)
+    assert reopened is not None and reopened.state == ApprovalState.PENDING
+    assert reopened.timeout_decision is not None
+    assert reopened.timeout_decision.type == "respond"
+    assert reopened.expires_at == clock.now + 60
 
 
 async def test_a_decision_whose_interrupt_is_gone_is_marked_applied_not_resent(

@@ -221,6 +221,51 @@ async def test_a_result_and_applied_written_from_a_copy_match_those_written_from
     assert applied["r1"].result == applied["r2"].result
 
 
+@pytest.mark.parametrize("posted", [True, False])
+async def test_a_reissued_call_takes_its_time_limit_as_it_is_now(
+    store: ApprovalStore, posted: bool
+) -> None:
+    """A reopen for a reissued call (a deploy changed its decisions) writes the call's
+    time limit as the policy now sets it: a posted card's counts from the reopen, an
+    unposted one's from its post; a call with no limit now gets none."""
+    await store.create_run(make_run())
+    request = make_request("r1").model_copy(
+        update={"review_timeout_s": 60.0, "timeout_decision": Decision(type="reject")}
+    )
+    await store.add_requests([request])
+    if posted:
+        await store.set_message("r1", channel_id="C1", message_ts="1.1")
+    assert isinstance(
+        await store.record_decision("r1", Decision(type="reject"), user_id="U2"), Recorded
+    )
+    now = request.model_copy(
+        update={
+            "allowed_decisions": ["approve", "respond"],
+            "review_timeout_s": 120.0,
+            "timeout_decision": Decision(type="respond", message="no one answered"),
+        }
+    )
+    reopened = await store.reopen("r1", note="reissued", reissued=now)
+    assert reopened is not None
+    assert reopened.review_timeout_s == 120.0
+    assert reopened.timeout_decision == Decision(type="respond", message="no one answered")
+    if posted:
+        assert reopened.expires_at is not None
+        assert abs(reopened.expires_at - (store.clock() + 120.0)) < 5
+    else:
+        assert reopened.expires_at is None
+
+    await store.record_decision("r1", Decision(type="approve"), user_id="U2")
+    unlimited = now.model_copy(update={"review_timeout_s": None, "timeout_decision": None})
+    cleared = await store.reopen("r1", note="reissued", reissued=unlimited)
+    assert cleared is not None
+    assert (cleared.review_timeout_s, cleared.timeout_decision, cleared.expires_at) == (
+        None,
+        None,
+        None,
+    )
+
+
 async def test_a_stale_copy_is_not_what_the_result_and_applied_events_say(
     store: ApprovalStore,
 ) -> None:
