@@ -211,44 +211,42 @@ class Placement:
         channel = channel or self.run.channel_id
         return channel, self.run.thread_ts if channel == self.run.channel_id else None
 
-    def accepted_now(self, tool_name: str, offered: Sequence[DecisionType]) -> list[DecisionType]:
+    def decisions_now(
+        self,
+        tool_name: str,
+        mode: InterruptMode,
+        offered: Sequence[DecisionType],
+        *,
+        own_call: bool,
+    ) -> list[DecisionType]:
         """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
-        ``tool_name`` whose interrupt ``offered`` them when it was raised.
+        ``tool_name`` whose interrupt (``mode``: ``batched`` or ``per_call``) ``offered``
+        them when it was raised.
 
         On resume the middleware runs its node again and checks each decision against
         its ``interrupt_on`` as it is now, not as the interrupt recorded it (LangChain's
         ``HumanInTheLoopMiddleware._process_decision``, batched; per call, the
         ``response_schema`` of the interrupt raised again, which LangGraph parses the
-        answer against). The policy's ``allowed_decisions`` are that configuration
-        (``Policy.middleware_kwargs``; a compiled graph's own, ``graph_policy``), so after
-        a deploy that changed them a call offers what will be taken, and a decision made
-        on a card drawn before is reopened, not sent (``decisions.plan_resume``).
-        ``offered`` stands for a deployed graph (``gating_here`` false) and for a tool
-        the policy does not gate (a sub-agent's, run inside a tool).
-        """
-        tool_policy = self.policy.gated(tool_name)
-        if not self.gating_here or tool_policy is None:
-            return list(offered)
-        return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
-
-    def check_answerable(self, tool_name: str, mode: InterruptMode) -> None:
-        """Refuse a middleware interrupt (``mode``: ``batched`` or ``per_call``) of a call
-        to the agent's tool ``tool_name`` that the running middleware would not raise
-        so: a deploy stopped gating the tool, or changed ``interrupt_mode``. On resume
-        the middleware would then run the call whatever was decided (a tool it does not
-        gate; a per-call interrupt resumed by the batched middleware), ask again about a
-        call already decided (a batched one resumed per call), or fail on a count of
-        decisions that no longer matches (``after_model``). Nothing of the turn has run
-        yet: the run stops there. A deployed graph's gating, and a tool the agent does
-        not have (a sub-agent's, run inside a tool), are not checked here.
+        answer against). The policy is that configuration (``Policy.middleware_kwargs``;
+        a compiled graph's own, ``graph_policy``), so after a deploy that changed a tool's
+        decisions its call offers what will be taken, and a decision made on a card drawn
+        before is reopened, not sent (``decisions.plan_resume``). ``offered`` stands for a
+        deployed graph (``gating_here`` false: the Agent Server's gating), and for a call
+        the agent's own turn did not make (``own_call`` false: a sub-agent's, run inside a
+        tool, whose middleware the policy does not describe).
 
         Raises:
-            UndecidableCallError: The interrupt cannot be answered as the reviewer
-                decides.
+            UndecidableCallError: A deploy stopped gating the tool, or changed
+                ``interrupt_mode``: the middleware would run the call whatever was decided
+                (a tool it does not gate; a per-call interrupt resumed by the batched
+                middleware), ask about it again (a batched one resumed per call), or fail
+                on a count of decisions that no longer matches. Nothing of the turn has
+                run yet: the run stops there.
         """
-        if not self.gating_here or tool_name not in self.args_schemas:
-            return
-        if self.policy.gated(tool_name) is None:
+        if not self.gating_here or not own_call or tool_name not in self.args_schemas:
+            return list(offered)
+        tool_policy = self.policy.gated(tool_name)
+        if tool_policy is None:
             raise UndecidableCallError(
                 f"the call to {tool_name!r} waits for a review, but the agent no longer "
                 f"gates {tool_name!r} (a deploy changed its policy since): LangChain's "
@@ -264,6 +262,7 @@ class Placement:
                 "again), so the run stops before any tool of the turn runs. Start the task "
                 "again"
             )
+        return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
 
     def request(
         self,
@@ -417,12 +416,13 @@ def _per_call_request(
 ) -> ApprovalRequest:
     """The one request of a per-call ``ToolApprovalRequest``."""
     value = interrupt.value
-    placement.check_answerable(value["name"], "per_call")
     tool_policy = placement.policy.gated(value["name"])
-    allowed = placement.accepted_now(
+    allowed = placement.decisions_now(
         value["name"],
+        "per_call",
         schema_decisions(interrupt.response_schema)
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
+        own_call=_made_in_turn(messages, value.get("tool_call_id"), value["name"]),
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -500,11 +500,12 @@ def _batched_requests(
         )
     requests = []
     for index, (action, call) in enumerate(zip(actions, _match_calls(actions, calls), strict=True)):
-        placement.check_answerable(action["name"], "batched")
-        allowed: Sequence[DecisionType] = placement.accepted_now(
+        allowed: Sequence[DecisionType] = placement.decisions_now(
             action["name"],
+            "batched",
             (configs[index] if index < len(configs) else {}).get("allowed_decisions")
             or DECISION_TYPES,
+            own_call=call.known,
         )
         why = call.edit_withheld() if "edit" in allowed else None
         if why is not None:
@@ -531,6 +532,16 @@ def _batched_requests(
             )
         )
     return requests
+
+
+def _made_in_turn(messages: Sequence[BaseMessage], model_id: str | None, name: str) -> bool:
+    """Whether the turn under review made a call to ``name`` with the model's tool call
+    ID ``model_id``: a per-call interrupt of the agent's own middleware, not of a
+    sub-agent run inside a tool (its calls are not in the agent's messages)."""
+    turn = _reviewed_turn(messages)
+    return turn is not None and any(
+        made["id"] == model_id and made["name"] == name for made in turn.message.tool_calls
+    )
 
 
 def _reason(messages: Sequence[BaseMessage], tool_call_id: str | None, policy: Policy) -> str:

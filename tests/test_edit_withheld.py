@@ -398,6 +398,52 @@ async def test_a_sub_agent_run_inside_a_tool_is_not_matched_to_its_parents_call(
     assert "edit" not in card.allowed_decisions
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_sub_agents_call_is_not_judged_by_its_parents_gating(mode: str) -> None:
+    """A sub-agent run inside a tool gates ``send_email``, which its parent has too and
+    does not gate: the parent's policy says nothing of the sub-agent's middleware, so its
+    card is drawn as its interrupt asks, not refused as a call a deploy stopped gating."""
+    inner = create_agent(
+        OneTurn(calls=[{"name": "send_email", "args": {"to": "a@x"}, "id": "s1"}]),
+        tools=[send_email],
+        middleware=[
+            HumanInTheLoopMiddleware(
+                interrupt_on={"send_email": {"allowed_decisions": ["approve", "reject"]}},
+                interrupt_mode=mode,  # type: ignore[arg-type]
+            )
+        ],
+    )
+
+    @tool
+    async def delegate(task: str) -> str:
+        """Hand the task to another agent."""
+        out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
+        return str(out["messages"][-1].content)
+
+    parent = OneTurn(
+        calls=[
+            {"name": "send_email", "args": {"to": "b@x"}, "id": "p2"},
+            {"name": "delegate", "args": {"task": "email a"}, "id": "p1"},
+        ]
+    )
+    graph = attach_checkpointer(
+        create_agent(parent, tools=[send_email, delegate]), InMemorySaver(), reference="x:g"
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    snapshot = await graph.aget_state(config, subgraphs=True)
+    (interrupt,) = snapshot.interrupts
+    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
+    schemas = {"send_email": {"type": "object"}, "delegate": {"type": "object"}}
+    (card,) = approval_requests(
+        [interrupt],
+        messages=turn_messages(snapshot, interrupt),
+        placement=Placement(run=run, policy=Policy(), args_schemas=schemas),
+    )
+    assert card.tool_name == "send_email" and card.mode == mode
+    assert card.allowed_decisions == ["approve", "reject"]
+
+
 def test_the_cards_line_names_only_the_decisions_it_offers() -> None:
     both = edit_withheld_line("shared_call_id", ["approve", "reject", "respond"])
     assert both.endswith("and a rejection or a response would answer all of them.")
