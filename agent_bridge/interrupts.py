@@ -193,6 +193,9 @@ class Placement:
         gating_here: Whether ``policy`` is the gating of the middleware that takes the
             answers: a graph this worker runs (``False``: a deployed graph, whose gating
             is the Agent Server's, ``AGENT_URL``).
+        drawn: The interrupt IDs whose requests are stored already (their cards drawn
+            by this worker or an earlier one, perhaps before a deploy); an interrupt not
+            among them was raised since, by the running middleware.
     """
 
     run: Run
@@ -201,6 +204,7 @@ class Placement:
     approvals_channel: str | None = None
     new_id: Callable[[], str] = new_request_id
     gating_here: bool = True
+    drawn: frozenset[str] = frozenset()
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -213,6 +217,7 @@ class Placement:
 
     def decisions_now(
         self,
+        interrupt: Interrupt,
         tool_name: str,
         mode: InterruptMode,
         offered: Sequence[DecisionType],
@@ -230,20 +235,26 @@ class Placement:
         answer against). The policy is that configuration (``Policy.middleware_kwargs``;
         a compiled graph's own, ``graph_policy``), so after a deploy that changed a tool's
         decisions its call offers what will be taken, and a decision made on a card drawn
-        before is reopened, not sent (``decisions.plan_resume``). ``offered`` stands for a
-        deployed graph (``gating_here`` false: the Agent Server's gating), and for a call
-        the agent's own turn did not make (``own_call`` false: a sub-agent's, run inside a
-        tool, whose middleware the policy does not describe).
+        before is reopened, not sent (``decisions.plan_resume``). ``offered`` stands for an
+        interrupt raised since its run's cards were last stored (not ``drawn``: the
+        running middleware raised it, so it offers what it takes), for a deployed graph
+        (``gating_here`` false: the Agent Server's gating), and for a call the agent's own
+        turn did not make (``own_call`` false: a sub-agent's, run inside a tool, whose
+        middleware the policy does not describe).
 
         Raises:
             UndecidableCallError: A deploy stopped gating the tool, or changed
                 ``interrupt_mode``: the middleware would run the call whatever was decided
                 (a tool it does not gate; a per-call interrupt resumed by the batched
-                middleware), ask about it again (a batched one resumed per call), or fail
-                on a count of decisions that no longer matches. Nothing of the turn has
-                run yet: the run stops there.
+                middleware) or ask about it again (a batched one resumed per call). The
+                call has not run: the run stops there.
         """
-        if not self.gating_here or not own_call or tool_name not in self.args_schemas:
+        if (
+            not self.gating_here
+            or not own_call
+            or interrupt.id not in self.drawn
+            or tool_name not in self.args_schemas
+        ):
             return list(offered)
         tool_policy = self.policy.gated(tool_name)
         if tool_policy is None:
@@ -251,7 +262,7 @@ class Placement:
                 f"the call to {tool_name!r} waits for a review, but the agent no longer "
                 f"gates {tool_name!r} (a deploy changed its policy since): LangChain's "
                 "HumanInTheLoopMiddleware would run it whatever the reviewer decided, so "
-                "the run stops before any tool of the turn runs. Start the task again"
+                "the run stops without running it. Start the task again"
             )
         if mode != self.policy.interrupt_mode:
             raise UndecidableCallError(
@@ -259,8 +270,7 @@ class Placement:
                 f"reviews calls {self.policy.interrupt_mode} (a deploy changed "
                 "interrupt_mode since): LangChain's HumanInTheLoopMiddleware would not take "
                 "the decision made on it (it would run the call unreviewed, or ask about it "
-                "again), so the run stops before any tool of the turn runs. Start the task "
-                "again"
+                "again), so the run stops without running it. Start the task again"
             )
         return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
 
@@ -418,11 +428,12 @@ def _per_call_request(
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
     allowed = placement.decisions_now(
+        interrupt,
         value["name"],
         "per_call",
         schema_decisions(interrupt.response_schema)
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
-        own_call=_made_in_turn(messages, value.get("tool_call_id"), value["name"]),
+        own_call=_made_in_turn(messages, value),
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -501,6 +512,7 @@ def _batched_requests(
     requests = []
     for index, (action, call) in enumerate(zip(actions, _match_calls(actions, calls), strict=True)):
         allowed: Sequence[DecisionType] = placement.decisions_now(
+            interrupt,
             action["name"],
             "batched",
             (configs[index] if index < len(configs) else {}).get("allowed_decisions")
@@ -534,13 +546,23 @@ def _batched_requests(
     return requests
 
 
-def _made_in_turn(messages: Sequence[BaseMessage], model_id: str | None, name: str) -> bool:
-    """Whether the turn under review made a call to ``name`` with the model's tool call
-    ID ``model_id``: a per-call interrupt of the agent's own middleware, not of a
-    sub-agent run inside a tool (its calls are not in the agent's messages)."""
+def _made_in_turn(messages: Sequence[BaseMessage], value: Mapping[str, Any]) -> bool:
+    """Whether the turn under review made the call a per-call ``ToolApprovalRequest``
+    (``value``) is about, with its tool call ID, name and arguments (canonical JSON): one
+    of the agent's own middleware, not of a sub-agent run inside a tool, whose calls are
+    not in the agent's messages (though the model may give them the same ID: an empty
+    one, or one numbered per turn)."""
     turn = _reviewed_turn(messages)
-    return turn is not None and any(
-        made["id"] == model_id and made["name"] == name for made in turn.message.tool_calls
+    key = _arguments_key(value.get("args"))
+    return (
+        turn is not None
+        and key is not None
+        and any(
+            made["id"] == value.get("tool_call_id")
+            and made["name"] == value["name"]
+            and _arguments_key(made["args"]) == key
+            for made in turn.message.tool_calls
+        )
     )
 
 

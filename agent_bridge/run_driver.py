@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -148,7 +148,7 @@ class RunDriver:
         await self._catch_up(run, snapshot, requests, calls)
         plan = await self._plan(run, snapshot, requests, calls)
         if snapshot.interrupts and not plan.resume:
-            await self._post_approvals(run, snapshot)
+            await self._post_approvals(run, snapshot, requests)
             return RunState.WAITING, None
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
@@ -199,7 +199,7 @@ class RunDriver:
         """Plan the resume against the checkpoint's pending interrupts: mark applied
         what the checkpoint shows was applied (from the requests as ``calls`` last has
         them); reopen decisions that no longer fit."""
-        current = {(r.interrupt_id, r.index): r for r in self._requests_of(run, snapshot)}
+        current = {(r.interrupt_id, r.index): r for r in self._requests_of(run, snapshot, requests)}
         plan = plan_resume(
             requests,
             {i.id for i in snapshot.interrupts},
@@ -301,7 +301,9 @@ class RunDriver:
             await self._reopen_refused(run, config, plan, None)
         await self.store.mark_applied(plan.applying, known=calls.requests)
         if snapshot.interrupts:
-            await self._post_approvals(run, snapshot, redraw_posted=bool(plan.applying))
+            await self._post_approvals(
+                run, snapshot, calls.requests.values(), redraw_posted=bool(plan.applying)
+            )
             return RunState.WAITING, None
         return await self._finish(run, snapshot.values, calls)
 
@@ -413,17 +415,22 @@ class RunDriver:
             await self.notifier.approval_updated(request, run=run)
 
     async def _post_approvals(
-        self, run: Run, snapshot: Any, *, redraw_posted: bool = False
+        self,
+        run: Run,
+        snapshot: Any,
+        drawn: Collection[ApprovalRequest],
+        *,
+        redraw_posted: bool = False,
     ) -> None:
         """Store the requests of the pending interrupts (a gated call's, or any other
         interrupt's, those of sub-graphs and parallel branches included); post unposted
-        ones.
+        ones. ``drawn``: the run's requests as the drive read them at its start.
 
         With ``redraw_posted`` (a decision was just applied), the run's other pending cards,
         up to ``PENDING_REDRAW_MAX`` of them, are redrawn too: a per-call card someone
         deleted is noticed there and posted again, as a batch's siblings are after a click.
         """
-        requests = await self._with_rows(run, self._requests_of(run, snapshot))
+        requests = await self._with_rows(run, self._requests_of(run, snapshot, drawn))
         stored = await self.store.add_requests(requests)
         posted = [
             r for r in stored if r.message_ts is not None and r.state == ApprovalState.PENDING
@@ -435,20 +442,25 @@ class RunDriver:
             for request in posted:
                 await self.notifier.approval_updated(request, run=run)
 
-    def _placement(self, run: Run) -> Placement:
+    def _placement(self, run: Run, drawn: Collection[ApprovalRequest] = ()) -> Placement:
         return Placement(
             run=run,
             policy=self.policy,
             args_schemas=self.args_schemas,
             approvals_channel=self.approvals_channel,
             gating_here=not self.deployed,
+            drawn=frozenset(r.interrupt_id for r in drawn),
         )
 
-    def _requests_of(self, run: Run, snapshot: Any) -> list[ApprovalRequest]:
+    def _requests_of(
+        self, run: Run, snapshot: Any, drawn: Collection[ApprovalRequest]
+    ) -> list[ApprovalRequest]:
         """The approval requests of the checkpoint's pending interrupts, as they are now;
         each read with the messages of the graph that raised it (a sub-agent's own, for
-        its tool call IDs and the model's reason)."""
-        placement = self._placement(run)
+        its tool call IDs and the model's reason). ``drawn``: the run's stored requests
+        (their interrupts were raised before this drive, perhaps before a deploy:
+        ``Placement.decisions_now``)."""
+        placement = self._placement(run, drawn)
         return [
             request
             for interrupt in snapshot.interrupts

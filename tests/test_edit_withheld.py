@@ -22,15 +22,18 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
 
 from agent_bridge.errors import ConfigurationError, UndecidableCallError
+from agent_bridge.graph import thread_config
 from agent_bridge.graph_agent import attach_checkpointer, discover
 from agent_bridge.graph_policy import policy_for_graph
 from agent_bridge.interrupts import Placement, approval_requests, turn_calls
-from agent_bridge.models import ApprovalRequest, MiddlewareMode, Run
+from agent_bridge.models import ApprovalRequest, MiddlewareMode, Run, RunState
 from agent_bridge.policy import Policy
 from agent_bridge.remote_agent import _local_snapshot
 from agent_bridge.review_wording import edit_withheld_line
-from agent_bridge.run_driver import messages_of, turn_messages
+from agent_bridge.run_driver import RunDriver, messages_of, turn_messages
 from agent_bridge.scripted_model import ScriptedChatModel
+from agent_bridge.store import ApprovalStore
+from bot.testing import RecordingNotifier
 
 ran: list[tuple[str, str]] = []
 
@@ -399,12 +402,22 @@ async def test_a_sub_agent_run_inside_a_tool_is_not_matched_to_its_parents_call(
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-async def test_a_sub_agents_call_is_not_judged_by_its_parents_gating(mode: str) -> None:
+@pytest.mark.parametrize(
+    ("inner_id", "outer_id"),
+    [("s1", "p2"), ("call_0", "call_0"), ("", "")],
+    ids=["own-ids", "ids-numbered-per-turn", "empty-ids"],
+)
+async def test_a_sub_agents_call_is_not_judged_by_its_parents_gating(
+    sqlite_store: ApprovalStore, mode: str, inner_id: str, outer_id: str
+) -> None:
     """A sub-agent run inside a tool gates ``send_email``, which its parent has too and
-    does not gate: the parent's policy says nothing of the sub-agent's middleware, so its
-    card is drawn as its interrupt asks, not refused as a call a deploy stopped gating."""
+    does not gate; its call may even have the ID of one of the parent's (a model that
+    numbers IDs per turn, or gives none). The parent's policy says nothing of the
+    sub-agent's middleware: its card is drawn as its interrupt asks, and drawn so again
+    once stored (as a later drive reads it), never refused as a call a deploy stopped
+    gating."""
     inner = create_agent(
-        OneTurn(calls=[{"name": "send_email", "args": {"to": "a@x"}, "id": "s1"}]),
+        OneTurn(calls=[{"name": "send_email", "args": {"to": "a@x"}, "id": inner_id}]),
         tools=[send_email],
         middleware=[
             HumanInTheLoopMiddleware(
@@ -420,28 +433,49 @@ async def test_a_sub_agents_call_is_not_judged_by_its_parents_gating(mode: str) 
         out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
         return str(out["messages"][-1].content)
 
-    parent = OneTurn(
-        calls=[
-            {"name": "send_email", "args": {"to": "b@x"}, "id": "p2"},
-            {"name": "delegate", "args": {"task": "email a"}, "id": "p1"},
-        ]
+    source = create_agent(
+        OneTurn(
+            calls=[
+                {"name": "send_email", "args": {"to": "b@x"}, "id": outer_id},
+                {"name": "delegate", "args": {"task": "email a"}, "id": "call_1"},
+            ]
+        ),
+        tools=[send_email, delegate],
     )
-    graph = attach_checkpointer(
-        create_agent(parent, tools=[send_email, delegate]), InMemorySaver(), reference="x:g"
+    shape = discover(source)
+    # a Pregel is an AgentGraph at runtime, not to mypy (its astream's typed keywords)
+    graph: Any = attach_checkpointer(source, InMemorySaver(), reference="x:g")
+    driver = RunDriver(
+        store=sqlite_store,
+        graph=graph,
+        notifier=RecordingNotifier(sqlite_store),
+        policy=policy_for_graph(Policy(), shape),
+        args_schemas=shape.args_schemas,
     )
-    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
-    await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
-    snapshot = await graph.aget_state(config, subgraphs=True)
-    (interrupt,) = snapshot.interrupts
-    run = Run(run_id="r", thread_id="t", task="t", channel_id="C1", user_id="U1")
-    schemas = {"send_email": {"type": "object"}, "delegate": {"type": "object"}}
-    (card,) = approval_requests(
-        [interrupt],
-        messages=turn_messages(snapshot, interrupt),
-        placement=Placement(run=run, policy=Policy(), args_schemas=schemas),
+    run = await sqlite_store.create_run(
+        Run(run_id="run-1", thread_id="t-1", task="go", channel_id="C1", user_id="U1")
     )
+    claimed = await sqlite_store.claim_run(
+        run.run_id, owner="w", lease_s=60, from_state=RunState.QUEUED
+    )
+    assert claimed is not None
+    assert await driver.drive(claimed) == (RunState.WAITING, None)
+    (card,) = await sqlite_store.requests_for_run(run.run_id)
     assert card.tool_name == "send_email" and card.mode == mode
     assert card.allowed_decisions == ["approve", "reject"]
+
+    snapshot = await graph.aget_state(thread_config("t-1"), subgraphs=True)
+    (interrupt,) = snapshot.interrupts
+    placement = Placement(
+        run=claimed,
+        policy=driver.policy,
+        args_schemas=shape.args_schemas,
+        drawn=frozenset({interrupt.id}),
+    )
+    (again,) = approval_requests(
+        [interrupt], messages=turn_messages(snapshot, interrupt), placement=placement
+    )
+    assert again.allowed_decisions == ["approve", "reject"]
 
 
 def test_the_cards_line_names_only_the_decisions_it_offers() -> None:
