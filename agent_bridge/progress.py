@@ -104,12 +104,6 @@ class ProgressHook(Protocol):
         is still to be shown. Returns at once."""
         ...
 
-    async def waiting(self, run: Run) -> None:
-        """``run`` still waits for approval, some of its cards decided since they were
-        posted (a batch waiting for its last decision): show the cards still pending. May
-        read the store and call Slack (it is told once a drive is done)."""
-        ...
-
 
 class NoProgress:
     """A ``ProgressHook`` that shows nothing (a driver without Slack, unit tests)."""
@@ -118,7 +112,4 @@ class NoProgress:
         """Do nothing."""
 
     def abandon(self, run: Run) -> None:
-        """Do nothing."""
-
-    async def waiting(self, run: Run) -> None:
         """Do nothing."""

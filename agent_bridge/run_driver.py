@@ -149,8 +149,6 @@ class RunDriver:
         plan = await self._plan(run, snapshot, requests, calls)
         if snapshot.interrupts and not plan.resume:
             await self._post_approvals(run, snapshot, requests)
-            if any(r.state == ApprovalState.DECIDED for r in requests):
-                await self.progress.waiting(run)  # a batch still waits: fewer cards now
             return RunState.WAITING, None
         graph_input = self._graph_input(run, snapshot, plan)
         if graph_input is _FINISHED:
