@@ -363,6 +363,19 @@ def test_an_agent_with_two_batched_middlewares_is_refused() -> None:
     assert set(discover(per_call).gated) == {"send_email", "lookup_customer"}
 
 
+def delegating_to(inner: Any) -> Any:
+    """A ``delegate`` tool that runs the agent ``inner`` inside itself (a sub-agent
+    whose turn is in no state the driver reads)."""
+
+    @tool
+    async def delegate(task: str) -> str:
+        """Hand the task to another agent."""
+        out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
+        return str(out["messages"][-1].content)
+
+    return delegate
+
+
 async def test_a_sub_agent_run_inside_a_tool_is_not_matched_to_its_parents_call() -> None:
     # The sub-agent's own call (an empty ID: its edit would be dropped) is the same as a
     # call of the parent's turn, whose messages are the only ones the driver can read
@@ -372,12 +385,7 @@ async def test_a_sub_agent_run_inside_a_tool_is_not_matched_to_its_parents_call(
         middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
     )
 
-    @tool
-    async def delegate(task: str) -> str:
-        """Hand the task to another agent."""
-        out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
-        return str(out["messages"][-1].content)
-
+    delegate = delegating_to(inner)
     parent = OneTurn(
         calls=[
             {"name": "send_email", "args": {"to": "a@x"}, "id": "p2"},
@@ -427,12 +435,7 @@ async def test_a_sub_agents_call_is_not_judged_by_its_parents_gating(
         ],
     )
 
-    @tool
-    async def delegate(task: str) -> str:
-        """Hand the task to another agent."""
-        out = await inner.ainvoke({"messages": [{"role": "user", "content": task}]})
-        return str(out["messages"][-1].content)
-
+    delegate = delegating_to(inner)
     source = create_agent(
         OneTurn(
             calls=[

@@ -76,24 +76,26 @@ def driver_for(
     notifier: RecordingNotifier,
     schemas: dict[str, dict[str, Any]],
     policy_path: Path = POLICIES_DIR / "per_call.yml",
+    checkpointer: InMemorySaver | None = None,
 ) -> tuple[RunDriver, CompiledStateGraph[Any, Any, Any, Any]]:
     """A driver of the agent graph (per-call unless ``policy_path`` says otherwise), and
     that compiled graph, for a test to call beyond what the driver's ``AgentGraph`` port
-    offers."""
+    offers; on ``checkpointer`` (a new one by default)."""
     settings = agent_config(tmp_path / "ws")
+    policy = load_policy(policy_path)
     # build_agent returns Any: a compiled graph is an AgentGraph at runtime, though not to
     # mypy (its astream takes typed keywords, the port's any **kwargs).
     graph = build_agent(
         tools=load_tools(settings),
         model=ScriptedChatModel(),
-        policy=load_policy(policy_path),
-        checkpointer=InMemorySaver(),
+        policy=policy,
+        checkpointer=checkpointer or InMemorySaver(),
     )
     driver = RunDriver(
         store=store,
         graph=graph,
         notifier=notifier,
-        policy=load_policy(policy_path),
+        policy=policy,
         args_schemas=schemas,
     )
     return driver, graph
@@ -266,20 +268,10 @@ def deployed(
     middleware built from it, on ``graph``'s checkpoints."""
     path = tmp_path / "deployed.yml"
     path.write_text(policy_text)
-    policy = load_policy(path)
     assert isinstance(graph.checkpointer, InMemorySaver)
-    return RunDriver(
-        store=store,
-        graph=build_agent(
-            tools=load_tools(agent_config(tmp_path / "ws")),
-            model=ScriptedChatModel(),
-            policy=policy,
-            checkpointer=graph.checkpointer,
-        ),
-        notifier=notifier,
-        policy=policy,
-        args_schemas={"write_file": {"type": "object"}},
-    )
+    schemas = {"write_file": {"type": "object"}}
+    driver, _ = driver_for(store, tmp_path, notifier, schemas, path, graph.checkpointer)
+    return driver
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
