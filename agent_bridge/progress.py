@@ -5,9 +5,9 @@ The driver hands each step's state (``stream_mode="values"``: the messages after
 step) to a ``ProgressHook``; ``progress_of`` reads what the agent is doing from it. The
 phases, in the words of the run's first message: thinking (the model has the turn),
 running tools (the model called tools, none waiting for a person), waiting for approval
-(cards posted: the Slack side links them), done, failed. Tools that ran without review
-are counted by name. Pure: no I/O; the Slack side draws and throttles
-(``bot.progress``).
+(told at the end of each drive that leaves the run waiting: the Slack side links the
+cards), done, failed. Tools that ran without review are counted by name. Pure: no I/O;
+the Slack side draws and throttles (``bot.progress``).
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ def reviewed_calls(requests: Iterable[ApprovalRequest]) -> set[str]:
 
 
 class ProgressHook(Protocol):
-    """Told of each step of a run's graph (``RunDriver._stream``); it shows the run's
-    progress. It never raises: progress is only ever shown, never recorded. It returns
-    without waiting on I/O: the graph's next step waits until it has returned."""
+    """Told of each step of a run's graph (``RunDriver._stream``) and of the end of a
+    drive that leaves the run waiting; it shows the run's progress. It never raises:
+    progress is only ever shown, never recorded. ``step`` returns without waiting on I/O:
+    the graph's next step waits until it has returned."""
 
     async def step(self, run: Run, messages: Sequence[Any]) -> None:
         """The state's ``messages`` after one step of ``run``."""
@@ -104,6 +105,13 @@ class ProgressHook(Protocol):
         is still to be shown. Returns at once."""
         ...
 
+    async def waiting(self, run: Run, messages: Sequence[Any]) -> None:
+        """The drive of ``run`` ends with it waiting for approval (``RunDriver``: once per
+        such drive, its cards posted, before its lease is released); ``messages``: the
+        checkpoint's, after the drive. Shows the cards still pending; may read the store
+        and call Slack, and returns once it is shown."""
+        ...
+
 
 class NoProgress:
     """A ``ProgressHook`` that shows nothing (a driver without Slack, unit tests)."""
@@ -112,4 +120,7 @@ class NoProgress:
         """Do nothing."""
 
     def abandon(self, run: Run) -> None:
+        """Do nothing."""
+
+    async def waiting(self, run: Run, messages: Sequence[Any]) -> None:
         """Do nothing."""

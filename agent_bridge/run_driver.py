@@ -159,6 +159,7 @@ class RunDriver:
             resumed, ended = await self._resume(run, graph_input, config, plan, calls)
         if not resumed:
             metrics.RESUME_FAILURES.labels(reason="refused").inc()
+            await self.progress.waiting(run, _messages(snapshot))  # nothing saved: as before
             return RunState.WAITING, None
         if ended is not None and {i.id for i in snapshot.interrupts} <= set(plan.resume):
             # The stream showed the graph's end, and every interrupt pending before it was
@@ -429,6 +430,8 @@ class RunDriver:
         With ``redraw_posted`` (a decision was just applied), the run's other pending cards,
         up to ``PENDING_REDRAW_MAX`` of them, are redrawn too: a per-call card someone
         deleted is noticed there and posted again, as a batch's siblings are after a click.
+        Then the run's first message shows the cards still pending (``ProgressHook.waiting``):
+        the drive's last drawing of it, before the lease is released.
         """
         requests = await self._with_rows(run, self._requests_of(run, snapshot, drawn))
         stored = await self.store.add_requests(requests)
@@ -441,6 +444,7 @@ class RunDriver:
         if redraw_posted and len(posted) <= PENDING_REDRAW_MAX:
             for request in posted:
                 await self.notifier.approval_updated(request, run=run)
+        await self.progress.waiting(run, _messages(snapshot))
 
     def _placement(self, run: Run, drawn: Collection[ApprovalRequest] = ()) -> Placement:
         return Placement(

@@ -1,7 +1,7 @@
 """The live progress message: a run's first message redrawn as the agent works.
 
-``ProgressReporter`` is the driver's ``ProgressHook`` (each step of the stream) and the
-notifier's way to the first message (waiting for approval when cards are posted; done
+``ProgressReporter`` is the driver's ``ProgressHook`` (each step of the stream; waiting
+for approval at the end of a drive) and the notifier's way to the first message (done
 and failed at the end).
 
 ``step`` never holds the graph back (LangGraph runs the next step only when the driver
@@ -12,11 +12,11 @@ throttled to one ``chat.update`` per ``PROGRESS_INTERVAL_S`` (Slack: about one u
 per second per message, and ``chat.update`` is Tier 3): steps that come sooner, or while
 an update is in flight, are drawn as the latest of them when the interval is over.
 
-``waiting`` and ``final`` take the line over: after the update in flight, they stop its
-drawer (the older steps it had not drawn are dropped) and draw their own state, so
-nothing older lands after them; ``final`` draws at once, ``waiting`` within the
-throttle. A progress update that fails is logged, and so is any other error of a drawer
-(progress is only ever shown); the final one raises as the notifier asks.
+``waiting`` (the end of a drive that leaves the run waiting) and ``final`` take the line
+over: after the update in flight, they stop its drawer (the older steps it had not drawn
+are dropped) and draw their own state at once, so nothing older lands after them. A
+progress update that fails is logged, and so is any other error of a drawer (progress
+is only ever shown); the final one raises as the notifier asks.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class _Line:
             while they take the line over.
         reviewed: Tool call IDs that had an approval request.
         seen: Tool call IDs of results ``reviewed`` was read after.
+        shown: What ``waiting`` last drew, if it is still the message's latest drawing:
+            the unreviewed counts and each pending card's request ID, revision and ts.
     """
 
     run: Run
@@ -73,6 +75,7 @@ class _Line:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reviewed: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
+    shown: tuple[Any, ...] | None = None
 
 
 class ProgressReporter:
@@ -104,14 +107,22 @@ class ProgressReporter:
         line = self._line(run)
         line.messages = messages
         line.unread = True
+        line.shown = None  # the next drawing is this step's
         self._wake(line)
 
-    async def waiting(self, run: Run) -> None:
-        """The run waits for approval: show its pending cards, linked, and the tools
-        that ran without review in its latest step.
+    async def waiting(self, run: Run, messages: Sequence[Any]) -> None:
+        """See ``agent_bridge.progress.ProgressHook.waiting``: the run's pending cards,
+        linked, and the tools that ran without review (counted in ``messages``, the
+        checkpoint's, against all the run's requests: right in a worker that never
+        streamed the run).
 
-        Drawn after the update in flight and instead of the steps not drawn yet (all
-        older); now if the interval is over, else by the drawer when it is.
+        Drawn now, after the update in flight and instead of the steps not drawn yet (all
+        older), whatever the throttle (it coalesces a stream's steps; this is a drive's
+        last drawing): the drive's lease is held until it has landed, so it never lands
+        after what the run's next drive, maybe another worker's, draws. Not drawn when
+        this process last drew the same: the same counts and pending cards at the same
+        revisions (a sweep driving a run whose card cannot be posted, a drive that
+        changed nothing shown); a reopened card has a new revision, so it is drawn.
         """
         line = self._line(run)
         try:
@@ -119,28 +130,25 @@ class ProgressReporter:
         except StoreUnavailableError as exc:
             logger.warning("run=%s waiting cards not read: %s", run.run_id, exc)
             return
+        unreviewed = progress_of(messages, reviewed=reviewed_calls(requests)).unreviewed
+        pending = [
+            r for r in requests if r.state == ApprovalState.PENDING and r.message_ts is not None
+        ]
+        shown = (unreviewed, tuple((r.request_id, r.revision, r.message_ts) for r in pending))
+        if line.shown == shown:
+            return
         cards = [
             WaitingCard(r.tool_name, await self._link(r.team_id, r.channel_id, r.message_ts))
-            for r in requests
-            if r.state == ApprovalState.PENDING and r.message_ts is not None
+            for r in pending
         ]
         async with line.lock:
             if self._lines.get(run.run_id) is not line:
                 return  # ended meanwhile: its final drawing stands
             await self._stop(line)
-            line.reviewed |= reviewed_calls(requests)
-            unreviewed = (
-                progress_of(line.messages, reviewed=line.reviewed).unreviewed
-                if line.unread
-                else line.progress.unreviewed
-            )
-            line.messages = ()  # a waiting run keeps no state in this process
+            line.messages, line.unread = (), False  # a waiting run keeps no state here
             line.progress = Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards))
-            line.unread, line.stale = False, True
-            if self._wait_s(line) > 0:
-                self._wake(line)
-            else:
-                await self._send(line)
+            if await self._send(line):
+                line.shown = shown
 
     async def final(self, run: Run, *, strict: bool = False) -> None:
         """Draw ``run``'s first message done or failed (``run.state``) now, after the
@@ -249,15 +257,19 @@ class ProgressReporter:
         """Seconds until ``line`` may be drawn again (zero or less: now)."""
         return line.sent_at + self.interval_s - asyncio.get_running_loop().time()
 
-    async def _send(self, line: _Line) -> None:
-        """Draw ``line``'s progress; the caller holds ``line.lock``. A failure is
-        logged."""
+    async def _send(self, line: _Line) -> bool:
+        """Draw ``line``'s progress; the caller holds ``line.lock``. Returns whether it
+        was drawn; a failure is logged. What ``waiting`` had shown is no longer known to
+        be shown."""
         line.stale = False
+        line.shown = None
         line.sent_at = asyncio.get_running_loop().time()
         try:
             await self._update(line.run, line.progress)
         except SlackCallError as exc:
             logger.warning("run=%s progress not shown: %s", line.run.run_id, exc)
+            return False
+        return True
 
     async def _update(self, run: Run, progress: Progress) -> None:
         if run.thread_ts is None:

@@ -81,7 +81,6 @@ class SlackNotifier:
         """
         try:
             await self.cards.post(request, run)
-            await self.progress.waiting(run)
         except ChannelUnreachableError as exc:
             await self._tell_requester(request, run, exc)
             raise SlackUnavailableError(

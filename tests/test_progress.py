@@ -19,10 +19,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.models import ApprovalRequest, Run, RunState
+from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
 from agent_bridge.progress import Phase, progress_of
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
+from bot.errors import SlackUnavailableError
 from bot.progress import LINES_KEPT, PROGRESS_INTERVAL_S, ProgressReporter
 from bot.testing import MemoryGateway
 from tests.harness import CHANNEL, Harness
@@ -79,6 +80,15 @@ async def test_a_run_waiting_for_approval_links_its_cards(harness: Harness) -> N
         ts = (request.message_ts or "").replace(".", "")
         assert re.search(rf"/p{ts}[^|>]*\|{request.tool_name}>", text), text
     await harness.click(write, "approve")
+
+    async def one_left() -> str | None:  # the batch still waits, on the SQL card alone
+        text = json.dumps(harness.sandbox.message(CHANNEL, run.thread_ts or "")["blocks"])
+        return text if "Waiting for approval" in text and text.count("archives/") == 1 else None
+
+    text = await harness.wait_for(one_left)
+    sql_ts = (sql.message_ts or "").replace(".", "")
+    assert re.search(rf"/p{sql_ts}[^|>]*\|execute_sql>", text), text
+    assert "write_file" not in text, text
     await harness.reject(sql, "not today")
     done = await harness.finished(run)
     assert done.state == RunState.DONE
@@ -228,13 +238,14 @@ async def test_waiting_is_not_followed_by_an_older_step(sqlite_store: ApprovalSt
     step = asyncio.create_task(reporter.step(run, calling(counted(2), "write_file")))
     await store.entered.wait()  # the step's read of the reviewed calls, held
     assert step.done(), "the graph's next step waited on the database"
-    await reporter.waiting(run)  # the cards are posted meanwhile
+    waiting = asyncio.create_task(reporter.waiting(run, counted(2)))  # the drive's end
     store.release.set()
+    await waiting
     await Harness.wait_for(settled)  # any drawing of the step would be done
     assert len(slack.updates) == 1
     assert "Waiting for approval" in slack.updates[-1]
     assert "Running" not in slack.updates[-1]
-    assert "(2 times)" in slack.updates[-1]  # the latest step's tools, though never read
+    assert "(2 times)" in slack.updates[-1]  # the checkpoint's tools
     await reporter.final(run.model_copy(update={"state": RunState.DONE}))
     assert "Done" in slack.updates[-1]
 
@@ -251,6 +262,23 @@ class BrokenGateway(CountingGateway):
         if self.broken:
             self.broken -= 1
             raise RuntimeError("a bug in drawing")
+        await super().update_message(
+            team_id=team_id, channel_id=channel_id, ts=ts, text=text, blocks=blocks
+        )
+
+
+@dataclass
+class FailingGateway(CountingGateway):
+    """Its first ``chat.update`` fails as a Slack outage does."""
+
+    failing: int = 1
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        if self.failing:
+            self.failing -= 1
+            raise SlackUnavailableError("Slack is down", method="chat.update", retryable=True)
         await super().update_message(
             team_id=team_id, channel_id=channel_id, ts=ts, text=text, blocks=blocks
         )
@@ -366,11 +394,11 @@ async def test_a_waiting_run_keeps_no_messages(sqlite_store: ApprovalStore) -> N
     big = counted(3)
     big[-1].content = "x" * 5_000_000  # a tool's large output
     await reporter.step(run, calling(big, "write_file"))
-    await reporter.waiting(run)
+    await reporter.waiting(run, big)
     await Harness.wait_for(settled)
     assert not reporter._lines[run.run_id].messages
     shown = json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
-    assert "Waiting" in shown and "3 times" in shown  # what it needed was read first
+    assert "Waiting" in shown and "3 times" in shown
 
 
 async def test_a_reviewed_call_with_an_empty_id_is_not_shown_as_unreviewed(
@@ -401,3 +429,101 @@ async def test_a_reviewed_call_with_an_empty_id_is_not_shown_as_unreviewed(
     await reporter.step(run, [*approved, *counted(1)[1:]])  # an ungated call: listed
     await Harness.wait_for(settled)
     assert "without review" in slack.updates[-1]
+
+
+async def post_cards(store: ApprovalStore, run: Run, count: int) -> None:
+    """Store ``count`` pending requests of one batch of ``run``, their cards posted."""
+    await store.add_requests(
+        ApprovalRequest(
+            request_id=f"q{i}",
+            run_id=run.run_id,
+            thread_id=run.thread_id,
+            interrupt_id="i1",
+            index=i,
+            mode="batched",
+            tool_call_id=f"q{i}",
+            tool_name="write_file",
+            allowed_decisions=["approve", "reject"],
+            channel_id="C1",
+        )
+        for i in range(count)
+    )
+    for i in range(count):
+        await store.set_message(f"q{i}", channel_id="C1", message_ts=f"1.{i + 1}")
+
+
+async def test_waiting_is_drawn_before_the_drive_ends_and_only_when_it_changed(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # The end of a drive that leaves a run waiting is drawn before the drive returns (its
+    # lease held), even within the throttle's interval, so that no drawing of this worker
+    # lands after what another worker draws next; a drive that changed nothing shown (a
+    # sweep, again and again) draws nothing; one that decided a card of a batch drops it.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, run, 2)
+    worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=3600.0)
+    await worker_a.step(run, calling(counted(1), "write_file"))
+    await Harness.wait_for(settled)
+    assert len(slack.updates) == 1 and "Running" in slack.updates[0]
+    await worker_a.waiting(run, calling(counted(1), "write_file"))
+    assert len(slack.updates) == 2, "waiting was left to a drawer"
+    assert slack.updates[-1].count("write_file") == 2 and "(1 time)" not in slack.updates[-1]
+    assert await settled(), "a drawer is left to draw after the drive"
+    await worker_a.waiting(run, calling(counted(1), "write_file"))  # a sweep: the same
+    assert len(slack.updates) == 2
+    await sqlite_store.record_decision("q0", Decision(type="approve"), user_id="U2")
+    await worker_a.waiting(run, calling(counted(1), "write_file"))  # the batch still waits
+    assert len(slack.updates) == 3 and slack.updates[-1].count("write_file") == 1
+    worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=3600.0)
+    await worker_b.final(run.model_copy(update={"state": RunState.DONE}))
+    await Harness.wait_for(settled)
+    assert "Done" in json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+
+
+async def test_a_reopened_card_is_drawn_again(sqlite_store: ApprovalStore) -> None:
+    # Worker A drew two cards waiting; B drew one after a decision; the decision is then
+    # reopened and A ends the next drive: what A shows is the same as it last drew, but
+    # not what the message shows, and the card's revision tells.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, run, 2)
+    worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await worker_a.waiting(run, counted(0))
+    await sqlite_store.record_decision("q0", Decision(type="approve"), user_id="U2")
+    await worker_b.waiting(run, counted(0))
+    assert slack.updates[-1].count("write_file") == 1
+    assert await sqlite_store.reopen("q0", note="changed since") is not None
+    await worker_a.waiting(run, counted(0))
+    assert slack.updates[-1].count("write_file") == 2, "the reopened card is not listed"
+
+
+async def test_a_worker_that_never_streamed_counts_what_ran_without_review(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # A batch decided on another worker than the one that streamed the run: the counts
+    # come from the checkpoint's messages, not from this process's memory.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, run, 1)
+    fresh = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await fresh.waiting(run, calling(counted(3), "write_file"))
+    assert "(3 times)" in slack.updates[-1] and "without review" in slack.updates[-1]
+
+
+async def test_a_waiting_drawing_that_failed_is_drawn_by_the_next_drive(
+    sqlite_store: ApprovalStore,
+) -> None:
+    slack = FailingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, run, 1)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.waiting(run, counted(0))  # Slack failed: logged
+    assert not slack.updates
+    await reporter.waiting(run, counted(0))
+    assert len(slack.updates) == 1 and "write_file" in slack.updates[0]
