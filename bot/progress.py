@@ -7,10 +7,11 @@ and failed at the end).
 ``step`` never holds the graph back (LangGraph runs the next step only when the driver
 asks for it): it keeps the step's state as the line's latest and returns. One drawer
 task per run's line reads that state (which calls were reviewed: a store read when new
-tool results appear) and draws it, one update at a time. Updates of one message are
-throttled to one ``chat.update`` per ``PROGRESS_INTERVAL_S`` (Slack: about one update
-per second per message, and ``chat.update`` is Tier 3): steps that come sooner, or while
-an update is in flight, are drawn as the latest of them when the interval is over.
+tool results appear) and draws it, one update at a time. A stream's steps are drawn at
+most one ``chat.update`` per ``PROGRESS_INTERVAL_S`` per message (ours, so a burst of
+steps costs one update; ``chat.update`` is Tier 3, 50+ a minute per workspace): steps
+that come sooner, or while an update is in flight, are drawn as the latest of them when
+the interval is over.
 
 ``waiting`` (the end of a drive that leaves the run waiting) and ``final`` take the line
 over: after the update in flight, they stop its drawer (the older steps it had not drawn
@@ -119,36 +120,53 @@ class ProgressReporter:
         Drawn now, after the update in flight and instead of the steps not drawn yet (all
         older), whatever the throttle (it coalesces a stream's steps; this is a drive's
         last drawing): the drive's lease is held until it has landed, so it never lands
-        after what the run's next drive, maybe another worker's, draws. Not drawn when
-        this process last drew the same: the same counts and pending cards at the same
-        revisions (a sweep driving a run whose card cannot be posted, a drive that
-        changed nothing shown); a reopened card has a new revision, so it is drawn.
+        after what the run's next drive, maybe another worker's, draws. If the requests
+        cannot be read, the drawer is stopped all the same (a step it held back must not
+        land after the next drive's drawing) and nothing is drawn.
+
+        Not drawn when this process last drew the same (a sweep driving a run whose card
+        cannot be posted, a drive that changed nothing): the same counts, and every
+        request of the run at the same state, revision and ``ts``. Revisions only grow,
+        and another worker draws over the message only in a stream, which follows a
+        change of a request's state (decided, then applied); a drive cut before its end
+        (``Run.drives_before``) may have drawn anything, so after one it is drawn. A card
+        whose link could not be fetched is drawn again by the next drive.
         """
         line = self._line(run)
         try:
             requests = await self.store.requests_for_run(run.run_id)
         except StoreUnavailableError as exc:
             logger.warning("run=%s waiting cards not read: %s", run.run_id, exc)
+            async with line.lock:
+                if self._lines.get(run.run_id) is line:
+                    await self._take_over(line)
             return
         unreviewed = progress_of(messages, reviewed=reviewed_calls(requests)).unreviewed
-        pending = [
-            r for r in requests if r.state == ApprovalState.PENDING and r.message_ts is not None
-        ]
-        shown = (unreviewed, tuple((r.request_id, r.revision, r.message_ts) for r in pending))
-        if line.shown == shown:
+        shown = (
+            unreviewed,
+            tuple((r.request_id, r.state, r.revision, r.message_ts) for r in requests),
+        )
+        if line.shown == shown and not run.drives_before:
             return
         cards = [
             WaitingCard(r.tool_name, await self._link(r.team_id, r.channel_id, r.message_ts))
-            for r in pending
+            for r in requests
+            if r.state == ApprovalState.PENDING and r.message_ts is not None
         ]
         async with line.lock:
             if self._lines.get(run.run_id) is not line:
                 return  # ended meanwhile: its final drawing stands
-            await self._stop(line)
-            line.messages, line.unread = (), False  # a waiting run keeps no state here
+            await self._take_over(line)
             line.progress = Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards))
-            if await self._send(line):
+            if await self._send(line) and all(card.link for card in cards):
                 line.shown = shown
+
+    async def _take_over(self, line: _Line) -> None:
+        """Stop ``line``'s drawer and drop what it had left to draw; the caller holds
+        ``line.lock`` (no update is in flight)."""
+        await self._stop(line)
+        line.messages, line.unread, line.stale = (), False, False  # a waiting run keeps none
+        line.shown = None
 
     async def final(self, run: Run, *, strict: bool = False) -> None:
         """Draw ``run``'s first message done or failed (``run.state``) now, after the
@@ -266,7 +284,7 @@ class ProgressReporter:
         line.sent_at = asyncio.get_running_loop().time()
         try:
             await self._update(line.run, line.progress)
-        except SlackCallError as exc:
+        except (SlackCallError, StoreUnavailableError) as exc:  # the workspace's token read
             logger.warning("run=%s progress not shown: %s", line.run.run_id, exc)
             return False
         return True
@@ -305,7 +323,7 @@ class ProgressReporter:
                 self._links[key] = await self.slack.permalink(
                     team_id=team_id, channel_id=channel_id, ts=ts
                 )
-            except SlackCallError as exc:
+            except (SlackCallError, StoreUnavailableError) as exc:
                 logger.info("card %s link not found: %s", ts, exc)
                 return None
             if len(self._links) > LINES_KEPT * 4:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -273,6 +274,13 @@ class Harness:
             action_id=ids.decision_action_id(decision),
             user_id=user_id,
         )
+
+    def is_card_link(self, token: str) -> bool:
+        """Whether the live token ``token`` (``slack_sandbox.live_mentions``) is the
+        product's own link to a card: Slack's permalink of a message here, labelled with a
+        tool's name (a run's progress line, ``bot.progress_blocks``)."""
+        base = re.escape(self.sandbox.base_url)
+        return re.fullmatch(rf"<{base}archives/[^<>|]+\|[A-Za-z0-9_-]+>", token) is not None
 
     def top_view(self, user_id: str) -> dict[str, Any]:
         """The modal ``user_id`` has open (top of their stack)."""

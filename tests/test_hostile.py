@@ -51,7 +51,7 @@ async def test_mentions_in_any_agent_text_are_never_live(harness: Harness) -> No
     assert HOSTILE in (done.final_answer or "")  # the data went everywhere ...
     sent = slack_text(harness)
     assert sent.count("&lt;!channel&gt;") >= 4  # card, result, reason, answer
-    mentions = set(live_mentions(sent))
+    mentions = {m for m in live_mentions(sent) if not harness.is_card_link(m)}
     assert mentions <= {f"<@{REVIEWER}>", f"<@{DBA}>"}, mentions  # ... and stayed text
 
 

@@ -431,7 +431,7 @@ async def test_a_reviewed_call_with_an_empty_id_is_not_shown_as_unreviewed(
     assert "without review" in slack.updates[-1]
 
 
-async def post_cards(store: ApprovalStore, run: Run, count: int) -> None:
+async def post_cards(store: ApprovalStore, slack: MemoryGateway, run: Run, count: int) -> None:
     """Store ``count`` pending requests of one batch of ``run``, their cards posted."""
     await store.add_requests(
         ApprovalRequest(
@@ -449,7 +449,8 @@ async def post_cards(store: ApprovalStore, run: Run, count: int) -> None:
         for i in range(count)
     )
     for i in range(count):
-        await store.set_message(f"q{i}", channel_id="C1", message_ts=f"1.{i + 1}")
+        ts = await slack.post_message(team_id="T1", channel_id="C1", text="card", blocks=[])
+        await store.set_message(f"q{i}", channel_id="C1", message_ts=ts)
 
 
 async def test_waiting_is_drawn_before_the_drive_ends_and_only_when_it_changed(
@@ -462,7 +463,7 @@ async def test_waiting_is_drawn_before_the_drive_ends_and_only_when_it_changed(
     slack = CountingGateway()
     run = await a_run(slack)
     await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, run, 2)
+    await post_cards(sqlite_store, slack, run, 2)
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=3600.0)
     await worker_a.step(run, calling(counted(1), "write_file"))
     await Harness.wait_for(settled)
@@ -489,7 +490,7 @@ async def test_a_reopened_card_is_drawn_again(sqlite_store: ApprovalStore) -> No
     slack = CountingGateway()
     run = await a_run(slack)
     await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, run, 2)
+    await post_cards(sqlite_store, slack, run, 2)
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await worker_a.waiting(run, counted(0))
@@ -509,7 +510,7 @@ async def test_a_worker_that_never_streamed_counts_what_ran_without_review(
     slack = CountingGateway()
     run = await a_run(slack)
     await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, run, 1)
+    await post_cards(sqlite_store, slack, run, 1)
     fresh = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await fresh.waiting(run, calling(counted(3), "write_file"))
     assert "(3 times)" in slack.updates[-1] and "without review" in slack.updates[-1]
@@ -521,9 +522,139 @@ async def test_a_waiting_drawing_that_failed_is_drawn_by_the_next_drive(
     slack = FailingGateway()
     run = await a_run(slack)
     await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, run, 1)
+    await post_cards(sqlite_store, slack, run, 1)
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await reporter.waiting(run, counted(0))  # Slack failed: logged
     assert not slack.updates
     await reporter.waiting(run, counted(0))
     assert len(slack.updates) == 1 and "write_file" in slack.updates[0]
+
+
+def header(slack: CountingGateway, run: Run) -> str:
+    return json.dumps(slack.messages[("C1", run.thread_ts or "")]["blocks"])
+
+
+@dataclass
+class FlakyLinks(CountingGateway):
+    """Its first ``chat.getPermalink`` fails as a passing Slack outage does."""
+
+    failing: int = 1
+
+    async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
+        if self.failing:
+            self.failing -= 1
+            raise SlackUnavailableError("Slack is down", method="chat.getPermalink", retryable=True)
+        return await super().permalink(team_id=team_id, channel_id=channel_id, ts=ts)
+
+
+async def test_a_card_whose_link_failed_is_linked_by_the_next_drive(
+    sqlite_store: ApprovalStore,
+) -> None:
+    slack = FlakyLinks()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, slack, run, 1)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.waiting(run, counted(0))  # the link failed: the card unlinked
+    assert "archives/" not in header(slack, run)
+    await reporter.waiting(run, counted(0))  # the next drive (a sweep, a click elsewhere)
+    assert "archives/" in header(slack, run), "the unlinked card is never linked"
+
+
+class FailingReads(ApprovalStore):
+    """``requests_for_run`` fails while ``down``, as a database blip does."""
+
+    def __init__(self, store: ApprovalStore) -> None:
+        super().__init__(store.db, clock=store.clock)
+        self.down = False
+
+    async def requests_for_run(self, run_id: str) -> list[ApprovalRequest]:
+        if self.down:
+            raise StoreUnavailableError("PostgreSQL is unavailable: test")
+        return await super().requests_for_run(run_id)
+
+
+async def test_a_step_left_by_a_waiting_whose_read_failed_never_lands_after_done(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # Worker A streams two steps within the interval (the second left to its drawer); its
+    # drive ends waiting, but the store read of ``waiting`` fails. The drive returns, the
+    # lease is released, worker B ends the run (Done): A's drawer must not draw the older
+    # step over it.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    store = FailingReads(sqlite_store)
+    await store.create_run(run)
+    worker_a = ProgressReporter(store=store, slack=slack, interval_s=0.3)
+    await worker_a.step(run, counted(0))  # drawn at once
+    await worker_a.step(run, calling(counted(0), "write_file"))  # due in 0.3 s
+    store.down = True
+    await worker_a.waiting(run, calling(counted(0), "write_file"))  # logged, returns
+    store.down = False
+    worker_b = ProgressReporter(store=store, slack=slack, interval_s=0.3)
+    await worker_b.final(run.model_copy(update={"state": RunState.DONE}))
+    assert "Done" in header(slack, run)
+    await Harness.wait_for(settled)
+    assert "Done" in header(slack, run), f"A's older step landed after Done: {header(slack, run)}"
+
+
+async def test_a_worker_draws_waiting_over_what_another_drew_since(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # q0 is approved while worker A's drive posts the cards: A draws "waiting on q1".
+    # Worker B resumes q0, its stream draws "Running", and its drive is cut after the
+    # checkpoint took q0. A's next drive finds q0 applied and q1 pending as before: it
+    # draws all the same (q0's state changed), so the header does not stay on "Running".
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, slack, run, 2)
+    await sqlite_store.record_decision("q0", Decision(type="approve"), user_id="U2")
+    worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await worker_a.waiting(run, counted(1))
+    assert "Waiting" in header(slack, run)
+    await worker_b.step(run, calling(counted(1), "write_file"))
+    await Harness.wait_for(settled)
+    assert "Running" in header(slack, run)
+    worker_b.abandon(run)  # B's drive was cut
+    await sqlite_store.mark_applied(["q0"])
+    await worker_a.waiting(run, counted(1))  # the next drive ends waiting on q1
+    assert "Waiting" in header(slack, run), f"stale: {header(slack, run)}"
+
+
+async def test_a_worker_draws_waiting_after_a_drive_that_did_not_go_through(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # The same, with nothing changed in the store: a cut drive may have drawn anything.
+    slack = CountingGateway()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, slack, run, 1)
+    worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await worker_a.waiting(run, counted(1))
+    assert len(slack.updates) == 1
+    await worker_a.waiting(run.model_copy(update={"drives_in_a_row": 1}), counted(1))
+    assert len(slack.updates) == 1  # the drive running counts itself: none before it
+    await worker_a.waiting(run.model_copy(update={"drives_in_a_row": 2}), counted(1))
+    assert len(slack.updates) == 2
+
+
+@dataclass
+class InstallationLookupFails(CountingGateway):
+    """OAuth: each call first reads the workspace's installation from the database
+    (``TeamClients.client_for``), which fails here."""
+
+    async def update_message(
+        self, *, team_id: str | None, channel_id: str, ts: str, text: str, blocks: list[Any]
+    ) -> None:
+        raise StoreUnavailableError("PostgreSQL is unavailable: installation lookup")
+
+
+async def test_waiting_never_raises(sqlite_store: ApprovalStore) -> None:
+    slack = InstallationLookupFails()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, slack, run, 1)
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.waiting(run, counted(0))  # logged, not raised into the drive
