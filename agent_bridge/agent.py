@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from langchain.agents import create_agent
@@ -35,6 +35,7 @@ from agent_bridge.policy import Policy
 from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
+from agent_bridge.when_rules import WhenPredicate
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +148,14 @@ class WorkerAgent:
         policy: The policy in force: as loaded for a list of tools; for a compiled graph,
             its Slack-side rules with the graph's gating (``graph_policy.policy_for_graph``).
         args_schemas: Tool name -> JSON schema of its arguments.
+        when: Tool name -> the ``when`` predicate the graph's middleware gates it with
+            (``GraphShape.when``); empty for a deployed agent, which the Agent Server gates.
     """
 
     graph: AgentGraph
     policy: Policy
     args_schemas: dict[str, dict[str, Any]]
+    when: Mapping[str, WhenPredicate] = field(default_factory=dict)
 
 
 def assemble_agent(
@@ -230,6 +234,7 @@ def assemble_agent(
             graph=cast("AgentGraph", attached),
             policy=applied,
             args_schemas=shape.args_schemas,
+            when=shape.when,
         )
     if settings.system_prompt is not None and policy.system_prompt is not None:
         raise ConfigurationError(
@@ -249,6 +254,7 @@ def assemble_agent(
         ),
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in source},
+        when=discover(graph).when,
     )
 
 

@@ -111,5 +111,8 @@ class AttachRefusedError(BridgeError):
 
 class UndecidableCallError(BridgeError):
     """A gated call no decision can be given for: its review allows only Edit, and the
-    batched middleware would not confine an edit to it (``interrupts.TurnCall``). The
-    run fails, saying so, rather than wait on a card without buttons."""
+    batched middleware would not confine an edit to it (``interrupts.TurnCall``); or the
+    running middleware would not take the decision made on its card (a deploy stopped
+    gating the tool, changed ``interrupt_mode``, or its ``when`` now lets the call
+    through: ``interrupts.Placement.decisions_now``). The run fails before the call runs,
+    saying so, rather than wait on a card without buttons or run a rejected call."""

@@ -22,7 +22,7 @@ seen here: the policy cannot name them, and their calls have no argument schema.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -34,6 +34,7 @@ from langgraph.pregel import Pregel
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.models import MiddlewareDecisionType, MiddlewareMode
+from agent_bridge.when_rules import WhenPredicate
 
 CompiledGraph: TypeAlias = Pregel[Any, Any, Any, Any]
 """A compiled LangGraph graph (``create_agent(...)`` or ``StateGraph.compile()``)."""
@@ -49,11 +50,14 @@ class GraphShape:
             (``interrupt_on[name]["allowed_decisions"]``), for every gated tool.
         interrupt_mode: The middleware's ``interrupt_mode``; ``None`` when the graph
             has no ``HumanInTheLoopMiddleware``.
+        when: Tool name -> its ``interrupt_on[name]["when"]`` predicate, for every gated
+            tool that has one (``when_rules``: asked again before a resume).
     """
 
     tools: Mapping[str, BaseTool]
     gated: Mapping[str, tuple[MiddlewareDecisionType, ...]]
     interrupt_mode: MiddlewareMode | None
+    when: Mapping[str, WhenPredicate] = field(default_factory=dict)
 
     @property
     def args_schemas(self) -> dict[str, dict[str, Any]]:
@@ -73,7 +77,8 @@ def discover(graph: CompiledGraph) -> GraphShape:
     Raises:
         ConfigurationError: If two parts of the graph disagree where the product keys by
             tool name: one name for two different tools, two ``HumanInTheLoopMiddleware``
-            allowing a tool different decisions, or using different interrupt modes; if a
+            allowing a tool different decisions or ``when`` predicates, or using
+            different interrupt modes; if a
             middleware's ``interrupt_on`` names no tool of the graph (it would gate
             nothing, and the tool meant would run unreviewed); or if one agent has two
             batched middlewares (``_one_batched_middleware_per_agent``).
@@ -81,6 +86,7 @@ def discover(graph: CompiledGraph) -> GraphShape:
     tools: dict[str, BaseTool] = {}
     gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
     modes: set[MiddlewareMode] = set()
+    when: dict[str, WhenPredicate | None] = {}
     for node in _nodes(graph):
         if isinstance(node, ToolNode):
             for name, tool in node.tools_by_name.items():
@@ -102,6 +108,11 @@ def discover(graph: CompiledGraph) -> GraphShape:
                     f"allowed decisions ({', '.join(gated[name])} and {', '.join(allowed)}); "
                     "give it one configuration."
                 )
+            if when.setdefault(name, config.get("when")) is not config.get("when"):
+                raise ConfigurationError(
+                    f"Two HumanInTheLoopMiddleware in the graph gate {name} with different "
+                    "when predicates; give it one configuration (one function object)."
+                )
     if len(modes) > 1:
         raise ConfigurationError(
             "The graph's HumanInTheLoopMiddleware use both interrupt modes "
@@ -117,7 +128,12 @@ def discover(graph: CompiledGraph) -> GraphShape:
             "which no tool of the graph is called "
             f"(its tools: {', '.join(sorted(tools)) or 'none'}): use the tool's name."
         )
-    return GraphShape(tools=tools, gated=gated, interrupt_mode=next(iter(modes), None))
+    return GraphShape(
+        tools=tools,
+        gated=gated,
+        interrupt_mode=next(iter(modes), None),
+        when={name: predicate for name, predicate in when.items() if predicate is not None},
+    )
 
 
 def check_runnable(graph: CompiledGraph, *, reference: str) -> None:

@@ -23,7 +23,7 @@ import logging
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -47,6 +47,7 @@ from agent_bridge.models import (
 from agent_bridge.policy import Policy
 from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
+from agent_bridge.when_rules import WhenPredicate, asks_about
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +197,8 @@ class Placement:
         drawn: The interrupt IDs whose requests are stored already (their cards drawn
             by this worker or an earlier one, perhaps before a deploy); an interrupt not
             among them was raised since, by the running middleware.
+        when: Tool name -> the ``when`` predicate the running middleware gates it with
+            (``graph_agent.GraphShape.when``), for tools that have one.
     """
 
     run: Run
@@ -205,6 +208,7 @@ class Placement:
     new_id: Callable[[], str] = new_request_id
     gating_here: bool = True
     drawn: frozenset[str] = frozenset()
+    when: Mapping[str, WhenPredicate] = field(default_factory=dict)
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -223,6 +227,8 @@ class Placement:
         offered: Sequence[DecisionType],
         *,
         own_call: bool,
+        call: Mapping[str, Any],
+        messages: Sequence[BaseMessage],
     ) -> list[DecisionType]:
         """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
         ``tool_name`` whose interrupt (``mode``: ``batched`` or ``per_call``) ``offered``
@@ -242,12 +248,18 @@ class Placement:
         turn did not make (``own_call`` false: a sub-agent's, run inside a tool, whose
         middleware the policy does not describe).
 
+        The tool's ``when`` predicate, if the running middleware has one, is asked
+        whether it still asks about ``call`` (the action: ``name``, ``args``, ``id``), as
+        the middleware will on resume (``when_rules.asks_about``, with ``messages``, the
+        raising graph's).
+
         Raises:
             UndecidableCallError: A deploy stopped gating the tool, or changed
-                ``interrupt_mode``: the middleware would run the call whatever was decided
-                (a tool it does not gate; a per-call interrupt resumed by the batched
-                middleware) or ask about it again (a batched one resumed per call). The
-                call has not run: the run stops there.
+                ``interrupt_mode``, or the tool's ``when`` now lets the call through (or
+                raised): the middleware would run the call whatever was decided (a tool it
+                does not gate; a per-call interrupt resumed by the batched middleware; a
+                call its ``when`` lets through) or ask about it again (a batched one
+                resumed per call). The call has not run: the run stops there.
         """
         if (
             not self.gating_here
@@ -271,6 +283,15 @@ class Placement:
                 "interrupt_mode since): LangChain's HumanInTheLoopMiddleware would not take "
                 "the decision made on it (it would run the call unreviewed, or ask about it "
                 "again), so the run stops without running it. Start the task again"
+            )
+        when = self.when.get(tool_name)
+        if when is not None and not asks_about(when, call, messages=messages):
+            raise UndecidableCallError(
+                f"the call to {tool_name!r} waits for a review, but the `when` rule the agent "
+                f"gates {tool_name!r} with now lets it through (a deploy changed the rule "
+                "since, or it does not give the same answer twice): LangChain's "
+                "HumanInTheLoopMiddleware would run it whatever the reviewer decided, so the "
+                "run stops without running it. Start the task again"
             )
         return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
 
@@ -434,6 +455,8 @@ def _per_call_request(
         schema_decisions(interrupt.response_schema)
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
         own_call=_made_in_turn(messages, value),
+        call={"name": value["name"], "args": value["args"], "id": value.get("tool_call_id")},
+        messages=messages,
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -518,6 +541,8 @@ def _batched_requests(
             (configs[index] if index < len(configs) else {}).get("allowed_decisions")
             or DECISION_TYPES,
             own_call=call.known,
+            call={"name": action["name"], "args": action["args"], "id": call.model_id},
+            messages=messages,
         )
         why = call.edit_withheld() if "edit" in allowed else None
         if why is not None:

@@ -41,6 +41,7 @@ from agent_bridge.remote_agent import REFUSED_TITLE
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
+from agent_bridge.when_rules import WhenPredicate
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +64,15 @@ class RunDriver:
         approvals_channel: Channel for approval cards; ``None``: the run's Slack thread.
         estimator: Affected rows of SQL statements, for tools whose policy's ``sql``
             has an ``estimate_url``.
-        progress: Told of each step of the stream (the run's live progress message).
+        progress: Told of each step of the stream, and of the end of a drive that leaves
+            the run waiting (the run's live progress message).
         deployed: Whether ``graph`` runs on LangGraph Agent Server
             (``agent_bridge.remote_agent.RemoteAgent``): an ``AgentServerUnavailableError``
             out of its stream is then the server's, and the run is retried; out of a local
             graph's stream it was raised by a node, and fails the run (``_stream``).
+        when: Tool name -> the ``when`` predicate ``graph``'s middleware gates it with
+            (``WorkerAgent.when``): asked before a resume whether the middleware will
+            still take the decision (``Placement.decisions_now``).
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class RunDriver:
         estimator: RowEstimator | None = None,
         progress: ProgressHook | None = None,
         deployed: bool = False,
+        when: Mapping[str, WhenPredicate] | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -92,6 +98,7 @@ class RunDriver:
         self.estimator = estimator or RowEstimator()
         self.progress = progress or NoProgress()
         self.deployed = deployed
+        self.when = dict(when or {})
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
         self._sent: dict[str, frozenset[str]] = {}
 
@@ -454,6 +461,7 @@ class RunDriver:
             approvals_channel=self.approvals_channel,
             gating_here=not self.deployed,
             drawn=frozenset(r.interrupt_id for r in drawn),
+            when=self.when,
         )
 
     def _requests_of(

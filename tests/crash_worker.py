@@ -44,6 +44,7 @@ from agent_bridge.agent import build_agent, load_model, load_tools
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
 from agent_bridge.graph import AgentGraph
+from agent_bridge.graph_agent import discover
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
@@ -52,6 +53,7 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import WorkerSettings, read_settings
 from agent_bridge.store import ApprovalStore
+from agent_bridge.when_rules import WhenPredicate
 from agent_bridge.worker import Worker
 from bot.card_owner import CardOwner
 from bot.metrics_http import start_metrics_server
@@ -222,6 +224,7 @@ async def main(
     if crash_at == "after_tools":
         die_after_tool_writes(backend.checkpointer, "append_line")
     graph: AgentGraph
+    when: dict[str, WhenPredicate] = {}
     if settings.agent_url:
         graph = RemoteAgent(
             client=open_client(settings.agent_url, api_key=settings.langgraph_api_key),
@@ -229,12 +232,14 @@ async def main(
             agent_name=settings.agent_name,
         )
     else:
-        graph = build_agent(
+        built = build_agent(
             tools=tools,
             model=load_model(settings.model),
             policy=policy,
             checkpointer=backend.checkpointer,
         )
+        when = dict(discover(built).when)  # its middleware's, as assemble_agent reads them
+        graph = built
     if crash_at == "before_resume":
         graph = ResumeInterceptor(graph, on_resume=lambda _: die())
     if crash_at == "in_server_run":
@@ -253,6 +258,7 @@ async def main(
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         deployed=bool(settings.agent_url),
+        when=when,
     )
     worker = ReadyWorker(
         store=store,

@@ -33,9 +33,14 @@ EMAIL_TASK = json.dumps(
 )
 
 
-def gated_agent(allowed: list[str], mode: MiddlewareMode = "batched") -> CompiledGraph:
-    """A ``create_agent`` graph gating ``send_email`` with ``allowed``."""
-    interrupt_on: dict[str, Any] = {"send_email": {"allowed_decisions": allowed}}
+def gated_agent(
+    allowed: list[str], mode: MiddlewareMode = "batched", when: Any = None
+) -> CompiledGraph:
+    """A ``create_agent`` graph gating ``send_email`` with ``allowed`` (and ``when``)."""
+    config: dict[str, Any] = {"allowed_decisions": allowed}
+    if when is not None:
+        config["when"] = when
+    interrupt_on: dict[str, Any] = {"send_email": config}
     return create_agent(
         ScriptedChatModel(),
         tools=[send_email, lookup_customer],
@@ -53,6 +58,11 @@ def parent_of(*agents: CompiledGraph) -> CompiledGraph:
         builder.add_edge(previous, name)
         previous = name
     return builder.compile()
+
+
+def external_only(request: Any) -> bool:
+    """A ``when`` predicate: review mail to outside addresses."""
+    return not str(request.tool_call["args"].get("to", "")).endswith("@example.com")
 
 
 def graph_of_settings(settings: WorkerConfig) -> CompiledGraph:
@@ -94,6 +104,16 @@ class TestDiscover:
     def test_two_middleware_allowing_a_tool_different_decisions_are_refused(self) -> None:
         parent = parent_of(gated_agent(["approve"]), gated_agent(["approve", "reject"]))
         with pytest.raises(ConfigurationError, match="gate send_email with different allowed"):
+            discover(parent)
+
+    def test_a_tools_when_predicate_is_read_and_two_different_ones_are_refused(self) -> None:
+        assert dict(discover(gated_agent(["approve"])).when) == {}
+        shared = discover(parent_of(*[gated_agent(["approve"], when=external_only)] * 2))
+        assert dict(shared.when) == {"send_email": external_only}
+        parent = parent_of(
+            gated_agent(["approve"], when=external_only), gated_agent(["approve"], when=None)
+        )
+        with pytest.raises(ConfigurationError, match="send_email with different when"):
             discover(parent)
 
     def test_two_interrupt_modes_in_one_graph_are_refused(self) -> None:

@@ -32,6 +32,7 @@ from agent_bridge.errors import (
 )
 from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.graph import AgentGraph, thread_config
+from agent_bridge.graph_agent import discover
 from agent_bridge.lease import LeaseLost
 from agent_bridge.message_text import message_text
 from agent_bridge.models import (
@@ -97,6 +98,7 @@ def driver_for(
         notifier=notifier,
         policy=policy,
         args_schemas=schemas,
+        when=discover(graph).when,
     )
     return driver, graph
 
@@ -252,6 +254,19 @@ WRITE_A = '{"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "con
 ALL_FOUR = "allowed_decisions: [approve, edit, reject, respond]"
 
 
+PREDICATES = "agent_bridge.predicates"
+
+
+def broken_rule(request: Any) -> bool:
+    """A ``when`` rule that raises (it reads an argument the call does not have)."""
+    return bool(request.tool_call["args"]["mode"])
+
+
+def still_asks(request: Any) -> bool:
+    """A ``when`` rule that asks about every call."""
+    return True
+
+
 def base_policy(mode: str) -> Path:
     """The demo policy in ``mode`` (``write_file`` allowing all four decisions)."""
     return POLICIES_DIR / ("demo.yml" if mode == "batched" else "per_call.yml")
@@ -366,15 +381,34 @@ async def test_a_call_offers_what_a_deploy_allows_now_not_only_what_both_allowed
             ("interrupt_mode: batched", "interrupt_mode: per_call"),
             "reviews calls per_call",
         ),
+        *[
+            (mode, (f"write_file:\n    {ALL_FOUR}\n", f"write_file:\n    {ALL_FOUR}\n{rule}"), why)
+            for mode in ("batched", "per_call")
+            for rule, why in [
+                (f"    when: {PREDICATES}:writes_outside_workspace\n", "now lets it through"),
+                (f"    when: {__name__}:broken_rule\n", "raised KeyError"),
+            ]
+        ],
     ],
-    ids=["ungated-batched", "ungated-per-call", "per-call-to-batched", "batched-to-per-call"],
+    ids=[
+        "ungated-batched",
+        "ungated-per-call",
+        "per-call-to-batched",
+        "batched-to-per-call",
+        "when-added-batched",
+        "when-raising-batched",
+        "when-added-per-call",
+        "when-raising-per-call",
+    ],
 )
 async def test_a_rejection_a_deploy_would_ignore_stops_the_run_before_the_call_runs(
     store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str], why: str
 ) -> None:
-    """A deploy stopped gating ``write_file``, or changed ``interrupt_mode``, while a
-    Reject waited to be sent: the middleware would run the call anyway (or ask about it
-    again), so the drive stops the run, saying why, and nothing is written."""
+    """A deploy stopped gating ``write_file``, changed ``interrupt_mode``, or gave it a
+    ``when`` rule that lets this call (a write inside the workspace) through, or one that
+    raises, while a Reject waited to be sent: the middleware would run the call anyway
+    (LangChain asks the rule again on resume) or ask about it again, so the drive stops
+    the run, saying why, and nothing is written."""
     notifier = RecordingNotifier(store)
     driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
     run = await new_run(store, WRITE_A)
@@ -390,6 +424,29 @@ async def test_a_rejection_a_deploy_would_ignore_stops_the_run_before_the_call_r
     assert not (tmp_path / "ws/files/a.txt").exists()
     (still,) = await store.requests_for_run(run.run_id)
     assert still.state == ApprovalState.DECIDED  # not marked applied: it was not
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_when_rule_a_deploy_added_that_still_asks_takes_the_rejection(
+    store: ApprovalStore, tmp_path: Path, mode: str
+) -> None:
+    """The rule a deploy added still asks about the waiting call: the Reject is sent and
+    taken, the run ends, nothing is written (no false stop of a run the rule reviews)."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
+    run = await new_run(store, WRITE_A)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
+
+    rule = f"write_file:\n    {ALL_FOUR}\n    when: {__name__}:still_asks\n"
+    now = base_policy(mode).read_text().replace(f"write_file:\n    {ALL_FOUR}\n", rule)
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    state, _ = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE
+    (rejected,) = await store.requests_for_run(run.run_id)
+    assert rejected.state == ApprovalState.APPLIED
+    assert not (tmp_path / "ws/files/a.txt").exists()
 
 
 async def test_a_reopened_call_takes_the_time_limit_a_deploy_set(
