@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
@@ -35,7 +35,7 @@ from agent_bridge.policy import Policy
 from agent_bridge.remote_agent import RemoteAgent, open_client
 from agent_bridge.scripted_model import ScriptedChatModel
 from agent_bridge.settings import DEMO_TOOLS, WorkerConfig
-from agent_bridge.when_rules import WhenPredicate
+from agent_bridge.when_rules import WhenRules
 
 logger = logging.getLogger(__name__)
 
@@ -148,14 +148,14 @@ class WorkerAgent:
         policy: The policy in force: as loaded for a list of tools; for a compiled graph,
             its Slack-side rules with the graph's gating (``graph_policy.policy_for_graph``).
         args_schemas: Tool name -> JSON schema of its arguments.
-        when: Tool name -> the ``when`` predicate the graph's middleware gates it with
-            (``GraphShape.when``); empty for a deployed agent, which the Agent Server gates.
+        when_rules: The ``when`` predicates of the graph's middleware (``GraphShape.when``),
+            its tools and store; none for a deployed agent, which the Agent Server gates.
     """
 
     graph: AgentGraph
     policy: Policy
     args_schemas: dict[str, dict[str, Any]]
-    when: Mapping[str, WhenPredicate] = field(default_factory=dict)
+    when_rules: WhenRules = field(default_factory=WhenRules)
 
 
 def assemble_agent(
@@ -234,7 +234,7 @@ def assemble_agent(
             graph=cast("AgentGraph", attached),
             policy=applied,
             args_schemas=shape.args_schemas,
-            when=shape.when,
+            when_rules=when_rules_of(attached),
         )
     if settings.system_prompt is not None and policy.system_prompt is not None:
         raise ConfigurationError(
@@ -254,8 +254,15 @@ def assemble_agent(
         ),
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in source},
-        when=discover(graph).when,
+        when_rules=when_rules_of(graph),
     )
+
+
+def when_rules_of(graph: CompiledGraph) -> WhenRules:
+    """The ``when`` predicates of ``graph``'s middleware, its tools and its store: what
+    the driver asks before a resume (``when_rules``)."""
+    shape = discover(graph)
+    return WhenRules(predicates=shape.when, tools=shape.tools, store=graph.store)
 
 
 def with_step_timeout(

@@ -51,7 +51,9 @@ class GraphShape:
         interrupt_mode: The middleware's ``interrupt_mode``; ``None`` when the graph
             has no ``HumanInTheLoopMiddleware``.
         when: Tool name -> its ``interrupt_on[name]["when"]`` predicate, for every gated
-            tool that has one (``when_rules``: asked again before a resume).
+            tool that has one (``when_rules``: asked again before a resume), but a tool
+            two middlewares give unequal predicates (which one a call's interrupt came
+            from is not known: the check is left to LangChain's on resume).
     """
 
     tools: Mapping[str, BaseTool]
@@ -77,8 +79,7 @@ def discover(graph: CompiledGraph) -> GraphShape:
     Raises:
         ConfigurationError: If two parts of the graph disagree where the product keys by
             tool name: one name for two different tools, two ``HumanInTheLoopMiddleware``
-            allowing a tool different decisions or ``when`` predicates, or using
-            different interrupt modes; if a
+            allowing a tool different decisions, or using different interrupt modes; if a
             middleware's ``interrupt_on`` names no tool of the graph (it would gate
             nothing, and the tool meant would run unreviewed); or if one agent has two
             batched middlewares (``_one_batched_middleware_per_agent``).
@@ -87,6 +88,7 @@ def discover(graph: CompiledGraph) -> GraphShape:
     gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
     modes: set[MiddlewareMode] = set()
     when: dict[str, WhenPredicate | None] = {}
+    unequal: set[str] = set()
     for node in _nodes(graph):
         if isinstance(node, ToolNode):
             for name, tool in node.tools_by_name.items():
@@ -108,11 +110,8 @@ def discover(graph: CompiledGraph) -> GraphShape:
                     f"allowed decisions ({', '.join(gated[name])} and {', '.join(allowed)}); "
                     "give it one configuration."
                 )
-            if when.setdefault(name, config.get("when")) is not config.get("when"):
-                raise ConfigurationError(
-                    f"Two HumanInTheLoopMiddleware in the graph gate {name} with different "
-                    "when predicates; give it one configuration (one function object)."
-                )
+            if when.setdefault(name, config.get("when")) != config.get("when"):
+                unequal.add(name)
     if len(modes) > 1:
         raise ConfigurationError(
             "The graph's HumanInTheLoopMiddleware use both interrupt modes "
@@ -132,7 +131,11 @@ def discover(graph: CompiledGraph) -> GraphShape:
         tools=tools,
         gated=gated,
         interrupt_mode=next(iter(modes), None),
-        when={name: predicate for name, predicate in when.items() if predicate is not None},
+        when={
+            name: predicate
+            for name, predicate in when.items()
+            if predicate is not None and name not in unequal
+        },
     )
 
 

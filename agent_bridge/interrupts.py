@@ -47,7 +47,7 @@ from agent_bridge.models import (
 from agent_bridge.policy import Policy
 from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
-from agent_bridge.when_rules import WhenPredicate, asks_about
+from agent_bridge.when_rules import WhenRules
 
 logger = logging.getLogger(__name__)
 
@@ -197,8 +197,9 @@ class Placement:
         drawn: The interrupt IDs whose requests are stored already (their cards drawn
             by this worker or an earlier one, perhaps before a deploy); an interrupt not
             among them was raised since, by the running middleware.
-        when: Tool name -> the ``when`` predicate the running middleware gates it with
-            (``graph_agent.GraphShape.when``), for tools that have one.
+        when_rules: The running middleware's ``when`` predicates, asked before a resume
+            (``decisions_now``).
+        config: The run's ``RunnableConfig``, as its predicates are given it.
     """
 
     run: Run
@@ -208,7 +209,8 @@ class Placement:
     new_id: Callable[[], str] = new_request_id
     gating_here: bool = True
     drawn: frozenset[str] = frozenset()
-    when: Mapping[str, WhenPredicate] = field(default_factory=dict)
+    when_rules: WhenRules = field(default_factory=WhenRules)
+    config: Mapping[str, Any] = field(default_factory=dict)
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -228,7 +230,7 @@ class Placement:
         *,
         own_call: bool,
         call: Mapping[str, Any],
-        messages: Sequence[BaseMessage],
+        state: Mapping[str, Any],
     ) -> list[DecisionType]:
         """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
         ``tool_name`` whose interrupt (``mode``: ``batched`` or ``per_call``) ``offered``
@@ -250,13 +252,13 @@ class Placement:
 
         The tool's ``when`` predicate, if the running middleware has one, is asked
         whether it still asks about ``call`` (the action: ``name``, ``args``, ``id``), as
-        the middleware will on resume (``when_rules.asks_about``, with ``messages``, the
-        raising graph's).
+        the middleware will on resume (``WhenRules.asks_about``, with ``state``, the
+        raising graph's values).
 
         Raises:
             UndecidableCallError: A deploy stopped gating the tool, or changed
-                ``interrupt_mode``, or the tool's ``when`` now lets the call through (or
-                raised): the middleware would run the call whatever was decided (a tool it
+                ``interrupt_mode``, or the tool's ``when`` now lets the call through: the
+                middleware would run the call whatever was decided (a tool it
                 does not gate; a per-call interrupt resumed by the batched middleware; a
                 call its ``when`` lets through) or ask about it again (a batched one
                 resumed per call). The call has not run: the run stops there.
@@ -284,14 +286,13 @@ class Placement:
                 "the decision made on it (it would run the call unreviewed, or ask about it "
                 "again), so the run stops without running it. Start the task again"
             )
-        when = self.when.get(tool_name)
-        if when is not None and not asks_about(when, call, messages=messages):
+        if not self.when_rules.asks_about(call, mode=mode, state=state, config=self.config):
             raise UndecidableCallError(
                 f"the call to {tool_name!r} waits for a review, but the `when` rule the agent "
                 f"gates {tool_name!r} with now lets it through (a deploy changed the rule "
-                "since, or it does not give the same answer twice): LangChain's "
-                "HumanInTheLoopMiddleware would run it whatever the reviewer decided, so the "
-                "run stops without running it. Start the task again"
+                "since): LangChain's HumanInTheLoopMiddleware asks it again on resume and "
+                "would run the call whatever the reviewer decided, so the run stops without "
+                "running it. Start the task again"
             )
         return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
 
@@ -398,7 +399,11 @@ class Placement:
 
 
 def approval_requests(
-    interrupts: Sequence[Interrupt], *, messages: Sequence[BaseMessage], placement: Placement
+    interrupts: Sequence[Interrupt],
+    *,
+    messages: Sequence[BaseMessage],
+    placement: Placement,
+    state: Mapping[str, Any] | None = None,
 ) -> list[ApprovalRequest]:
     """Return the approval requests of ``interrupts``: one per gated tool call of a
     ``HumanInTheLoopMiddleware`` interrupt, and those of every other interrupt
@@ -409,18 +414,21 @@ def approval_requests(
             sub-graphs and parallel branches included).
         messages: The ``thread_id``'s messages, to find batched calls' tool call IDs.
         placement: The run, policy, schemas and where the cards go.
+        state: The values of the graph that raised them (their ``when`` rules are given
+            it, ``Placement.decisions_now``); ``None``: only ``messages``.
 
     Returns:
         Requests in interrupt order, then ``action_requests`` order.
     """
+    values = {"messages": list(messages)} if state is None else state
     requests: list[ApprovalRequest] = []
     for interrupt in interrupts:
         if not is_hitl(interrupt):
             requests.extend(_other_requests(interrupt, placement))
         elif interrupt.value.get("type") == "tool_approval":
-            requests.append(_per_call_request(interrupt, messages, placement))
+            requests.append(_per_call_request(interrupt, messages, placement, values))
         else:
-            requests.extend(_batched_requests(interrupt, messages, placement))
+            requests.extend(_batched_requests(interrupt, messages, placement, values))
     return requests
 
 
@@ -443,9 +451,13 @@ def _other_requests(interrupt: Interrupt, placement: Placement) -> list[Approval
 
 
 def _per_call_request(
-    interrupt: Interrupt, messages: Sequence[BaseMessage], placement: Placement
+    interrupt: Interrupt,
+    messages: Sequence[BaseMessage],
+    placement: Placement,
+    state: Mapping[str, Any],
 ) -> ApprovalRequest:
-    """The one request of a per-call ``ToolApprovalRequest``."""
+    """The one request of a per-call ``ToolApprovalRequest`` (``state``: the raising
+    graph's values)."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
     allowed = placement.decisions_now(
@@ -456,7 +468,7 @@ def _per_call_request(
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
         own_call=_made_in_turn(messages, value),
         call={"name": value["name"], "args": value["args"], "id": value.get("tool_call_id")},
-        messages=messages,
+        state=state,
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -511,11 +523,14 @@ def schema_decisions(response_schema: object) -> list[DecisionType]:
 
 
 def _batched_requests(
-    interrupt: Interrupt, messages: Sequence[BaseMessage], placement: Placement
+    interrupt: Interrupt,
+    messages: Sequence[BaseMessage],
+    placement: Placement,
+    state: Mapping[str, Any],
 ) -> list[ApprovalRequest]:
     """One request per action of a batched ``HITLRequest``, ``index`` = its position;
     without Edit where the middleware would not confine an edit to the call
-    (``TurnCall.edit_withheld``).
+    (``TurnCall.edit_withheld``). ``state``: the raising graph's values.
 
     Raises:
         UndecidableCallError: A call whose review allows only Edit, withheld; a call of
@@ -542,7 +557,7 @@ def _batched_requests(
             or DECISION_TYPES,
             own_call=call.known,
             call={"name": action["name"], "args": action["args"], "id": call.model_id},
-            messages=messages,
+            state=state,
         )
         why = call.edit_withheld() if "edit" in allowed else None
         if why is not None:

@@ -41,7 +41,7 @@ from agent_bridge.remote_agent import REFUSED_TITLE
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
-from agent_bridge.when_rules import WhenPredicate
+from agent_bridge.when_rules import WhenRules
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +70,9 @@ class RunDriver:
             (``agent_bridge.remote_agent.RemoteAgent``): an ``AgentServerUnavailableError``
             out of its stream is then the server's, and the run is retried; out of a local
             graph's stream it was raised by a node, and fails the run (``_stream``).
-        when: Tool name -> the ``when`` predicate ``graph``'s middleware gates it with
-            (``WorkerAgent.when``): asked before a resume whether the middleware will
-            still take the decision (``Placement.decisions_now``).
+        when_rules: The ``when`` predicates of ``graph``'s middleware
+            (``WorkerAgent.when_rules``): asked before a resume whether the middleware
+            will still take the decision (``Placement.decisions_now``).
     """
 
     def __init__(
@@ -87,7 +87,7 @@ class RunDriver:
         estimator: RowEstimator | None = None,
         progress: ProgressHook | None = None,
         deployed: bool = False,
-        when: Mapping[str, WhenPredicate] | None = None,
+        when_rules: WhenRules | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -98,7 +98,7 @@ class RunDriver:
         self.estimator = estimator or RowEstimator()
         self.progress = progress or NoProgress()
         self.deployed = deployed
-        self.when = dict(when or {})
+        self.when_rules = when_rules or WhenRules()
         self.messages = RunMessages(store=store, notifier=notifier, policy=policy)
         self._sent: dict[str, frozenset[str]] = {}
 
@@ -461,7 +461,8 @@ class RunDriver:
             approvals_channel=self.approvals_channel,
             gating_here=not self.deployed,
             drawn=frozenset(r.interrupt_id for r in drawn),
-            when=self.when,
+            when_rules=self.when_rules,
+            config=thread_config(run.thread_id),
         )
 
     def _requests_of(
@@ -469,15 +470,18 @@ class RunDriver:
     ) -> list[ApprovalRequest]:
         """The approval requests of the checkpoint's pending interrupts, as they are now;
         each read with the messages of the graph that raised it (a sub-agent's own, for
-        its tool call IDs and the model's reason). ``drawn``: the run's stored requests
-        (their interrupts were raised before this drive, perhaps before a deploy:
-        ``Placement.decisions_now``)."""
+        its tool call IDs and the model's reason) and its values (for its ``when``
+        rules). ``drawn``: the run's stored requests (their interrupts were raised before
+        this drive, perhaps before a deploy: ``Placement.decisions_now``)."""
         placement = self._placement(run, drawn)
         return [
             request
             for interrupt in snapshot.interrupts
             for request in approval_requests(
-                [interrupt], messages=turn_messages(snapshot, interrupt), placement=placement
+                [interrupt],
+                messages=turn_messages(snapshot, interrupt),
+                placement=placement,
+                state=_values(_raised_in(snapshot, interrupt.id)[0]),
             )
         ]
 
@@ -640,8 +644,12 @@ def _raised_in(snapshot: Any, interrupt_id: str) -> tuple[Any, Any]:
 
 def _messages(state: Any) -> list[Any]:
     """The ``messages`` of a ``StateSnapshot``'s values (none if it has none)."""
-    values = state.values if isinstance(state.values, dict) else {}
-    return list(values.get("messages", []))
+    return list(_values(state).get("messages", []))
+
+
+def _values(state: Any) -> dict[str, Any]:
+    """A ``StateSnapshot``'s values (empty if they are not a dict)."""
+    return state.values if isinstance(state.values, dict) else {}
 
 
 async def _nodes_failures_as_theirs(

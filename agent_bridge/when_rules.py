@@ -4,71 +4,108 @@ LangChain calls a gated tool's ``when`` predicate again when the run resumes (ba
 ``after_model``; per call: in ``wrap_tool_call``), and "if it returns ``False`` on resume,
 the reviewer's answer is skipped and the tool runs, even if they rejected it"
 (``langchain.agents.middleware.InterruptOnConfig.when``). A deploy that adds or changes a
-tool's predicate while its call waits, or a predicate that does not give the same answer
-twice, would so run a call a person rejected. The driver asks the predicate first, as the
-middleware will (``interrupts.Placement.decisions_now``), and does not resume a call it
-would let through.
+tool's predicate while its call waits would so run a call a person rejected. The driver
+asks the running predicate first, as the middleware will (``Placement.decisions_now``),
+and does not resume a call it would let through.
+
+What this cannot see: a predicate whose answer changes between this check and the
+middleware's own (one reading the clock, or anything outside the request), which
+LangChain's documentation forbids; a deployed graph's (the Agent Server's); a sub-agent's
+run inside a tool (its middleware is not the graph's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from langchain.agents.middleware.types import ToolCallRequest
-from langchain_core.messages import BaseMessage, ToolCall
+from langchain_core.messages import ToolCall
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolRuntime
+from langgraph.store.base import BaseStore
 
-from agent_bridge.errors import UndecidableCallError
+from agent_bridge.models import InterruptMode
+
+logger = logging.getLogger(__name__)
 
 WhenPredicate: TypeAlias = Callable[[ToolCallRequest], bool]
 """A gated tool's ``when``: ``True`` to ask a person about the call, ``False`` to run it."""
 
 
-def asks_about(
-    when: WhenPredicate, call: Mapping[str, Any], *, messages: Sequence[BaseMessage]
-) -> bool:
-    """Call ``when`` on ``call`` as ``HumanInTheLoopMiddleware`` calls it on resume.
+@dataclass(frozen=True)
+class WhenRules:
+    """The ``when`` predicates of the middleware a worker runs, and what LangChain hands
+    them.
 
-    The middleware builds the ``ToolCallRequest`` from the node's state and ``Runtime``:
-    ``tool=None`` (batched), the state, and a ``ToolRuntime`` with the run's ``context``
-    and ``store``. The worker runs its graph with neither, so this request carries the
-    same, with the state as far as the driver reads it: the ``messages`` of the graph that
-    raised the interrupt. A predicate that reads only the request, as LangChain's
-    examples and ``agent_bridge.predicates`` do, answers here as it will there.
-
-    Args:
-        when: The tool's predicate, from the running middleware's ``interrupt_on``.
-        call: The tool call (``name``, ``args``, ``id``) the interrupt is about.
-        messages: The raising graph's messages.
-
-    Returns:
-        Whether the middleware will ask about the call again, so that it takes the
-        decision given for it.
-
-    Raises:
-        UndecidableCallError: The predicate raised: whether the middleware would take the
-            decision is not known, so the call is not resumed (the exception's type is
-            named; its text, which may repeat the call's arguments, is not).
+    Attributes:
+        predicates: Tool name -> its ``interrupt_on[name]["when"]``
+            (``graph_agent.GraphShape.when``), for gated tools that have one.
+        tools: Tool name -> tool: a per-call predicate gets the call's tool.
+        store: The graph's store (``Pregel.store``), in the predicate's ``ToolRuntime``.
     """
-    tool_call = ToolCall(name=call["name"], args=dict(call["args"]), id=call.get("id"))
-    state = {"messages": list(messages)}
-    runtime = ToolRuntime(
-        state=state,
-        context=None,
-        config={},
-        stream_writer=lambda _chunk: None,
-        tool_call_id=tool_call["id"],
-        store=None,
-    )
-    request = ToolCallRequest(tool_call=tool_call, tool=None, state=state, runtime=runtime)
-    try:
-        return bool(when(request))
-    except Exception as exc:
-        raise UndecidableCallError(
-            f"the call to {call['name']!r} waits for a review, but its `when` rule raised "
-            f"{type(exc).__name__} when asked whether the agent still reviews it: "
-            "LangChain's HumanInTheLoopMiddleware asks it again on resume and runs the "
-            "call whatever was decided if it says no, so the run stops without running it. "
-            "A `when` rule must read only the ToolCallRequest it is given"
-        ) from None
+
+    predicates: Mapping[str, WhenPredicate] = field(default_factory=dict)
+    tools: Mapping[str, BaseTool] = field(default_factory=dict)
+    store: BaseStore | None = None
+
+    def asks_about(
+        self,
+        call: Mapping[str, Any],
+        *,
+        mode: InterruptMode,
+        state: Mapping[str, Any],
+        config: Mapping[str, Any],
+    ) -> bool:
+        """Whether the middleware, asking the tool's predicate on resume, will ask about
+        ``call`` again (so that it takes the decision given for it).
+
+        The ``ToolCallRequest`` is built as LangChain builds it: the call, the state of
+        the graph that raised the interrupt, a ``ToolRuntime`` with the graph's store and
+        no ``context`` (the worker runs its graph with none); ``tool`` is ``None`` for a
+        batched call (``after_model``) and the tool for a per-call one
+        (``wrap_tool_call``).
+
+        Args:
+            call: The tool call (``name``, ``args``, ``id``) the interrupt is about.
+            mode: The interrupt's: ``batched`` or ``per_call``.
+            state: The raising graph's values at the interrupt (its checkpoint's).
+            config: The run's ``RunnableConfig`` (its ``thread_id``).
+
+        Returns:
+            ``True`` for a tool without a predicate. A predicate that raises here is
+            logged and taken as asking (the middleware's own call of it decides, as it
+            did before this check), so that a predicate reading what this request
+            lacks does not stop every run it gates.
+        """
+        when = self.predicates.get(call["name"])
+        if when is None:
+            return True
+        tool_call = ToolCall(name=call["name"], args=dict(call["args"]), id=call.get("id"))
+        values = dict(state)
+        runtime = ToolRuntime(
+            state=values,
+            context=None,
+            config=dict(config),  # type: ignore[arg-type]
+            stream_writer=lambda _chunk: None,
+            tool_call_id=tool_call["id"],
+            store=self.store,
+        )
+        request = ToolCallRequest(
+            tool_call=tool_call,
+            tool=self.tools.get(call["name"]) if mode == "per_call" else None,
+            state=values,
+            runtime=runtime,
+        )
+        try:
+            return bool(when(request))
+        except Exception as exc:  # the exception's text may repeat the call's arguments
+            logger.warning(
+                "when rule of %s raised %s when checked before a resume; the middleware's "
+                "own check on resume decides",
+                call["name"],
+                type(exc).__name__,
+            )
+            return True

@@ -245,7 +245,7 @@ def build_worker(
         estimator=RowEstimator(workspace_dir=settings.workspace_dir),
         progress=notifier.progress,
         deployed=isinstance(agent.graph, RemoteAgent),
-        when=agent.when,
+        when_rules=agent.when_rules,
     )
     pacer = open_pacer(settings)  # one budget for the background Slack calls of all workers
     return Worker(

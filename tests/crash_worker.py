@@ -40,11 +40,10 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 
 from agent_bridge import event_loop, heap
-from agent_bridge.agent import build_agent, load_model, load_tools
+from agent_bridge.agent import build_agent, load_model, load_tools, when_rules_of
 from agent_bridge.arguments import tool_args_schema
 from agent_bridge.backend import open_backend
 from agent_bridge.graph import AgentGraph
-from agent_bridge.graph_agent import discover
 from agent_bridge.models import ApprovalRequest, Run
 from agent_bridge.policy_file import load_policy
 from agent_bridge.redis_bus import RedisBus
@@ -53,7 +52,7 @@ from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
 from agent_bridge.settings import WorkerSettings, read_settings
 from agent_bridge.store import ApprovalStore
-from agent_bridge.when_rules import WhenPredicate
+from agent_bridge.when_rules import WhenRules
 from agent_bridge.worker import Worker
 from bot.card_owner import CardOwner
 from bot.metrics_http import start_metrics_server
@@ -224,7 +223,7 @@ async def main(
     if crash_at == "after_tools":
         die_after_tool_writes(backend.checkpointer, "append_line")
     graph: AgentGraph
-    when: dict[str, WhenPredicate] = {}
+    when_rules = WhenRules()
     if settings.agent_url:
         graph = RemoteAgent(
             client=open_client(settings.agent_url, api_key=settings.langgraph_api_key),
@@ -238,7 +237,7 @@ async def main(
             policy=policy,
             checkpointer=backend.checkpointer,
         )
-        when = dict(discover(built).when)  # its middleware's, as assemble_agent reads them
+        when_rules = when_rules_of(built)  # its middleware's, as assemble_agent reads them
         graph = built
     if crash_at == "before_resume":
         graph = ResumeInterceptor(graph, on_resume=lambda _: die())
@@ -258,7 +257,7 @@ async def main(
         policy=policy,
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         deployed=bool(settings.agent_url),
-        when=when,
+        when_rules=when_rules,
     )
     worker = ReadyWorker(
         store=store,

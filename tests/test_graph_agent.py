@@ -65,6 +65,13 @@ def external_only(request: Any) -> bool:
     return not str(request.tool_call["args"].get("to", "")).endswith("@example.com")
 
 
+class MailRules:
+    """``when`` rules as methods of one object."""
+
+    def external(self, request: Any) -> bool:
+        return external_only(request)
+
+
 def graph_of_settings(settings: WorkerConfig) -> CompiledGraph:
     """An ``AGENT`` factory taking the worker's settings."""
     assert isinstance(settings, WorkerConfig)
@@ -106,15 +113,23 @@ class TestDiscover:
         with pytest.raises(ConfigurationError, match="gate send_email with different allowed"):
             discover(parent)
 
-    def test_a_tools_when_predicate_is_read_and_two_different_ones_are_refused(self) -> None:
+    def test_a_tools_when_predicate_is_read_unless_two_middlewares_disagree(self) -> None:
         assert dict(discover(gated_agent(["approve"])).when) == {}
-        shared = discover(parent_of(*[gated_agent(["approve"], when=external_only)] * 2))
-        assert dict(shared.when) == {"send_email": external_only}
-        parent = parent_of(
-            gated_agent(["approve"], when=external_only), gated_agent(["approve"], when=None)
+        rules = MailRules()
+        shared = discover(  # one rule, as a bound method: a new object at each access
+            parent_of(
+                gated_agent(["approve"], when=rules.external),
+                gated_agent(["approve"], when=rules.external),
+            )
         )
-        with pytest.raises(ConfigurationError, match="send_email with different when"):
-            discover(parent)
+        assert dict(shared.when) == {"send_email": rules.external}
+        unequal = discover(  # which one raised a call's interrupt is not known: none
+            parent_of(
+                gated_agent(["approve"], when=external_only), gated_agent(["approve"], when=None)
+            )
+        )
+        assert dict(unequal.gated) == {"send_email": ("approve",)}
+        assert dict(unequal.when) == {}
 
     def test_two_interrupt_modes_in_one_graph_are_refused(self) -> None:
         parent = parent_of(make_graph("batched"), make_graph("per_call"))
