@@ -47,7 +47,7 @@ from agent_bridge.models import (
 from agent_bridge.policy import Policy
 from agent_bridge.redaction import scrub, secret_values
 from agent_bridge.sql_risk import RowEstimate, SqlRisk, analyse
-from agent_bridge.when_rules import WhenRules
+from agent_bridge.when_rules import RaisedIn, WhenRules
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +199,6 @@ class Placement:
             among them was raised since, by the running middleware.
         when_rules: The running middleware's ``when`` predicates, asked before a resume
             (``decisions_now``).
-        config: The run's ``RunnableConfig``, as its predicates are given it.
     """
 
     run: Run
@@ -210,7 +209,6 @@ class Placement:
     gating_here: bool = True
     drawn: frozenset[str] = frozenset()
     when_rules: WhenRules = field(default_factory=WhenRules)
-    config: Mapping[str, Any] = field(default_factory=dict)
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -230,7 +228,7 @@ class Placement:
         *,
         own_call: bool,
         call: Mapping[str, Any],
-        state: Mapping[str, Any],
+        raised: RaisedIn,
     ) -> list[DecisionType]:
         """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
         ``tool_name`` whose interrupt (``mode``: ``batched`` or ``per_call``) ``offered``
@@ -252,8 +250,8 @@ class Placement:
 
         The tool's ``when`` predicate, if the running middleware has one, is asked
         whether it still asks about ``call`` (the action: ``name``, ``args``, ``id``), as
-        the middleware will on resume (``WhenRules.asks_about``, with ``state``, the
-        raising graph's values).
+        the middleware will on resume (``WhenRules.asks_about``, with ``raised``: where
+        the interrupt was raised).
 
         Raises:
             UndecidableCallError: A deploy stopped gating the tool, or changed
@@ -286,7 +284,7 @@ class Placement:
                 "the decision made on it (it would run the call unreviewed, or ask about it "
                 "again), so the run stops without running it. Start the task again"
             )
-        if not self.when_rules.asks_about(call, mode=mode, state=state, config=self.config):
+        if not self.when_rules.asks_about(call, mode=mode, raised=raised):
             raise UndecidableCallError(
                 f"the call to {tool_name!r} waits for a review, but the `when` rule the agent "
                 f"gates {tool_name!r} with now lets it through (a deploy changed the rule "
@@ -403,7 +401,7 @@ def approval_requests(
     *,
     messages: Sequence[BaseMessage],
     placement: Placement,
-    state: Mapping[str, Any] | None = None,
+    raised: RaisedIn | None = None,
 ) -> list[ApprovalRequest]:
     """Return the approval requests of ``interrupts``: one per gated tool call of a
     ``HumanInTheLoopMiddleware`` interrupt, and those of every other interrupt
@@ -414,21 +412,21 @@ def approval_requests(
             sub-graphs and parallel branches included).
         messages: The ``thread_id``'s messages, to find batched calls' tool call IDs.
         placement: The run, policy, schemas and where the cards go.
-        state: The values of the graph that raised them (their ``when`` rules are given
-            it, ``Placement.decisions_now``); ``None``: only ``messages``.
+        raised: Where they were raised (their ``when`` rules are given it,
+            ``Placement.decisions_now``); ``None``: a state of ``messages`` alone.
 
     Returns:
         Requests in interrupt order, then ``action_requests`` order.
     """
-    values = {"messages": list(messages)} if state is None else state
+    node = RaisedIn(values={"messages": list(messages)}) if raised is None else raised
     requests: list[ApprovalRequest] = []
     for interrupt in interrupts:
         if not is_hitl(interrupt):
             requests.extend(_other_requests(interrupt, placement))
         elif interrupt.value.get("type") == "tool_approval":
-            requests.append(_per_call_request(interrupt, messages, placement, values))
+            requests.append(_per_call_request(interrupt, messages, placement, node))
         else:
-            requests.extend(_batched_requests(interrupt, messages, placement, values))
+            requests.extend(_batched_requests(interrupt, messages, placement, node))
     return requests
 
 
@@ -454,10 +452,9 @@ def _per_call_request(
     interrupt: Interrupt,
     messages: Sequence[BaseMessage],
     placement: Placement,
-    state: Mapping[str, Any],
+    raised: RaisedIn,
 ) -> ApprovalRequest:
-    """The one request of a per-call ``ToolApprovalRequest`` (``state``: the raising
-    graph's values)."""
+    """The one request of a per-call ``ToolApprovalRequest`` (``raised``: where)."""
     value = interrupt.value
     tool_policy = placement.policy.gated(value["name"])
     allowed = placement.decisions_now(
@@ -468,7 +465,7 @@ def _per_call_request(
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
         own_call=_made_in_turn(messages, value),
         call={"name": value["name"], "args": value["args"], "id": value.get("tool_call_id")},
-        state=state,
+        raised=raised,
     )
     call_id = call_ids.latest_call_id(messages, value.get("tool_call_id"))
     return placement.request(
@@ -526,11 +523,11 @@ def _batched_requests(
     interrupt: Interrupt,
     messages: Sequence[BaseMessage],
     placement: Placement,
-    state: Mapping[str, Any],
+    raised: RaisedIn,
 ) -> list[ApprovalRequest]:
     """One request per action of a batched ``HITLRequest``, ``index`` = its position;
     without Edit where the middleware would not confine an edit to the call
-    (``TurnCall.edit_withheld``). ``state``: the raising graph's values.
+    (``TurnCall.edit_withheld``). ``raised``: where the interrupt was raised.
 
     Raises:
         UndecidableCallError: A call whose review allows only Edit, withheld; a call of
@@ -557,7 +554,7 @@ def _batched_requests(
             or DECISION_TYPES,
             own_call=call.known,
             call={"name": action["name"], "args": action["args"], "id": call.model_id},
-            state=state,
+            raised=raised,
         )
         why = call.edit_withheld() if "edit" in allowed else None
         if why is not None:

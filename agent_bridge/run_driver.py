@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import START, TAG_HIDDEN
+from langgraph.runtime import ExecutionInfo
 from langgraph.types import Command, Interrupt, StateSnapshot, interrupt
 from pydantic import ValidationError
 
@@ -41,7 +42,7 @@ from agent_bridge.remote_agent import REFUSED_TITLE
 from agent_bridge.row_estimate import RowEstimator
 from agent_bridge.run_messages import RunMessages, ToolCalls
 from agent_bridge.store import ApprovalStore
-from agent_bridge.when_rules import WhenRules
+from agent_bridge.when_rules import RaisedIn, WhenRules
 
 logger = logging.getLogger(__name__)
 
@@ -462,7 +463,6 @@ class RunDriver:
             gating_here=not self.deployed,
             drawn=frozenset(r.interrupt_id for r in drawn),
             when_rules=self.when_rules,
-            config=thread_config(run.thread_id),
         )
 
     def _requests_of(
@@ -481,7 +481,7 @@ class RunDriver:
                 [interrupt],
                 messages=turn_messages(snapshot, interrupt),
                 placement=placement,
-                state=_values(_raised_in(snapshot, interrupt.id)[0]),
+                raised=raised_in(snapshot, interrupt.id, thread_id=run.thread_id),
             )
         ]
 
@@ -625,6 +625,27 @@ def messages_of(snapshot: Any, interrupt_id: str) -> list[Any]:
     """
     state, _ = _raised_in(snapshot, interrupt_id)
     return _messages(state)
+
+
+def raised_in(snapshot: Any, interrupt_id: str, *, thread_id: str) -> RaisedIn:
+    """Where ``interrupt_id`` was raised, as LangChain describes it to a ``when`` rule:
+    the state of the graph whose node raised it (``_raised_in``), that state's config,
+    and the node's ``ExecutionInfo`` (its checkpoint, namespace and task, in
+    ``thread_id``)."""
+    state, task = _raised_in(snapshot, interrupt_id)
+    config = state.config if isinstance(getattr(state, "config", None), dict) else {}
+    configurable = config.get("configurable", {})
+    execution = (
+        ExecutionInfo(
+            checkpoint_id=str(configurable.get("checkpoint_id", "")),
+            checkpoint_ns=str(configurable.get("checkpoint_ns", "")),
+            task_id=task.id,
+            thread_id=thread_id,
+        )
+        if task is not None
+        else None
+    )
+    return RaisedIn(values=_values(state), config=config, execution=execution)
 
 
 def _raised_in(snapshot: Any, interrupt_id: str) -> tuple[Any, Any]:

@@ -25,6 +25,7 @@ from langchain.agents.middleware.types import ToolCallRequest
 from langchain_core.messages import ToolCall
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolRuntime
+from langgraph.runtime import ExecutionInfo
 from langgraph.store.base import BaseStore
 
 from agent_bridge.models import InterruptMode
@@ -33,6 +34,23 @@ logger = logging.getLogger(__name__)
 
 WhenPredicate: TypeAlias = Callable[[ToolCallRequest], bool]
 """A gated tool's ``when``: ``True`` to ask a person about the call, ``False`` to run it."""
+
+
+@dataclass(frozen=True)
+class RaisedIn:
+    """The node that raised an interrupt, as LangChain describes it to a ``when`` rule.
+
+    Attributes:
+        values: The state of the node's graph at the interrupt (its checkpoint's values;
+            a sub-agent's own for a sub-agent node).
+        config: That state's ``RunnableConfig`` (``thread_id``, ``checkpoint_ns``,
+            ``checkpoint_id``).
+        execution: The node's ``ExecutionInfo`` (thread, checkpoint, task), if known.
+    """
+
+    values: Mapping[str, Any]
+    config: Mapping[str, Any] = field(default_factory=dict)
+    execution: ExecutionInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -56,23 +74,21 @@ class WhenRules:
         call: Mapping[str, Any],
         *,
         mode: InterruptMode,
-        state: Mapping[str, Any],
-        config: Mapping[str, Any],
+        raised: RaisedIn,
     ) -> bool:
         """Whether the middleware, asking the tool's predicate on resume, will ask about
         ``call`` again (so that it takes the decision given for it).
 
         The ``ToolCallRequest`` is built as LangChain builds it: the call, the state of
-        the graph that raised the interrupt, a ``ToolRuntime`` with the graph's store and
-        no ``context`` (the worker runs its graph with none); ``tool`` is ``None`` for a
-        batched call (``after_model``) and the tool for a per-call one
-        (``wrap_tool_call``).
+        the graph that raised the interrupt, a ``ToolRuntime`` with its config, the node's
+        ``ExecutionInfo``, the graph's store and no ``context`` (the worker runs its graph
+        with none); ``tool`` is ``None`` for a batched call (``after_model``) and the tool
+        for a per-call one (``wrap_tool_call``, whose runtime lists the tools too).
 
         Args:
             call: The tool call (``name``, ``args``, ``id``) the interrupt is about.
             mode: The interrupt's: ``batched`` or ``per_call``.
-            state: The raising graph's values at the interrupt (its checkpoint's).
-            config: The run's ``RunnableConfig`` (its ``thread_id``).
+            raised: Where the interrupt was raised.
 
         Returns:
             ``True`` for a tool without a predicate. A predicate that raises here is
@@ -84,18 +100,21 @@ class WhenRules:
         if when is None:
             return True
         tool_call = ToolCall(name=call["name"], args=dict(call["args"]), id=call.get("id"))
-        values = dict(state)
+        values = dict(raised.values)
+        per_call = mode == "per_call"
         runtime = ToolRuntime(
             state=values,
             context=None,
-            config=dict(config),  # type: ignore[arg-type]
+            config=dict(raised.config),  # type: ignore[arg-type]
             stream_writer=lambda _chunk: None,
             tool_call_id=tool_call["id"],
             store=self.store,
+            tools=list(self.tools.values()) if per_call else [],
+            execution_info=raised.execution,
         )
         request = ToolCallRequest(
             tool_call=tool_call,
-            tool=self.tools.get(call["name"]) if mode == "per_call" else None,
+            tool=self.tools.get(call["name"]) if per_call else None,
             state=values,
             runtime=runtime,
         )

@@ -1,9 +1,10 @@
 """A compiled graph's ``when`` rules, asked before a resume (``when_rules``): with no
-deploy, a rule that reads the tool, the store or the state the middleware gives it is
-asked as LangChain asks it, and a rejected call's run ends without a false stop; a
-deploy adding a rule to a sub-agent (a subgraph node) that lets the call through stops
-the run without sending the email. Real ``create_agent`` graphs and
-``HumanInTheLoopMiddleware``; the driver built as the worker builds it."""
+deploy, a rule that reads the tool, the store, the state or the execution info the
+middleware gives it is asked as LangChain asks it, and a rejected call's run ends
+without a false stop; a deploy adding a rule that lets the call through (to a sub-agent
+node, or one reading the execution info) stops the run without sending the email. Real
+``create_agent`` graphs and ``HumanInTheLoopMiddleware``; the driver built as the worker
+builds it."""
 
 from __future__ import annotations
 
@@ -174,4 +175,41 @@ async def test_a_rule_a_deploy_added_to_a_sub_agent_stops_the_run_unsent(
     deployed = driver_of(store, parent_of_sub_agent(mode, never), saver)
     with pytest.raises(UndecidableCallError, match="now lets it through"):
         await deployed.drive(run)
+    assert sent[subject] == 0
+
+
+TRUSTED_THREADS = InMemoryStore()
+"""The store of the graphs below: threads whose mail needs no review."""
+
+
+def untrusted_thread(request: Any) -> bool:
+    """Review mail unless the run's thread is listed as trusted (read by the thread ID the
+    middleware's ``ExecutionInfo`` gives)."""
+    thread = request.runtime.execution_info.thread_id
+    return request.runtime.store.get(("trusted",), thread) is None
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_rule_reading_the_execution_info_is_asked_with_it(
+    store: ApprovalStore, mode: MiddlewareMode
+) -> None:
+    """A deploy adds a rule reading ``runtime.execution_info`` that lets this thread's
+    call through: the check gives the rule the node's thread, checkpoint and task, as
+    LangChain does, so it answers as LangChain will, and the run stops unsent (had the
+    check's request lacked it, the rule would raise there, be left to LangChain, and the
+    rejected email would go)."""
+
+    def graph(when: Any) -> CompiledGraph:
+        return create_agent(
+            ScriptedChatModel(),
+            tools=[send_email, lookup_customer],
+            middleware=[gating(when, mode)],
+            store=TRUSTED_THREADS,
+        )
+
+    saver, subject = InMemorySaver(), f"execution-info-{mode}"
+    run = await rejected(store, driver_of(store, graph(None), saver), subject)
+    TRUSTED_THREADS.put(("trusted",), run.thread_id, {"by": "ops"})
+    with pytest.raises(UndecidableCallError, match="now lets it through"):
+        await driver_of(store, graph(untrusted_thread), saver).drive(run)
     assert sent[subject] == 0
