@@ -31,11 +31,11 @@ from typing import Any
 
 from agent_bridge import call_ids
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.models import ApprovalState, Run, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.progress import Phase, Progress, WaitingCard, progress_of, reviewed_calls
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackCallError
-from bot.progress_blocks import render_progress
+from bot.progress_blocks import CARDS_SHOWN_MAX, render_progress
 from bot.slack_gateway import Slack
 
 logger = logging.getLogger(__name__)
@@ -127,10 +127,13 @@ class ProgressReporter:
         Not drawn when this process last drew the same (a sweep driving a run whose card
         cannot be posted, a drive that changed nothing): the same counts, and every
         request of the run at the same state, revision and ``ts``. Revisions only grow,
-        and another worker draws over the message only in a stream, which follows a
-        change of a request's state (decided, then applied); a drive cut before its end
-        (``Run.drives_before``) may have drawn anything, so after one it is drawn. A card
-        whose link could not be fetched is drawn again by the next drive.
+        and another worker draws something else over the message only in a stream, which
+        follows a change of a request's state (decided, then applied); a drive cut before
+        its end (``Run.drives_before``) may have drawn anything, so after one it is drawn.
+        Links are fetched for the cards shown (``CARDS_SHOWN_MAX``); one whose fetch
+        failed for a passing reason is fetched and drawn again by the next drive. (Another
+        worker's drawing of the same state whose fetch failed stays until the state
+        changes or that worker drives again: the cards themselves are unaffected.)
         """
         line = self._line(run)
         try:
@@ -148,17 +151,23 @@ class ProgressReporter:
         )
         if line.shown == shown and not run.drives_before:
             return
-        cards = [
-            WaitingCard(r.tool_name, await self._link(r.team_id, r.channel_id, r.message_ts))
-            for r in requests
-            if r.state == ApprovalState.PENDING and r.message_ts is not None
+        pending = [
+            r for r in requests if r.state == ApprovalState.PENDING and r.message_ts is not None
         ]
+        cards: list[WaitingCard] = []
+        settled = True
+        for index, request in enumerate(pending):
+            link = None
+            if index < CARDS_SHOWN_MAX:  # the others are counted, not linked
+                link, found = await self._link(request)
+                settled = settled and found
+            cards.append(WaitingCard(request.tool_name, link))
         async with line.lock:
             if self._lines.get(run.run_id) is not line:
                 return  # ended meanwhile: its final drawing stands
             await self._take_over(line)
             line.progress = Progress(Phase.WAITING, unreviewed=unreviewed, waiting=tuple(cards))
-            if await self._send(line) and all(card.link for card in cards):
+            if await self._send(line) and settled:
                 line.shown = shown
 
     async def _take_over(self, line: _Line) -> None:
@@ -311,21 +320,25 @@ class ProgressReporter:
         line.reviewed |= reviewed_calls(requests)
         line.seen |= ids
 
-    async def _link(
-        self, team_id: str | None, channel_id: str | None, ts: str | None
-    ) -> str | None:
-        """A card's permalink (``chat.getPermalink``, remembered); ``None`` on failure."""
+    async def _link(self, request: ApprovalRequest) -> tuple[str | None, bool]:
+        """The permalink of ``request``'s card (``chat.getPermalink``, remembered), and
+        whether that is settled: ``(None, True)`` when Slack refused it for good (the
+        message is gone), ``(None, False)`` for a passing failure."""
+        channel_id, ts = request.channel_id, request.message_ts
         if channel_id is None or ts is None:
-            return None
+            return None, True
         key = (channel_id, ts)
         if key not in self._links:
             try:
                 self._links[key] = await self.slack.permalink(
-                    team_id=team_id, channel_id=channel_id, ts=ts
+                    team_id=request.team_id, channel_id=channel_id, ts=ts
                 )
-            except (SlackCallError, StoreUnavailableError) as exc:
+            except SlackCallError as exc:
                 logger.info("card %s link not found: %s", ts, exc)
-                return None
+                return None, not exc.retryable
+            except StoreUnavailableError as exc:  # the workspace's token read
+                logger.info("card %s link not found: %s", ts, exc)
+                return None, False
             if len(self._links) > LINES_KEPT * 4:
                 self._links.pop(next(iter(self._links)))
-        return self._links[key]
+        return self._links[key], True

@@ -258,6 +258,7 @@ async def main(
         args_schemas={t.name: tool_args_schema(t) for t in tools},
         deployed=bool(settings.agent_url),
         when_rules=when_rules,
+        progress=notifier.progress,  # the run's header drawn as production's worker does
     )
     worker = ReadyWorker(
         store=store,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from tests.crash_worker import POINTS
 from tests.harness import Harness
@@ -31,6 +31,22 @@ REASON = "Archive the rows before deleting them."
 def harness_options() -> dict[str, Any]:
     """Sandbox and web app in this process; the worker is a child process (see below)."""
     return {"workers": 0}
+
+
+async def waiting_on(harness: Harness, run: Run, request: ApprovalRequest) -> str:
+    """Wait until ``run``'s header says it waits for approval on ``request``'s card
+    alone, linked to it; return its blocks as JSON."""
+    current = await harness.store.get_run(run.run_id)
+    card = f"/p{(request.message_ts or '').replace('.', '')}"
+
+    async def shown() -> str | None:
+        header = json.dumps(
+            harness.sandbox.message(current.channel_id, current.thread_ts or "")["blocks"]
+        )
+        waiting = "Waiting for approval" in header and header.count("/archives/") == 1
+        return header if waiting and card in header else None
+
+    return await harness.wait_for(shown)
 
 
 def approval_cards(harness: Harness) -> int:
@@ -122,6 +138,7 @@ async def test_a_run_killed_after_its_tools_ran_goes_on_to_its_next_turn(
         await harness.click(first, "approve")
         worker = await restarted(worker, harness, log, agent=LEDGER_AGENT)
         _, second = await harness.requests(run, count=2)
+        await waiting_on(harness, run, second)  # the restarted worker's header, truthful
         await harness.click(second, "approve")
         done = await harness.finished(run)
     finally:

@@ -25,6 +25,7 @@ from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackUnavailableError
 from bot.progress import LINES_KEPT, PROGRESS_INTERVAL_S, ProgressReporter
+from bot.progress_blocks import CARDS_SHOWN_MAX
 from bot.testing import MemoryGateway
 from tests.harness import CHANNEL, Harness
 
@@ -658,3 +659,36 @@ async def test_waiting_never_raises(sqlite_store: ApprovalStore) -> None:
     await post_cards(sqlite_store, slack, run, 1)
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await reporter.waiting(run, counted(0))  # logged, not raised into the drive
+
+
+@dataclass
+class CountingLinks(CountingGateway):
+    """Counts ``chat.getPermalink`` calls."""
+
+    links_asked: int = 0
+
+    async def permalink(self, *, team_id: str | None, channel_id: str, ts: str) -> str:
+        self.links_asked += 1
+        return await super().permalink(team_id=team_id, channel_id=channel_id, ts=ts)
+
+
+async def test_only_the_cards_shown_are_linked_and_a_gone_one_is_not_asked_again(
+    sqlite_store: ApprovalStore,
+) -> None:
+    # A batch of 40: the header shows CARDS_SHOWN_MAX links and counts the rest, so only
+    # those are fetched while the lease is held. A card whose message is gone for good
+    # (message_not_found) is drawn unlinked once; the next drive of the same state
+    # draws nothing and asks Slack nothing.
+    slack = CountingLinks()
+    run = await a_run(slack)
+    await sqlite_store.create_run(run)
+    await post_cards(sqlite_store, slack, run, 40)
+    (first,) = [r for r in await sqlite_store.requests_for_run(run.run_id) if r.index == 0]
+    del slack.messages[("C1", first.message_ts or "")]  # someone deleted the first card
+    reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
+    await reporter.waiting(run, counted(0))
+    assert slack.links_asked == CARDS_SHOWN_MAX
+    assert header(slack, run).count("memory.slack/archives/") == CARDS_SHOWN_MAX - 1
+    assert "30 more" in header(slack, run)
+    await reporter.waiting(run, counted(0))  # the next sweep, nothing changed
+    assert slack.links_asked == CARDS_SHOWN_MAX and len(slack.updates) == 1
