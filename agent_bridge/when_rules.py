@@ -63,11 +63,15 @@ class WhenRules:
             (``graph_agent.GraphShape.when``), for gated tools that have one.
         tools: Tool name -> tool: a per-call predicate gets the call's tool.
         store: The graph's store (``Pregel.store``), in the predicate's ``ToolRuntime``.
+        sole_gated: The tools the graph's one ``HumanInTheLoopMiddleware`` gates, so
+            every batched interrupt is its; ``None`` when the graph has several (a
+            sub-agent node's may gate other tools) or none.
     """
 
     predicates: Mapping[str, WhenPredicate] = field(default_factory=dict)
     tools: Mapping[str, BaseTool] = field(default_factory=dict)
     store: BaseStore | None = None
+    sole_gated: frozenset[str] | None = None
 
     def asks_about(
         self,
@@ -75,7 +79,7 @@ class WhenRules:
         *,
         mode: InterruptMode,
         raised: RaisedIn,
-    ) -> bool:
+    ) -> bool | None:
         """Whether the middleware, asking the tool's predicate on resume, will ask about
         ``call`` again (so that it takes the decision given for it).
 
@@ -91,10 +95,10 @@ class WhenRules:
             raised: Where the interrupt was raised.
 
         Returns:
-            ``True`` for a tool without a predicate. A predicate that raises here is
-            logged and taken as asking (the middleware's own call of it decides, as it
-            did before this check), so that a predicate reading what this request
-            lacks does not stop every run it gates.
+            ``True`` for a tool without a predicate; ``None`` when the predicate raised
+            here (logged): not known, so the middleware's own call of it decides, as it
+            did before this check, and a predicate reading what this request lacks does
+            not stop every run it gates.
         """
         when = self.predicates.get(call["name"])
         if when is None:
@@ -127,4 +131,4 @@ class WhenRules:
                 call["name"],
                 type(exc).__name__,
             )
-            return True
+            return None

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
 from langgraph.constants import TAG_HIDDEN
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -451,8 +453,8 @@ async def test_a_when_rule_that_raises_on_the_check_is_left_to_langchain(
     with caplog.at_level(logging.WARNING, logger="agent_bridge.when_rules"):
         with pytest.raises(Exception, match="mode"):
             await driver.drive(run)
-    [record] = caplog.records
-    assert "raised KeyError" in record.getMessage() and "'mode'" not in record.getMessage()
+    logged = [record.getMessage() for record in caplog.records]
+    assert logged and all("raised KeyError" in m and "'mode'" not in m for m in logged)
     assert not (tmp_path / "ws/files/a.txt").exists()
 
 
@@ -477,6 +479,85 @@ async def test_a_when_rule_a_deploy_added_that_still_asks_takes_the_rejection(
     (rejected,) = await store.requests_for_run(run.run_id)
     assert rejected.state == ApprovalState.APPLIED
     assert not (tmp_path / "ws/files/a.txt").exists()
+
+
+WRITE_AND_READ = json.dumps(
+    {
+        "tool_calls": [
+            {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+            {"name": "read_data", "args": {"table": "orders"}},
+        ]
+    }
+)
+
+
+async def test_a_deploy_gating_another_call_of_a_waiting_turn_stops_the_run_before_any_runs(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """The turn wrote ``a.txt`` (gated) and read ``orders`` (not); while the Reject
+    waited, a deploy gated ``read_data`` too. LangChain's batched middleware would gather
+    two gated calls against one decision and raise, after which the cards would say the
+    calls may have run: the drive stops the run first, saying why, and no tool ran."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy("batched"))
+    run = await new_run(store, WRITE_AND_READ)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.tool_name == "write_file"
+    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
+
+    now = base_policy("batched").read_text().replace("read_data: false", "read_data: true")
+    assert now != base_policy("batched").read_text()
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    with pytest.raises(UndecidableCallError, match=r"reviews 2 of this turn's calls"):
+        await driver.drive(await store.get_run(run.run_id))
+    assert not (tmp_path / "ws/files/a.txt").exists()
+    state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
+    assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+
+
+def absolute_by_config(request: Any) -> bool:
+    """Review absolute paths; reads LangGraph's ``get_config()``, which works inside the
+    middleware's node and raises outside a run (the driver's check)."""
+    assert get_config()["configurable"]["thread_id"]
+    return str(request.tool_call["args"]["path"]).startswith("/")
+
+
+async def test_a_rule_raising_on_the_check_leaves_the_turn_to_langchain(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """No deploy: the rule gates the absolute path and lets the relative one through, and
+    raises on the driver's check (outside a run). The check does not count the relative
+    call as asked (it cannot tell), so the run goes on: the Reject is taken, the
+    relative write runs unreviewed, the absolute one does not."""
+    policy = tmp_path / "rule.yml"
+    policy.write_text(
+        base_policy("batched")
+        .read_text()
+        .replace(
+            f"write_file:\n    {ALL_FOUR}\n",
+            f"write_file:\n    {ALL_FOUR}\n    when: {__name__}:absolute_by_config\n",
+        )
+    )
+    notifier = RecordingNotifier(store)
+    driver, _ = driver_for(store, tmp_path, notifier, {}, policy)
+    task = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "write_file", "args": {"path": "/abs.txt", "content": "x"}},
+                {"name": "write_file", "args": {"path": "rel.txt", "content": "y"}},
+            ]
+        }
+    )
+    run = await new_run(store, task)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    assert request.args["path"] == "/abs.txt"
+    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
+    state, _ = await driver.drive(await store.get_run(run.run_id))
+    assert state == RunState.DONE
+    assert (tmp_path / "ws/files/rel.txt").exists()
+    assert not (tmp_path / "ws/files/abs.txt").exists()
 
 
 async def test_a_reopened_call_takes_the_time_limit_a_deploy_set(
