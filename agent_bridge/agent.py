@@ -259,15 +259,10 @@ def assemble_agent(
 
 
 def when_rules_of(graph: CompiledGraph) -> WhenRules:
-    """The ``when`` predicates of ``graph``'s middleware, its tools and its store, and
-    what its one middleware gates: what the driver asks before a resume (``when_rules``)."""
+    """The ``when`` predicates of ``graph``'s middleware, its tools and its store: what
+    the driver asks before a resume (``when_rules``)."""
     shape = discover(graph)
-    return WhenRules(
-        predicates=shape.when,
-        tools=shape.tools,
-        store=graph.store,
-        sole_gated=frozenset(shape.gated) if shape.middlewares == 1 else None,
-    )
+    return WhenRules(predicates=shape.when, tools=shape.tools, store=graph.store)
 
 
 def with_step_timeout(

@@ -54,14 +54,12 @@ class GraphShape:
             tool that has one (``when_rules``: asked again before a resume), but a tool
             two middlewares give unequal predicates (which one a call's interrupt came
             from is not known: the check is left to LangChain's on resume).
-        middlewares: How many ``HumanInTheLoopMiddleware`` instances the graph runs.
     """
 
     tools: Mapping[str, BaseTool]
     gated: Mapping[str, tuple[MiddlewareDecisionType, ...]]
     interrupt_mode: MiddlewareMode | None
     when: Mapping[str, WhenPredicate] = field(default_factory=dict)
-    middlewares: int = 0
 
     @property
     def args_schemas(self) -> dict[str, dict[str, Any]]:
@@ -89,7 +87,6 @@ def discover(graph: CompiledGraph) -> GraphShape:
     tools: dict[str, BaseTool] = {}
     gated: dict[str, tuple[MiddlewareDecisionType, ...]] = {}
     modes: set[MiddlewareMode] = set()
-    found: set[int] = set()
     when: dict[str, WhenPredicate | None] = {}
     unequal: set[str] = set()
     for node in _nodes(graph):
@@ -105,7 +102,6 @@ def discover(graph: CompiledGraph) -> GraphShape:
         if middleware is None:
             continue
         modes.add(middleware.interrupt_mode)
-        found.add(id(middleware))
         for name, config in middleware.interrupt_on.items():
             allowed = tuple(dict.fromkeys(config["allowed_decisions"]))
             if gated.setdefault(name, allowed) != allowed:
@@ -140,7 +136,6 @@ def discover(graph: CompiledGraph) -> GraphShape:
             for name, predicate in when.items()
             if predicate is not None and name not in unequal
         },
-        middlewares=len(found),
     )
 
 

@@ -294,52 +294,6 @@ class Placement:
             )
         return [d for d in DECISION_TYPES if d in tool_policy.allowed_decisions]
 
-    def check_turn(
-        self,
-        interrupt: Interrupt,
-        actions: Sequence[Mapping[str, Any]],
-        made: Sequence[Mapping[str, Any]],
-        *,
-        raised: RaisedIn,
-    ) -> None:
-        """Check that the running middleware, resuming a batched ``interrupt`` stored
-        before this drive, would ask about the same calls of the turn (``made``: each
-        call as the model made it) as the interrupt's ``actions``, in order.
-
-        On resume the batched middleware gathers the turn's gated calls again, by its
-        ``interrupt_on`` and ``when`` rules as they are now, and pairs them with the
-        decisions by position; it raises ``ValueError`` when the counts differ
-        (``HumanInTheLoopMiddleware.after_model``). Checked only when the graph has one
-        middleware (``WhenRules.sole_gated``: every batched interrupt is its), for an
-        interrupt stored before the drive, and when no rule raised here.
-
-        Raises:
-            UndecidableCallError: A deploy gated another call of the turn (a tool, or a
-                ``when`` rule that now asks): no tool of the turn has run; the run stops.
-        """
-        gated = self.when_rules.sole_gated
-        if not self.gating_here or gated is None or interrupt.id not in self.drawn:
-            return
-        asked: list[Mapping[str, Any]] = []
-        for call in made:
-            if call["name"] not in gated:
-                continue
-            answer = self.when_rules.asks_about(call, mode="batched", raised=raised)
-            if answer is None:
-                return  # a rule raised here: LangChain's own check decides
-            if answer:
-                asked.append(call)
-        now = [(c["name"], _arguments_key(c["args"])) for c in asked]
-        if now != [(a["name"], _arguments_key(a["args"])) for a in actions]:
-            names = ", ".join(name for name, _ in now) or "none"
-            raise UndecidableCallError(
-                f"the agent now reviews {len(now)} of this turn's calls ({names}), but the "
-                f"waiting review asked about {len(actions)} (a deploy changed which tools or "
-                "calls are gated since): LangChain's HumanInTheLoopMiddleware would refuse "
-                "the decisions made on these cards, so the run stops before any tool of the "
-                "turn runs. Start the task again"
-            )
-
     def request(
         self,
         interrupt: Interrupt,
@@ -578,8 +532,8 @@ def _batched_requests(
     Raises:
         UndecidableCallError: A call whose review allows only Edit, withheld; a call of
             the turn with no ID at all (``None``), which the middleware cannot answer; a
-            turn the running middleware would review otherwise (``Placement.check_turn``,
-            ``Placement.decisions_now``).
+            call the running middleware would not take a decision for
+            (``Placement.decisions_now``).
     """
     actions = list(interrupt.value["action_requests"])
     configs = list(interrupt.value.get("review_configs") or [])
@@ -629,8 +583,6 @@ def _batched_requests(
                 edit_withheld=why,
             )
         )
-    if all(call.known for call in matched):  # the agent's own turn, not a sub-agent's in a tool
-        placement.check_turn(interrupt, actions, [made for made, _ in calls], raised=raised)
     return requests
 
 

@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from typing import Any
 
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import START, TAG_HIDDEN
 from langgraph.runtime import ExecutionInfo
@@ -29,6 +30,7 @@ from agent_bridge.errors import (
     CheckpointLostError,
     CheckpointUnavailableError,
     StoreUnavailableError,
+    UndecidableCallError,
     error_text,
 )
 from agent_bridge.graph import AgentGraph, thread_config
@@ -274,7 +276,14 @@ class RunDriver:
     ) -> tuple[bool, dict[str, Any] | None]:
         """Stream ``graph_input``; return ``False`` if the graph refused the answer
         (its requests are pending again, with the reason), and the graph's final
-        values if the stream showed it ended (``_stream``)."""
+        values if the stream showed it ended (``_stream``).
+
+        Raises:
+            UndecidableCallError: A local graph's batched ``HumanInTheLoopMiddleware``
+                refused the turn's decisions (``_middleware_refused_the_turn``: a deploy
+                gated another call of the turn since its cards were drawn); no tool of
+                the turn ran, and with one interrupt resumed no answer counts as sent.
+        """
         try:
             ended = await self._stream(run, graph_input, config, calls)
         except ValidationError as exc:
@@ -290,6 +299,18 @@ class RunDriver:
             ):
                 raise
             return False, None
+        except ValueError as exc:
+            if self.deployed or not _middleware_refused_the_turn(exc):
+                raise
+            if len(plan.resume) == 1:  # one interrupt resumed: no other branch's tool ran
+                self._sent.pop(run.run_id, None)  # so its cards say the calls will not run
+            raise UndecidableCallError(
+                "LangChain's HumanInTheLoopMiddleware refused this turn's decisions on resume "
+                f"({type(exc).__name__} in after_model, in the worker's log): the agent now "
+                "gates other calls of the turn than the cards asked about (a deploy changed "
+                "which tools or calls are gated since), or a `when` rule raised. No tool of "
+                "the turn ran; the run stops. Start the task again"
+            ) from exc
         return True, ended
 
     async def _settle(
@@ -706,6 +727,23 @@ async def _nodes_failures_as_theirs(
 def _nodes(exc: Exception) -> RuntimeError:
     """``exc``, raised by a node of the graph, as the failure of the run it is."""
     return RuntimeError(f"a node raised {error_text(exc)}")
+
+
+def _middleware_refused_the_turn(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a ``HumanInTheLoopMiddleware``'s ``after_model`` (its
+    batched hook, run again on resume: it gathers the last turn's gated calls by its
+    configuration as it is now and raises ``ValueError`` when their count differs from
+    the decisions), so that no tool of the turn ran. Read from the traceback's frames (the
+    hook's own ``self``), which a tool's code does not control, never from the text."""
+    traceback = exc.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_name == "after_model" and isinstance(
+            frame.f_locals.get("self"), HumanInTheLoopMiddleware
+        ):
+            return True
+        traceback = traceback.tb_next
+    return False
 
 
 def _raised_by_langgraphs_runner(exc: BaseException) -> bool:

@@ -63,15 +63,11 @@ class WhenRules:
             (``graph_agent.GraphShape.when``), for gated tools that have one.
         tools: Tool name -> tool: a per-call predicate gets the call's tool.
         store: The graph's store (``Pregel.store``), in the predicate's ``ToolRuntime``.
-        sole_gated: The tools the graph's one ``HumanInTheLoopMiddleware`` gates, so
-            every batched interrupt is its; ``None`` when the graph has several (a
-            sub-agent node's may gate other tools) or none.
     """
 
     predicates: Mapping[str, WhenPredicate] = field(default_factory=dict)
     tools: Mapping[str, BaseTool] = field(default_factory=dict)
     store: BaseStore | None = None
-    sole_gated: frozenset[str] | None = None
 
     def asks_about(
         self,

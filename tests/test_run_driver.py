@@ -495,9 +495,10 @@ async def test_a_deploy_gating_another_call_of_a_waiting_turn_stops_the_run_befo
     store: ApprovalStore, tmp_path: Path
 ) -> None:
     """The turn wrote ``a.txt`` (gated) and read ``orders`` (not); while the Reject
-    waited, a deploy gated ``read_data`` too. LangChain's batched middleware would gather
-    two gated calls against one decision and raise, after which the cards would say the
-    calls may have run: the drive stops the run first, saying why, and no tool ran."""
+    waited, a deploy gated ``read_data`` too. LangChain's batched middleware gathers two
+    gated calls against one decision and raises before any tool of the turn runs: the
+    drive stops the run saying why, and no answer counts as sent (the cards say the
+    calls will not run, not that they may have)."""
     notifier = RecordingNotifier(store)
     driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy("batched"))
     run = await new_run(store, WRITE_AND_READ)
@@ -509,8 +510,9 @@ async def test_a_deploy_gating_another_call_of_a_waiting_turn_stops_the_run_befo
     now = base_policy("batched").read_text().replace("read_data: false", "read_data: true")
     assert now != base_policy("batched").read_text()
     driver = deployed(store, tmp_path, notifier, graph, now)
-    with pytest.raises(UndecidableCallError, match=r"reviews 2 of this turn's calls"):
+    with pytest.raises(UndecidableCallError, match=r"refused this turn's decisions"):
         await driver.drive(await store.get_run(run.run_id))
+    assert driver.answers_sent(run.run_id) == frozenset()
     assert not (tmp_path / "ws/files/a.txt").exists()
     state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
     assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
@@ -523,13 +525,13 @@ def absolute_by_config(request: Any) -> bool:
     return str(request.tool_call["args"]["path"]).startswith("/")
 
 
-async def test_a_rule_raising_on_the_check_leaves_the_turn_to_langchain(
+async def test_a_rule_raising_on_the_check_leaves_the_call_to_langchain(
     store: ApprovalStore, tmp_path: Path
 ) -> None:
     """No deploy: the rule gates the absolute path and lets the relative one through, and
-    raises on the driver's check (outside a run). The check does not count the relative
-    call as asked (it cannot tell), so the run goes on: the Reject is taken, the
-    relative write runs unreviewed, the absolute one does not."""
+    raises on the driver's check (outside a run): not known, so the run goes on and
+    LangChain's own check decides: the Reject is taken, the relative write runs
+    unreviewed, the absolute one does not."""
     policy = tmp_path / "rule.yml"
     policy.write_text(
         base_policy("batched")
