@@ -432,8 +432,10 @@ async def test_a_reviewed_call_with_an_empty_id_is_not_shown_as_unreviewed(
     assert "without review" in slack.updates[-1]
 
 
-async def post_cards(store: ApprovalStore, slack: MemoryGateway, run: Run, count: int) -> None:
-    """Store ``count`` pending requests of one batch of ``run``, their cards posted."""
+async def waiting_run(store: ApprovalStore, slack: MemoryGateway, count: int) -> Run:
+    """A stored run (``a_run``) waiting on ``count`` pending requests of one batch, their
+    cards posted in ``slack``."""
+    run = await store.create_run(await a_run(slack))
     await store.add_requests(
         ApprovalRequest(
             request_id=f"q{i}",
@@ -452,6 +454,7 @@ async def post_cards(store: ApprovalStore, slack: MemoryGateway, run: Run, count
     for i in range(count):
         ts = await slack.post_message(team_id="T1", channel_id="C1", text="card", blocks=[])
         await store.set_message(f"q{i}", channel_id="C1", message_ts=ts)
+    return run
 
 
 async def test_waiting_is_drawn_before_the_drive_ends_and_only_when_it_changed(
@@ -462,9 +465,7 @@ async def test_waiting_is_drawn_before_the_drive_ends_and_only_when_it_changed(
     # lands after what another worker draws next; a drive that changed nothing shown (a
     # sweep, again and again) draws nothing; one that decided a card of a batch drops it.
     slack = CountingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 2)
+    run = await waiting_run(sqlite_store, slack, 2)
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=3600.0)
     await worker_a.step(run, calling(counted(1), "write_file"))
     await Harness.wait_for(settled)
@@ -489,9 +490,7 @@ async def test_a_reopened_card_is_drawn_again(sqlite_store: ApprovalStore) -> No
     # reopened and A ends the next drive: what A shows is the same as it last drew, but
     # not what the message shows, and the card's revision tells.
     slack = CountingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 2)
+    run = await waiting_run(sqlite_store, slack, 2)
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await worker_a.waiting(run, counted(0))
@@ -509,9 +508,7 @@ async def test_a_worker_that_never_streamed_counts_what_ran_without_review(
     # A batch decided on another worker than the one that streamed the run: the counts
     # come from the checkpoint's messages, not from this process's memory.
     slack = CountingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 1)
+    run = await waiting_run(sqlite_store, slack, 1)
     fresh = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await fresh.waiting(run, calling(counted(3), "write_file"))
     assert "(3 times)" in slack.updates[-1] and "without review" in slack.updates[-1]
@@ -521,9 +518,7 @@ async def test_a_waiting_drawing_that_failed_is_drawn_by_the_next_drive(
     sqlite_store: ApprovalStore,
 ) -> None:
     slack = FailingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 1)
+    run = await waiting_run(sqlite_store, slack, 1)
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await reporter.waiting(run, counted(0))  # Slack failed: logged
     assert not slack.updates
@@ -552,9 +547,7 @@ async def test_a_card_whose_link_failed_is_linked_by_the_next_drive(
     sqlite_store: ApprovalStore,
 ) -> None:
     slack = FlakyLinks()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 1)
+    run = await waiting_run(sqlite_store, slack, 1)
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await reporter.waiting(run, counted(0))  # the link failed: the card unlinked
     assert "archives/" not in header(slack, run)
@@ -607,9 +600,7 @@ async def test_a_worker_draws_waiting_over_what_another_drew_since(
     # checkpoint took q0. A's next drive finds q0 applied and q1 pending as before: it
     # draws all the same (q0's state changed), so the header does not stay on "Running".
     slack = CountingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 2)
+    run = await waiting_run(sqlite_store, slack, 2)
     await sqlite_store.record_decision("q0", Decision(type="approve"), user_id="U2")
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     worker_b = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
@@ -629,9 +620,7 @@ async def test_a_worker_draws_waiting_after_a_drive_that_did_not_go_through(
 ) -> None:
     # The same, with nothing changed in the store: a cut drive may have drawn anything.
     slack = CountingGateway()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 1)
+    run = await waiting_run(sqlite_store, slack, 1)
     worker_a = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await worker_a.waiting(run, counted(1))
     assert len(slack.updates) == 1
@@ -654,9 +643,7 @@ class InstallationLookupFails(CountingGateway):
 
 async def test_waiting_never_raises(sqlite_store: ApprovalStore) -> None:
     slack = InstallationLookupFails()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 1)
+    run = await waiting_run(sqlite_store, slack, 1)
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)
     await reporter.waiting(run, counted(0))  # logged, not raised into the drive
 
@@ -680,9 +667,7 @@ async def test_only_the_cards_shown_are_linked_and_a_gone_one_is_not_asked_again
     # (message_not_found) is drawn unlinked once; the next drive of the same state
     # draws nothing and asks Slack nothing.
     slack = CountingLinks()
-    run = await a_run(slack)
-    await sqlite_store.create_run(run)
-    await post_cards(sqlite_store, slack, run, 40)
+    run = await waiting_run(sqlite_store, slack, 40)
     (first,) = [r for r in await sqlite_store.requests_for_run(run.run_id) if r.index == 0]
     del slack.messages[("C1", first.message_ts or "")]  # someone deleted the first card
     reporter = ProgressReporter(store=sqlite_store, slack=slack, interval_s=0.0)

@@ -464,17 +464,8 @@ async def test_a_when_rule_a_deploy_added_that_still_asks_takes_the_rejection(
 ) -> None:
     """The rule a deploy added still asks about the waiting call: the Reject is sent and
     taken, the run ends, nothing is written (no false stop of a run the rule reviews)."""
-    notifier = RecordingNotifier(store)
-    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
-    run = await new_run(store, WRITE_A)
-    assert await driver.drive(run) == (RunState.WAITING, None)
-    (request,) = await store.requests_for_run(run.run_id)
-    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
-
-    rule = f"write_file:\n    {ALL_FOUR}\n    when: {__name__}:still_asks\n"
-    now = base_policy(mode).read_text().replace(f"write_file:\n    {ALL_FOUR}\n", rule)
-    driver = deployed(store, tmp_path, notifier, graph, now)
-    state, _ = await driver.drive(await store.get_run(run.run_id))
+    driver, run = await rejected_then_deployed(store, tmp_path, mode, f"{__name__}:still_asks")
+    state, _ = await driver.drive(run)
     assert state == RunState.DONE
     (rejected,) = await store.requests_for_run(run.run_id)
     assert rejected.state == ApprovalState.APPLIED
