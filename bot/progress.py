@@ -63,7 +63,7 @@ class _Line:
         reviewed: Tool call IDs that had an approval request.
         seen: Tool call IDs of results ``reviewed`` was read after.
         shown: What ``waiting`` last drew, if it is still the message's latest drawing:
-            the unreviewed counts and each pending card's request ID, revision and ts.
+            the unreviewed counts and each request's ID, state, revision and ts.
     """
 
     run: Run
