@@ -39,6 +39,7 @@ from agent_bridge.lease import LeaseLost
 from agent_bridge.message_text import message_text
 from agent_bridge.models import (
     AlreadyDecided,
+    ApprovalRequest,
     ApprovalState,
     Decision,
     Run,
@@ -364,15 +365,55 @@ async def test_a_call_offers_what_a_deploy_allows_now_not_only_what_both_allowed
     assert not (tmp_path / "ws/files/b.txt").exists()
 
 
+UNGATED = (f"write_file:\n    {ALL_FOUR}\n", "write_file: false\n")
+WHEN_ADDED = (
+    f"write_file:\n    {ALL_FOUR}\n",
+    f"write_file:\n    {ALL_FOUR}\n    when: {PREDICATES}:writes_outside_workspace\n",
+)
+"""Deploys after which the middleware no longer gates the waiting ``write_file`` of
+``a.txt`` (a write inside the workspace): the tool is not gated, or its ``when`` rule
+lets the call through."""
+LET_THROUGH = [
+    ("batched", UNGATED, "no longer gates"),
+    ("per_call", UNGATED, "no longer gates"),
+    ("batched", WHEN_ADDED, "now lets it through"),
+    ("per_call", WHEN_ADDED, "now lets it through"),
+]
+LET_THROUGH_IDS = [
+    "ungated-batched",
+    "ungated-per-call",
+    "when-added-batched",
+    "when-added-per-call",
+]
+NOT_APPROVE = [
+    Decision(type="reject"),
+    Decision(type="edit", edited_args={"path": "b.txt", "content": "y"}),
+    Decision(type="respond", message="use b.txt"),
+]
+
+
+async def decided_then_deployed(
+    store: ApprovalStore, tmp_path: Path, mode: str, decision: Decision, change: tuple[str, str]
+) -> tuple[RunDriver, Run, ApprovalRequest]:
+    """A run paused on ``write_file`` (``a.txt``), ``decision`` recorded on it, and the
+    driver of a worker restarted with the policy ``change`` made (old text, new text)."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
+    run = await new_run(store, WRITE_A)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    (request,) = await store.requests_for_run(run.run_id)
+    await store.record_decision(request.request_id, decision, user_id="U2")
+    now = base_policy(mode).read_text().replace(*change)
+    assert now != base_policy(mode).read_text()
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    return driver, await store.get_run(run.run_id), request
+
+
+@pytest.mark.parametrize("decision", NOT_APPROVE, ids=lambda d: d.type)
 @pytest.mark.parametrize(
     ("mode", "change", "why"),
     [
-        ("batched", (f"write_file:\n    {ALL_FOUR}\n", "write_file: false\n"), "no longer gates"),
-        (
-            "per_call",
-            (f"write_file:\n    {ALL_FOUR}\n", "write_file: false\n"),
-            "no longer gates",
-        ),
+        *LET_THROUGH,
         (
             "per_call",
             ("interrupt_mode: per_call", "interrupt_mode: batched"),
@@ -383,46 +424,68 @@ async def test_a_call_offers_what_a_deploy_allows_now_not_only_what_both_allowed
             ("interrupt_mode: batched", "interrupt_mode: per_call"),
             "reviews calls per_call",
         ),
-        *[
-            (mode, (f"write_file:\n    {ALL_FOUR}\n", f"write_file:\n    {ALL_FOUR}\n{rule}"), why)
-            for mode in ("batched", "per_call")
-            for rule, why in [
-                (f"    when: {PREDICATES}:writes_outside_workspace\n", "now lets it through")
-            ]
-        ],
     ],
-    ids=[
-        "ungated-batched",
-        "ungated-per-call",
-        "per-call-to-batched",
-        "batched-to-per-call",
-        "when-added-batched",
-        "when-added-per-call",
-    ],
+    ids=[*LET_THROUGH_IDS, "per-call-to-batched", "batched-to-per-call"],
 )
-async def test_a_rejection_a_deploy_would_ignore_stops_the_run_before_the_call_runs(
-    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str], why: str
+async def test_a_decision_a_deploy_would_ignore_stops_the_run_before_the_call_runs(
+    store: ApprovalStore,
+    tmp_path: Path,
+    mode: str,
+    change: tuple[str, str],
+    why: str,
+    decision: Decision,
 ) -> None:
     """A deploy stopped gating ``write_file``, changed ``interrupt_mode``, or gave it a
     ``when`` rule that lets this call (a write inside the workspace) through, while a
-    Reject waited to be sent: the middleware would run the call anyway
-    (LangChain asks the rule again on resume) or ask about it again, so the drive stops
-    the run, saying why, and nothing is written."""
-    notifier = RecordingNotifier(store)
-    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
-    run = await new_run(store, WRITE_A)
-    assert await driver.drive(run) == (RunState.WAITING, None)
-    (request,) = await store.requests_for_run(run.run_id)
-    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
-
-    now = base_policy(mode).read_text().replace(*change)
-    assert now != base_policy(mode).read_text()
-    driver = deployed(store, tmp_path, notifier, graph, now)
+    Reject, an Edit or a Respond waited to be sent: the middleware would run the call as
+    proposed anyway (LangChain asks the rule again on resume) or ask about it again, so
+    the drive stops the run, saying why, and nothing is written."""
+    driver, run, _ = await decided_then_deployed(store, tmp_path, mode, decision, change)
     with pytest.raises(UndecidableCallError, match=why):
-        await driver.drive(await store.get_run(run.run_id))
+        await driver.drive(run)
     assert not (tmp_path / "ws/files/a.txt").exists()
+    assert not (tmp_path / "ws/files/b.txt").exists()
     (still,) = await store.requests_for_run(run.run_id)
     assert still.state == ApprovalState.DECIDED  # not marked applied: it was not
+
+
+@pytest.mark.parametrize(("mode", "change", "why"), LET_THROUGH, ids=LET_THROUGH_IDS)
+async def test_an_approval_a_deploy_no_longer_gates_runs_the_call_as_approved(
+    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str], why: str
+) -> None:
+    """The same deploys while an Approve waited: the middleware runs the call as it was
+    proposed, which is what the reviewer decided, so the run goes on to its end (it
+    stopped, saying the call would not run), the call runs once and its card is applied."""
+    driver, run, request = await decided_then_deployed(
+        store, tmp_path, mode, Decision(type="approve"), change
+    )
+    state, _ = await driver.drive(run)
+    assert state == RunState.DONE, why
+    assert (tmp_path / "ws/files/a.txt").read_text() == "x"
+    applied = await store.get_request(request.request_id)
+    assert applied is not None and applied.state == ApprovalState.APPLIED
+
+
+@pytest.mark.parametrize(
+    ("mode", "change"),
+    [
+        ("per_call", ("interrupt_mode: per_call", "interrupt_mode: batched")),
+        ("batched", ("interrupt_mode: batched", "interrupt_mode: per_call")),
+    ],
+    ids=["per-call-to-batched", "batched-to-per-call"],
+)
+async def test_an_approval_a_deploy_changed_the_interrupt_mode_of_still_stops_the_run(
+    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str]
+) -> None:
+    """An Approve whose call a deploy now reviews in the other ``interrupt_mode``: the
+    middleware would run it unreviewed or ask about it again, not take the decision, so
+    the run stops as for any other decision."""
+    driver, run, _ = await decided_then_deployed(
+        store, tmp_path, mode, Decision(type="approve"), change
+    )
+    with pytest.raises(UndecidableCallError, match="reviews calls"):
+        await driver.drive(run)
+    assert not (tmp_path / "ws/files/a.txt").exists()
 
 
 async def rejected_then_deployed(
@@ -430,15 +493,14 @@ async def rejected_then_deployed(
 ) -> tuple[RunDriver, Run]:
     """A run paused on ``write_file`` (``a.txt``), rejected, and the driver of a worker
     restarted with the ``when`` rule ``rule`` (``module:attr``) added to the tool."""
-    notifier = RecordingNotifier(store)
-    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy(mode))
-    run = await new_run(store, WRITE_A)
-    assert await driver.drive(run) == (RunState.WAITING, None)
-    (request,) = await store.requests_for_run(run.run_id)
-    await store.record_decision(request.request_id, Decision(type="reject"), user_id="U2")
-    with_rule = f"write_file:\n    {ALL_FOUR}\n    when: {rule}\n"
-    now = base_policy(mode).read_text().replace(f"write_file:\n    {ALL_FOUR}\n", with_rule)
-    return deployed(store, tmp_path, notifier, graph, now), await store.get_run(run.run_id)
+    with_rule = (
+        f"write_file:\n    {ALL_FOUR}\n",
+        f"write_file:\n    {ALL_FOUR}\n    when: {rule}\n",
+    )
+    driver, run, _ = await decided_then_deployed(
+        store, tmp_path, mode, Decision(type="reject"), with_rule
+    )
+    return driver, run
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
@@ -507,6 +569,40 @@ async def test_a_deploy_gating_another_call_of_a_waiting_turn_stops_the_run_befo
     assert not (tmp_path / "ws/files/a.txt").exists()
     state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
     assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+
+
+async def test_an_approval_a_when_rule_lets_through_beside_a_gated_call_stops_the_run(
+    store: ApprovalStore, tmp_path: Path
+) -> None:
+    """One turn wrote ``a.txt`` and ``../b.txt``, both reviewed; the first approved, the
+    second rejected, then a deploy gave ``write_file`` a rule that lets ``a.txt`` through.
+    The approval alone is not refused, but LangChain's batched middleware now gathers one
+    gated call against two decisions and raises before any tool of the turn runs: the run
+    stops, no answer counts as sent, nothing is written."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy("batched"))
+    task = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+                {"name": "write_file", "args": {"path": "../b.txt", "content": "y"}},
+            ]
+        }
+    )
+    run = await new_run(store, task)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    inside, outside = await store.requests_for_run(run.run_id)
+    assert (inside.args["path"], outside.args["path"]) == ("a.txt", "../b.txt")
+    await store.record_decision(inside.request_id, Decision(type="approve"), user_id="U2")
+    await store.record_decision(outside.request_id, Decision(type="reject"), user_id="U2")
+
+    now = base_policy("batched").read_text().replace(*WHEN_ADDED)
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    with pytest.raises(UndecidableCallError, match=r"refused this turn's decisions"):
+        await driver.drive(await store.get_run(run.run_id))
+    assert driver.answers_sent(run.run_id) == frozenset()
+    assert not (tmp_path / "ws/files/a.txt").exists()
+    assert not (tmp_path / "ws/b.txt").exists()
 
 
 def absolute_by_config(request: Any) -> bool:
