@@ -199,9 +199,6 @@ class Placement:
             among them was raised since, by the running middleware.
         when_rules: The running middleware's ``when`` predicates, asked before a resume
             (``decisions_now``).
-        approved: The ``(interrupt_id, index)`` of the stored requests whose recorded
-            decision, not applied yet, is Approve: a deploy that stopped gating their call
-            runs it as decided (``decisions_now``).
     """
 
     run: Run
@@ -212,7 +209,6 @@ class Placement:
     gating_here: bool = True
     drawn: frozenset[str] = frozenset()
     when_rules: WhenRules = field(default_factory=WhenRules)
-    approved: frozenset[tuple[str, int]] = frozenset()
 
     def channel_of(self, tool_name: str) -> tuple[str, str | None]:
         """``(channel_id, thread_ts)`` of a tool's cards: its policy's ``channel``, else
@@ -230,14 +226,13 @@ class Placement:
         mode: InterruptMode,
         offered: Sequence[DecisionType],
         *,
-        index: int,
         own_call: bool,
         call: Mapping[str, Any],
         raised: RaisedIn,
     ) -> list[DecisionType]:
         """The decisions the running ``HumanInTheLoopMiddleware`` accepts for a call to
         ``tool_name`` whose interrupt (``mode``: ``batched`` or ``per_call``) ``offered``
-        them when it was raised; ``index``: the call's place in the interrupt (0 per call).
+        them when it was raised.
 
         On resume the middleware runs its node again and checks each decision against
         its ``interrupt_on`` as it is now, not as the interrupt recorded it (LangChain's
@@ -258,20 +253,17 @@ class Placement:
         the middleware will on resume (``WhenRules.asks_about``, with ``raised``: where
         the interrupt was raised).
 
-        A call whose recorded decision is Approve (``approved``) and that the middleware no
-        longer gates (the tool, or its ``when`` rule, lets it through) is left to run: the
-        middleware runs it as it was proposed, which is what the reviewer decided. Should
-        its turn still have other gated calls, the batched middleware refuses the turn's
-        decisions on resume, before any tool runs (``RunDriver._resume``).
-
         Raises:
             UndecidableCallError: A deploy stopped gating the tool, or changed
                 ``interrupt_mode``, or the tool's ``when`` now lets the call through: the
                 middleware would run the call whatever was decided (a tool it
                 does not gate; a per-call interrupt resumed by the batched middleware; a
                 call its ``when`` lets through) or ask about it again (a batched one
-                resumed per call). The call has not run: the run stops there. An
-                approved call the middleware no longer gates is not refused (above).
+                resumed per call). The call has not run: the run stops there. So
+                does an Approve: the batched middleware gives a turn's decisions to the
+                calls it gates now by position, and per call a later ``interrupt()`` of
+                the tool's task takes the interrupt's ID, so the approval could reach a
+                call no one saw.
         """
         if (
             not self.gating_here
@@ -280,11 +272,8 @@ class Placement:
             or tool_name not in self.args_schemas
         ):
             return list(offered)
-        approved = (interrupt.id, index) in self.approved
         tool_policy = self.policy.gated(tool_name)
         if tool_policy is None:
-            if approved:
-                return list(offered)
             raise UndecidableCallError(
                 f"the call to {tool_name!r} waits for a review, but the agent no longer "
                 f"gates {tool_name!r} (a deploy changed its policy since): LangChain's "
@@ -299,7 +288,7 @@ class Placement:
                 "the decision made on it (it would run the call unreviewed, or ask about it "
                 "again), so the run stops without running it. Start the task again"
             )
-        if not approved and self.when_rules.asks_about(call, mode=mode, raised=raised) is False:
+        if self.when_rules.asks_about(call, mode=mode, raised=raised) is False:
             raise UndecidableCallError(
                 f"the call to {tool_name!r} waits for a review, but the `when` rule the agent "
                 f"gates {tool_name!r} with now lets it through (a deploy changed the rule "
@@ -478,7 +467,6 @@ def _per_call_request(
         "per_call",
         schema_decisions(interrupt.response_schema)
         or (list(tool_policy.allowed_decisions) if tool_policy else list(DECISION_TYPES)),
-        index=0,
         own_call=_made_in_turn(messages, value),
         call={"name": value["name"], "args": value["args"], "id": value.get("tool_call_id")},
         raised=raised,
@@ -571,7 +559,6 @@ def _batched_requests(
             "batched",
             (configs[index] if index < len(configs) else {}).get("allowed_decisions")
             or DECISION_TYPES,
-            index=index,
             own_call=call.known,
             call={"name": action["name"], "args": action["args"], "id": call.model_id},
             raised=raised,

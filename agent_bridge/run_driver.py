@@ -484,11 +484,6 @@ class RunDriver:
             gating_here=not self.deployed,
             drawn=frozenset(r.interrupt_id for r in drawn),
             when_rules=self.when_rules,
-            approved=frozenset(
-                (r.interrupt_id, r.index)
-                for r in drawn
-                if r.state == ApprovalState.DECIDED and r.decision and r.decision.type == "approve"
-            ),
         )
 
     def _requests_of(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agent_bridge import review_wording
 from agent_bridge.agent import build_agent, load_tools, when_rules_of
+from agent_bridge.arguments import tool_args_schema
 from agent_bridge.audit import read_events
 from agent_bridge.bus import InProcessBus
 from agent_bridge.errors import (
@@ -39,7 +41,6 @@ from agent_bridge.lease import LeaseLost
 from agent_bridge.message_text import message_text
 from agent_bridge.models import (
     AlreadyDecided,
-    ApprovalRequest,
     ApprovalState,
     Decision,
     Run,
@@ -287,7 +288,7 @@ def deployed(
     path = tmp_path / "deployed.yml"
     path.write_text(policy_text)
     assert isinstance(graph.checkpointer, InMemorySaver)
-    schemas = {"write_file": {"type": "object"}}
+    schemas = {t.name: tool_args_schema(t) for t in load_tools(agent_config(tmp_path / "ws"))}
     driver, _ = driver_for(store, tmp_path, notifier, schemas, path, graph.checkpointer)
     return driver
 
@@ -373,19 +374,8 @@ WHEN_ADDED = (
 """Deploys after which the middleware no longer gates the waiting ``write_file`` of
 ``a.txt`` (a write inside the workspace): the tool is not gated, or its ``when`` rule
 lets the call through."""
-LET_THROUGH = [
-    ("batched", UNGATED, "no longer gates"),
-    ("per_call", UNGATED, "no longer gates"),
-    ("batched", WHEN_ADDED, "now lets it through"),
-    ("per_call", WHEN_ADDED, "now lets it through"),
-]
-LET_THROUGH_IDS = [
-    "ungated-batched",
-    "ungated-per-call",
-    "when-added-batched",
-    "when-added-per-call",
-]
-NOT_APPROVE = [
+EVERY_DECISION = [
+    Decision(type="approve"),
     Decision(type="reject"),
     Decision(type="edit", edited_args={"path": "b.txt", "content": "y"}),
     Decision(type="respond", message="use b.txt"),
@@ -394,7 +384,7 @@ NOT_APPROVE = [
 
 async def decided_then_deployed(
     store: ApprovalStore, tmp_path: Path, mode: str, decision: Decision, change: tuple[str, str]
-) -> tuple[RunDriver, Run, ApprovalRequest]:
+) -> tuple[RunDriver, Run]:
     """A run paused on ``write_file`` (``a.txt``), ``decision`` recorded on it, and the
     driver of a worker restarted with the policy ``change`` made (old text, new text)."""
     notifier = RecordingNotifier(store)
@@ -405,15 +395,17 @@ async def decided_then_deployed(
     await store.record_decision(request.request_id, decision, user_id="U2")
     now = base_policy(mode).read_text().replace(*change)
     assert now != base_policy(mode).read_text()
-    driver = deployed(store, tmp_path, notifier, graph, now)
-    return driver, await store.get_run(run.run_id), request
+    return deployed(store, tmp_path, notifier, graph, now), await store.get_run(run.run_id)
 
 
-@pytest.mark.parametrize("decision", NOT_APPROVE, ids=lambda d: d.type)
+@pytest.mark.parametrize("decision", EVERY_DECISION, ids=lambda d: d.type)
 @pytest.mark.parametrize(
     ("mode", "change", "why"),
     [
-        *LET_THROUGH,
+        ("batched", UNGATED, "no longer gates"),
+        ("per_call", UNGATED, "no longer gates"),
+        ("batched", WHEN_ADDED, "now lets it through"),
+        ("per_call", WHEN_ADDED, "now lets it through"),
         (
             "per_call",
             ("interrupt_mode: per_call", "interrupt_mode: batched"),
@@ -425,7 +417,14 @@ async def decided_then_deployed(
             "reviews calls per_call",
         ),
     ],
-    ids=[*LET_THROUGH_IDS, "per-call-to-batched", "batched-to-per-call"],
+    ids=[
+        "ungated-batched",
+        "ungated-per-call",
+        "when-added-batched",
+        "when-added-per-call",
+        "per-call-to-batched",
+        "batched-to-per-call",
+    ],
 )
 async def test_a_decision_a_deploy_would_ignore_stops_the_run_before_the_call_runs(
     store: ApprovalStore,
@@ -437,10 +436,13 @@ async def test_a_decision_a_deploy_would_ignore_stops_the_run_before_the_call_ru
 ) -> None:
     """A deploy stopped gating ``write_file``, changed ``interrupt_mode``, or gave it a
     ``when`` rule that lets this call (a write inside the workspace) through, while a
-    Reject, an Edit or a Respond waited to be sent: the middleware would run the call as
-    proposed anyway (LangChain asks the rule again on resume) or ask about it again, so
-    the drive stops the run, saying why, and nothing is written."""
-    driver, run, _ = await decided_then_deployed(store, tmp_path, mode, decision, change)
+    decision waited to be sent: the middleware would run the call as proposed anyway
+    (LangChain asks the rule again on resume) or ask about it again, so the drive stops
+    the run, saying why, and nothing is written. An Approve too: the middleware would
+    not take it for this call (batched, it matches the turn's decisions to its gated
+    calls by position; per call, a later ``interrupt()`` of the tool's task takes the
+    interrupt's ID), so what it would be given to is not what the reviewer saw."""
+    driver, run = await decided_then_deployed(store, tmp_path, mode, decision, change)
     with pytest.raises(UndecidableCallError, match=why):
         await driver.drive(run)
     assert not (tmp_path / "ws/files/a.txt").exists()
@@ -449,43 +451,43 @@ async def test_a_decision_a_deploy_would_ignore_stops_the_run_before_the_call_ru
     assert still.state == ApprovalState.DECIDED  # not marked applied: it was not
 
 
-@pytest.mark.parametrize(("mode", "change", "why"), LET_THROUGH, ids=LET_THROUGH_IDS)
-async def test_an_approval_a_deploy_no_longer_gates_runs_the_call_as_approved(
-    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str], why: str
+async def test_decisions_a_deploy_would_shift_onto_other_calls_of_the_turn_are_not_sent(
+    store: ApprovalStore, tmp_path: Path
 ) -> None:
-    """The same deploys while an Approve waited: the middleware runs the call as it was
-    proposed, which is what the reviewer decided, so the run goes on to its end (it
-    stopped, saying the call would not run), the call runs once and its card is applied."""
-    driver, run, request = await decided_then_deployed(
-        store, tmp_path, mode, Decision(type="approve"), change
+    """One turn: write ``a.txt`` (approved), ``DELETE FROM orders`` (rejected), read
+    ``orders`` (not gated). A deploy stops gating ``write_file`` and gates ``read_data``:
+    LangChain's batched middleware would gather two gated calls against the two
+    decisions and give them by position (the Approve to the DELETE, the Reject to the
+    read), without raising. The drive stops the run first: no tool of the turn runs."""
+    notifier = RecordingNotifier(store)
+    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy("batched"))
+    task = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
+                {"name": "execute_sql", "args": {"query": "DELETE FROM orders"}},
+                {"name": "read_data", "args": {"table": "orders"}},
+            ]
+        }
     )
-    state, _ = await driver.drive(run)
-    assert state == RunState.DONE, why
-    assert (tmp_path / "ws/files/a.txt").read_text() == "x"
-    applied = await store.get_request(request.request_id)
-    assert applied is not None and applied.state == ApprovalState.APPLIED
+    run = await new_run(store, task)
+    assert await driver.drive(run) == (RunState.WAITING, None)
+    write, sql = await store.requests_for_run(run.run_id)
+    assert (write.tool_name, sql.tool_name) == ("write_file", "execute_sql")
+    await store.record_decision(write.request_id, Decision(type="approve"), user_id="U2")
+    await store.record_decision(sql.request_id, Decision(type="reject"), user_id="U3")
 
-
-@pytest.mark.parametrize(
-    ("mode", "change"),
-    [
-        ("per_call", ("interrupt_mode: per_call", "interrupt_mode: batched")),
-        ("batched", ("interrupt_mode: batched", "interrupt_mode: per_call")),
-    ],
-    ids=["per-call-to-batched", "batched-to-per-call"],
-)
-async def test_an_approval_a_deploy_changed_the_interrupt_mode_of_still_stops_the_run(
-    store: ApprovalStore, tmp_path: Path, mode: str, change: tuple[str, str]
-) -> None:
-    """An Approve whose call a deploy now reviews in the other ``interrupt_mode``: the
-    middleware would run it unreviewed or ask about it again, not take the decision, so
-    the run stops as for any other decision."""
-    driver, run, _ = await decided_then_deployed(
-        store, tmp_path, mode, Decision(type="approve"), change
-    )
-    with pytest.raises(UndecidableCallError, match="reviews calls"):
-        await driver.drive(run)
+    now = base_policy("batched").read_text().replace(*UNGATED)
+    now = now.replace("read_data: false", "read_data: true")
+    assert "read_data: true" in now
+    driver = deployed(store, tmp_path, notifier, graph, now)
+    with pytest.raises(UndecidableCallError, match="no longer gates"):
+        await driver.drive(await store.get_run(run.run_id))
+    state = await graph.aget_state(thread_config(run.thread_id))
+    assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
     assert not (tmp_path / "ws/files/a.txt").exists()
+    with sqlite3.connect(tmp_path / "ws/orders.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM orders").fetchone()[0] > 0
 
 
 async def rejected_then_deployed(
@@ -497,10 +499,7 @@ async def rejected_then_deployed(
         f"write_file:\n    {ALL_FOUR}\n",
         f"write_file:\n    {ALL_FOUR}\n    when: {rule}\n",
     )
-    driver, run, _ = await decided_then_deployed(
-        store, tmp_path, mode, Decision(type="reject"), with_rule
-    )
-    return driver, run
+    return await decided_then_deployed(store, tmp_path, mode, Decision(type="reject"), with_rule)
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
@@ -569,40 +568,6 @@ async def test_a_deploy_gating_another_call_of_a_waiting_turn_stops_the_run_befo
     assert not (tmp_path / "ws/files/a.txt").exists()
     state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
     assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
-
-
-async def test_an_approval_a_when_rule_lets_through_beside_a_gated_call_stops_the_run(
-    store: ApprovalStore, tmp_path: Path
-) -> None:
-    """One turn wrote ``a.txt`` and ``../b.txt``, both reviewed; the first approved, the
-    second rejected, then a deploy gave ``write_file`` a rule that lets ``a.txt`` through.
-    The approval alone is not refused, but LangChain's batched middleware now gathers one
-    gated call against two decisions and raises before any tool of the turn runs: the run
-    stops, no answer counts as sent, nothing is written."""
-    notifier = RecordingNotifier(store)
-    driver, graph = driver_for(store, tmp_path, notifier, {}, base_policy("batched"))
-    task = json.dumps(
-        {
-            "tool_calls": [
-                {"name": "write_file", "args": {"path": "a.txt", "content": "x"}},
-                {"name": "write_file", "args": {"path": "../b.txt", "content": "y"}},
-            ]
-        }
-    )
-    run = await new_run(store, task)
-    assert await driver.drive(run) == (RunState.WAITING, None)
-    inside, outside = await store.requests_for_run(run.run_id)
-    assert (inside.args["path"], outside.args["path"]) == ("a.txt", "../b.txt")
-    await store.record_decision(inside.request_id, Decision(type="approve"), user_id="U2")
-    await store.record_decision(outside.request_id, Decision(type="reject"), user_id="U2")
-
-    now = base_policy("batched").read_text().replace(*WHEN_ADDED)
-    driver = deployed(store, tmp_path, notifier, graph, now)
-    with pytest.raises(UndecidableCallError, match=r"refused this turn's decisions"):
-        await driver.drive(await store.get_run(run.run_id))
-    assert driver.answers_sent(run.run_id) == frozenset()
-    assert not (tmp_path / "ws/files/a.txt").exists()
-    assert not (tmp_path / "ws/b.txt").exists()
 
 
 def absolute_by_config(request: Any) -> bool:
