@@ -483,7 +483,7 @@ async def test_decisions_a_deploy_would_shift_onto_other_calls_of_the_turn_are_n
     driver = deployed(store, tmp_path, notifier, graph, now)
     with pytest.raises(UndecidableCallError, match="no longer gates"):
         await driver.drive(await store.get_run(run.run_id))
-    state = await graph.aget_state(thread_config(run.thread_id))
+    state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
     assert not [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
     assert not (tmp_path / "ws/files/a.txt").exists()
     with sqlite3.connect(tmp_path / "ws/orders.db") as conn:
