@@ -26,6 +26,7 @@ before it is posted or logged.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -281,8 +282,23 @@ def _scrubbed(text: str, secrets: Secrets) -> str:
 
 
 def _longest_first(secrets: Iterable[str]) -> Secrets:
-    kept = sorted({s for s in secrets if len(s) >= SCRUB_MIN_CHARS}, key=len, reverse=True)
+    forms = {form for secret in secrets for form in _written_forms(secret)}
+    kept = sorted({s for s in forms if len(s) >= SCRUB_MIN_CHARS}, key=len, reverse=True)
     return re.compile("|".join(map(re.escape, kept))) if kept else None
+
+
+def _written_forms(secret: str) -> set[str]:
+    """``secret`` as text may repeat it: as it is, and escaped inside a JSON string
+    (``json.dumps`` of the arguments, ASCII-only or not) or a Python ``repr`` (a tool or
+    an error echoing its arguments), where a quote, a backslash or a non-ASCII letter of
+    it is written otherwise."""
+    return {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        ascii(secret)[1:-1],
+    }
 
 
 PAIR_NAME_KEYS = frozenset({"name", "key", "parameterkey"})
@@ -319,9 +335,12 @@ def _is_header(value: list[Any], rules: tuple[str, ...]) -> bool:
 
 
 def _strings(value: Any, depth: int = 0) -> set[str]:
-    """Every string in ``value``, to ``MAX_DEPTH``."""
+    """Every string in ``value``, to ``MAX_DEPTH``, and every number as text repeats it
+    (``48151623``, ``3.5``): a redacted one-time code is a secret too."""
     if isinstance(value, str):
         return {value}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {json.dumps(value)}
     if depth > MAX_DEPTH:
         return set()
     if isinstance(value, Mapping):

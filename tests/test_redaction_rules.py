@@ -121,6 +121,33 @@ def test_scrub_hides_a_secret_repeated_in_free_text() -> None:
     assert scrub("a b c", {"b"}) == "a b c"  # too short to scrub without mangling text
 
 
+@pytest.mark.parametrize(
+    "secret",
+    ['Tr0ub4dor"3\\x', "Grüße-Pa55-ĳ", "it's-a-secret\ttab"],
+    ids=["quote", "unicode", "tab"],
+)
+def test_scrub_hides_a_secret_a_tool_echoed_as_json_or_repr(secret: str) -> None:
+    """A tool or an error that echoes its arguments as JSON (ASCII-only or not) or as a
+    Python repr writes a quote, backslash, tab or non-ASCII letter of a secret escaped;
+    the escaped form is scrubbed as the raw one is."""
+    args = {"host": "db1", "password": secret}
+    secrets = secret_values(args, DEFAULT_REDACT)
+    for echoed in (json.dumps(args), json.dumps(args, ensure_ascii=False), repr(args)):
+        text = scrub(f"login refused: {echoed}", secrets)
+        assert "db1" in text and wording.REDACTED in text, text
+        assert "Tr0ub4dor" not in text and "Pa55" not in text and "it's" not in text, text
+
+
+def test_a_redacted_number_is_a_secret_too() -> None:
+    """A one-time code given as a number is masked on the card and scrubbed from the
+    text that repeats it, in the form JSON writes it."""
+    args = {"host": "db1", "otp_token": 48151623, "pin_secret": 2.5, "ok_token": True}
+    secrets = secret_values(args, DEFAULT_REDACT)
+    assert secrets == {"48151623", "2.5"}  # a bool is no secret worth scrubbing
+    text = scrub("code 48151623 and 2.5", secrets)
+    assert "48151623" not in text and text.count(wording.REDACTED) == 1  # 2.5: too short
+
+
 def test_the_policy_s_list_replaces_the_default_and_a_tool_adds_to_it(tmp_path: Path) -> None:
     path = tmp_path / "policy.yml"
     path.write_text(
