@@ -150,17 +150,31 @@ def _scrubbed(value: Any) -> Any:
     return scrub_cut(repr(value), LOG_TEXT_MAX_CHARS)
 
 
+LINE_BREAKS = {
+    ord(char): char.encode("unicode_escape").decode("ascii")
+    for char in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+}
+"""What ``str.splitlines`` breaks a line at, each written escaped (``\\n``) in a text line."""
+TRACEBACK_INDENT = "    "
+
+
 def text_line(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
     """structlog renderer: ``<time> <LEVEL> <logger>: <message> key=value...``, the
-    traceback on the lines after."""
+    traceback on the lines after, each indented by ``TRACEBACK_INDENT``.
+
+    A line break inside the message or a field (an agent's error text, a tool's output)
+    is written escaped (``LINE_BREAKS``), and no traceback line starts where a line
+    does: text the agent controls cannot forge a line of its own."""
     ids = " ".join(f"{k}={event_dict[k]}" for k in KEYS if k in event_dict)
     line = (
         f"{event_dict.get('timestamp', '')} {str(event_dict.get('level', '')).upper()} "
         f"{event_dict.get('logger', '')}: {event_dict.get('event', '')}"
     )
-    line += f" {ids}" if ids else ""
+    line = (line + f" {ids}" if ids else line).translate(LINE_BREAKS)
     exception = event_dict.get("exception")
-    return f"{line}\n{exception}" if exception else line
+    if not exception:
+        return line
+    return "\n".join([line, *(TRACEBACK_INDENT + row for row in str(exception).splitlines())])
 
 
 def formatter(log_format: LogFormat) -> logging.Formatter:

@@ -202,6 +202,34 @@ def test_text_lines_carry_the_bound_ids() -> None:
     assert second.endswith(" INFO tests.text_lines: after")
 
 
+FORGED = "2030-01-01T00:00:00Z INFO agent_bridge.worker: run=forged approved by U0ADMIN"
+
+
+def test_agent_text_cannot_forge_a_text_line() -> None:
+    """A tool's error text with line breaks (any ``str.splitlines`` breaks at) stays on
+    its own line, escaped; in a traceback, every line after the first is indented, so
+    none starts where a log line does."""
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.forged_lines")
+    logger.addHandler(logs.handler("text", stream))
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for brk in ("\n", "\r\n", "\u2028", "\x85", "\v"):
+        logger.warning("tool failed: %s", f"cannot open x{brk}{FORGED}")
+    try:
+        raise RuntimeError(f"vault refused\n{FORGED}")
+    except RuntimeError:
+        logger.exception("run failed")
+    lines = stream.getvalue().splitlines()
+    assert not [line for line in lines if line.startswith("2030-")], lines
+    warnings = [line for line in lines if " WARNING tests.forged_lines: " in line]
+    assert len(warnings) == 5 and all(FORGED in line for line in warnings)
+    failed = lines.index(next(line for line in lines if line.endswith(": run failed")))
+    traceback = lines[failed + 1 :]
+    assert traceback and all(line.startswith(logs.TRACEBACK_INDENT) for line in traceback)
+    assert any(line.strip() == FORGED for line in traceback)
+
+
 @pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
 def test_http_requests_are_logged_at_debug_only(level: str, shown: bool) -> None:
     # langgraph-sdk's httpx logs each request at INFO: a worker of a deployed agent wrote
