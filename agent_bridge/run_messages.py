@@ -23,6 +23,7 @@ every result as LangGraph made it: only what Slack shows changes.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,10 @@ logger = logging.getLogger(__name__)
 
 EDIT_NOTICE_END = "\n\nTool response:\n"
 """Where ``HumanInTheLoopMiddleware``'s edit notice ends and the tool's own result begins."""
+EDIT_NOTICE_ALONE = re.compile(r".* Executed instead: .+ with arguments .*\.", re.DOTALL)
+"""The edit notice of a call whose tool returned nothing: ``"{edit_notice} Executed
+instead: {name} with arguments {json}."``, with no ``EDIT_NOTICE_END`` (LangChain's
+``HumanInTheLoopMiddleware._notice``)."""
 
 
 @dataclass
@@ -267,6 +272,13 @@ class RunMessages:
 
 def _result_text(message: ToolMessage, *, edited: bool) -> str:
     """A tool's own output: the text of its ``ToolMessage``, for an ``edited`` call
-    without the edit notice ``HumanInTheLoopMiddleware`` puts before its result."""
+    without the edit notice ``HumanInTheLoopMiddleware`` puts before its result (alone,
+    with no ``EDIT_NOTICE_END``, when the tool's output was empty: LangChain's
+    ``_notice``; the output shown is then empty too)."""
     content = message_text(message)
-    return (content.partition(EDIT_NOTICE_END)[2] or content) if edited else content
+    if not edited:
+        return content
+    _, end, output = content.partition(EDIT_NOTICE_END)
+    if end:
+        return output
+    return "" if EDIT_NOTICE_ALONE.fullmatch(content) else content

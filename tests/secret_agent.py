@@ -6,7 +6,7 @@
 test sees the real values reached the tool) and repeats the password in its result (so
 a test sees the result is scrubbed before Slack); ``lookup`` returns customer rows (its
 output is what ``post_results`` keeps out of the channel); ``explode`` fails with an
-absolute server path in its error.
+absolute server path in its error; ``rotate`` prints nothing.
 
 The secrets cannot come from the task: the requester's task is their own text and is
 shown as typed. ``PlannedModel`` is the tests' chat model instead of the scripted one:
@@ -74,7 +74,11 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
         """Open a report (always fails, naming a server path)."""
         raise ToolException(f"cannot open {workspace.resolve()}/reports/{name}: no such file")
 
-    tools = (connect, lookup, explode)
+    def rotate(host: str, password: str) -> str:
+        """Rotate a host's credential (prints nothing when it works)."""
+        return ""
+
+    tools = (connect, lookup, explode, rotate)
     return [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
 
 

@@ -49,6 +49,7 @@ PLANS = {
         ]
     ],
     "retype": [[{"name": "connect", "args": connect_args()}]],
+    "rotate": [[{"name": "rotate", "args": {"host": "db1.internal", "password": PASSWORD}}]],
 }
 
 
@@ -210,3 +211,22 @@ async def test_no_secret_reaches_slack_the_logs_or_the_export(
         interrupt_id=request.interrupt_id,
         tool_call_id=request.tool_call_id,
     )
+
+
+async def test_an_edited_call_that_printed_nothing_shows_no_edit_notice(harness: Harness) -> None:
+    """LangChain tells the model of an edit with a notice before the tool's output, and
+    alone when the tool printed nothing (no "Tool response:" after it). That notice, the
+    edited arguments in JSON, is the model's: Slack shows the call ran with no output."""
+    run = await harness.start_run("rotate")
+    (request,) = await harness.requests(run, count=1)
+    await edit(harness, request, {ids.arg_block_id("host"): "db2.internal"})
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE, done.error
+    (result,) = await harness.tool_messages(run)
+    assert "Executed instead" in str(result.content)  # the model was told
+    calls = harness.sandbox.calls
+    quoting = [c for c in calls if "Executed instead" in json.dumps(c, ensure_ascii=False)]
+    # only the model's own answer, which quotes what it was told (this test's model)
+    assert [c["args"]["text"][:5] for c in quoting] == ["Done."], quoting
+    assert any(wording.NO_OUTPUT in json.dumps(c, ensure_ascii=False) for c in calls)
+    assert_no_secret(json.dumps(calls, ensure_ascii=False), "a Web API call")
