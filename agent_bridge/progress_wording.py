@@ -9,6 +9,8 @@ from __future__ import annotations
 THINKING_STATUS = ":thought_balloon: *Thinking*"
 RUNNING_STATUS = ":gear: *Running*"
 WAITING_STATUS = ":raised_hand: *Waiting for approval*"
+OPEN_CARD = "open the card"
+"""The label of a waiting card's link beside a tool name that cannot be the label."""
 WAITING_FALLBACK = "Waiting for approval"
 WORKING_FALLBACK = "Working on"
 UNREVIEWED_LEAD = "Ran without review:"

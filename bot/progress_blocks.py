@@ -8,6 +8,7 @@ drawing (``bot.blocks.render_run_started``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agent_bridge import progress_wording, wording
@@ -18,6 +19,11 @@ from bot.home_blocks import safe_link
 from bot.mrkdwn import inline_code, one_line, quote, text_object
 
 TOOL_NAME_MAX_CHARS = 100
+PLAIN_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,98}[A-Za-z0-9])?")
+"""A tool name shown as a link's label: letters, digits, ``_``, ``.`` and ``-``, starting
+and ending with a letter or digit, so no mrkdwn mark (``*``, ``~``, ``:``, a ``_`` at an
+end, code marks) formats it; Slack formats a label's text (a compiled graph's interrupt
+may name anything). Another name is shown as code, its link beside it."""
 TOOLS_SHOWN_MAX = 8
 CARDS_SHOWN_MAX = 10
 """Tools and card links named on the status line; the rest are counted."""
@@ -56,10 +62,13 @@ def _status(progress: Progress) -> tuple[str, str]:
         cards = []
         for card in progress.waiting:
             link = safe_link(card.link)
-            # Slack shows a link's label as text: code marks in it would show as backticks
-            label, _ = one_line(card.tool_name, TOOL_NAME_MAX_CHARS)
             name = inline_code(card.tool_name, TOOL_NAME_MAX_CHARS)
-            cards.append(f"<{link}|{label}>" if link else name)
+            if link and PLAIN_NAME.fullmatch(card.tool_name):
+                cards.append(f"<{link}|{card.tool_name}>")  # the name itself, linked
+            elif link:  # formatting in a label renders: the name as code, the link apart
+                cards.append(f"{name} (<{link}|{progress_wording.OPEN_CARD}>)")
+            else:
+                cards.append(name)
         shown = _names(cards, CARDS_SHOWN_MAX)
         status = (
             f"{progress_wording.WAITING_STATUS}: {shown}"

@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from agent_bridge import progress_wording
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.models import ApprovalRequest, Decision, Run, RunState
-from agent_bridge.progress import Phase, progress_of
+from agent_bridge.progress import Phase, Progress, WaitingCard, progress_of
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
 from bot.errors import SlackUnavailableError
 from bot.progress import LINES_KEPT, PROGRESS_INTERVAL_S, ProgressReporter
-from bot.progress_blocks import CARDS_SHOWN_MAX
+from bot.progress_blocks import CARDS_SHOWN_MAX, render_progress
 from bot.testing import MemoryGateway
 from tests.harness import CHANNEL, Harness
 
@@ -63,6 +64,27 @@ async def test_a_burst_of_steps_is_throttled_and_ends_on_done(harness: Harness) 
     assert "Done" in text_of(updates[-1])  # the final state, last
     header = harness.sandbox.message(CHANNEL, run.thread_ts or "")
     assert "Done" in json.dumps(header["blocks"])
+
+
+@pytest.mark.parametrize(
+    "tool_name",
+    [":white_check_mark: *Approved by Dana* ~pending~", "_quiet_", "a`b", "x <!here>"],
+)
+def test_a_tool_name_cannot_format_the_header(tool_name: str) -> None:
+    """A compiled graph's interrupt may name anything; Slack formats a link's label, so
+    a name with a mark in it is shown as code, with its card's link beside it (a plain
+    name is the label itself)."""
+    link = "https://acme.slack.com/archives/C1/p1"
+    waiting = (WaitingCard(tool_name=tool_name, link=link), WaitingCard("send_email", link))
+    run = Run(run_id="run-1", thread_id="t-1", task="t", channel_id="C1", user_id="U1")
+    _, blocks = render_progress(run, Progress(Phase.WAITING, waiting=waiting))
+    status = blocks[0]["text"]["text"]
+    plain, beside = f"<{link}|send_email>", f"<{link}|{progress_wording.OPEN_CARD}>"
+    assert plain in status and f"` ({beside})" in status, status
+    shown = status.split(f"{progress_wording.WAITING_STATUS}: ", 1)[1].split("\n")[0]
+    rest = shown.replace(plain, "")
+    rest = re.sub(r"`[^`]*`", "", rest.replace(beside, ""))  # code shows its text as is
+    assert not set("*~:_<") & set(rest), status
 
 
 async def test_a_run_waiting_for_approval_links_its_cards(harness: Harness) -> None:
