@@ -272,7 +272,7 @@ def _input(
         "optional": optional,
     }
     if hint:
-        block["hint"] = _plain(_clip(hint, HINT_MAX_CHARS))
+        block["hint"] = _plain(_clip(visible(hint), HINT_MAX_CHARS))
     return block
 
 
@@ -295,7 +295,8 @@ def _option(choice: Any) -> dict[str, Any]:
         label = choice
     else:
         label = option_value(choice)
-    return {"text": _plain(_clip(label, OPTION_LABEL_MAX_CHARS)), "value": option_value(choice)}
+    label = _clip(visible(label), OPTION_LABEL_MAX_CHARS)
+    return {"text": _plain(label), "value": option_value(choice)}
 
 
 def _section(text: str, block_id: str | None = None) -> dict[str, Any]:

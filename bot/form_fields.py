@@ -36,6 +36,7 @@ from typing import Any, Literal
 from agent_bridge import wording
 from agent_bridge.redaction import is_marker
 from bot import ids
+from bot.mrkdwn import visible
 
 INPUT_MAX_CHARS = 3000
 """Longest ``initial_value`` of a ``plain_text_input``."""
@@ -313,7 +314,7 @@ def _placeholder(schema: dict[str, Any]) -> str:
         return ""
     default = schema["default"]
     shown = default if isinstance(default, str) else option_value(default)
-    text = wording.default_placeholder(shown)
+    text = wording.default_placeholder(visible(shown))
     return text if len(text) <= PLACEHOLDER_MAX_CHARS else text[: PLACEHOLDER_MAX_CHARS - 1] + "…"
 
 

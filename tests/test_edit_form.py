@@ -248,6 +248,32 @@ def test_retyped_values_parse_back_to_the_same_arguments(
     assert json.dumps(typed(new_args), sort_keys=True) == json.dumps(typed(args), sort_keys=True)
 
 
+def test_hints_options_and_placeholders_show_invisible_characters() -> None:
+    """An agent's schema (a compiled graph's ``json_schema`` interrupt) writes the form's
+    hints, choices and placeholders: a right-to-left override, zero-width or isolate
+    character in them is shown as its marker, as in labels; the option's value, which
+    the submission is read by, stays the agent's own."""
+    rtl, zwsp, isolate = "\u202e", "\u200b", "\u2066"
+    schema = {
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "string",
+                "enum": ["keep", f"delete{rtl}lla"],
+                "description": f"Choose{zwsp} one{rtl}: safe",
+            },
+            "note": {"type": "string", "default": f"ok{isolate}x"},
+        },
+    }
+    blocks = render_inputs(schema, {})
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert not {rtl, zwsp, isolate} & set(shown.replace(f"delete{rtl}lla", "")), shown
+    assert "[U+202E]" in shown and "[U+200B]" in shown and "[U+2066]" in shown
+    (choice,) = [b for b in blocks if b["element"]["type"] == "static_select"]
+    values = [json.loads(o["value"]) for o in choice["element"]["options"]]
+    assert values == ["keep", f"delete{rtl}lla"]
+
+
 # --- real tools -------------------------------------------------------------------------------
 
 
