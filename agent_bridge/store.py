@@ -34,6 +34,8 @@ from agent_bridge.models import (
     RESULT_MAX_CHARS,
     AlreadyDecided,
     ApprovalRequest,
+    ApprovalState,
+    CallChanged,
     CallResult,
     Counted,
     Decision,
@@ -515,23 +517,33 @@ class ApprovalStore:
         return await self.db.execute(MOVE_MESSAGE, params) == 1
 
     async def record_decision(
-        self, request_id: str, decision: Decision, *, user_id: str, team_id: str | None = None
+        self,
+        request_id: str,
+        decision: Decision,
+        *,
+        user_id: str,
+        team_id: str | None = None,
+        version: str | None = None,
     ) -> Recording:
         """Record ``decision`` by ``user_id`` (of workspace ``team_id``) if the request is
-        still pending: one compare-and-set, so the first valid decision wins (invariant 2),
-        with its audit event in the same transaction. Approvals and edits go through
-        ``approve`` and ``propose_edit`` (quorum); this is for reject and respond.
+        still pending, and still the call's ``version`` if given (the one on the card or
+        form the person acted on): one compare-and-set, so the first valid decision wins
+        (invariant 2), with its audit event in the same transaction. Approvals and edits
+        go through ``approve`` and ``propose_edit`` (quorum); this is for reject, respond
+        and ignore.
 
         Returns:
-            ``Recorded`` if this call recorded it; ``AlreadyDecided`` if it was decided
-            before (the request shows by whom, how and when); ``UnknownRequest`` if
-            there is no such request.
+            ``Recorded`` if this call recorded it; ``CallChanged`` if the call is another
+            version now (an edit proposed since, still pending); ``AlreadyDecided`` if it
+            was decided before (the request shows by whom, how and when);
+            ``UnknownRequest`` if there is no such request.
         """
         params = {
             "request_id": request_id,
             "decision": decision.model_dump_json(),
             "user_id": user_id,
             "now": self.clock(),
+            "version": version,
         }
         async with self.db.transaction() as tx:
             row = await tx.fetch_one(RECORD_DECISION, params)
@@ -542,7 +554,11 @@ class ApprovalStore:
                 )
                 return Recorded(recorded)
         current = await self.get_request(request_id)
-        return UnknownRequest(request_id) if current is None else AlreadyDecided(current)
+        if current is None:
+            return UnknownRequest(request_id)
+        if current.state == ApprovalState.PENDING and version is not None:
+            return CallChanged(current)  # pending, so the version did not match
+        return AlreadyDecided(current)
 
     async def mark_applied(
         self, request_ids: Sequence[str], *, known: Mapping[str, ApprovalRequest] | None = None

@@ -106,7 +106,10 @@ RECORD_DECISION = """UPDATE approval_requests
     SET state = 'decided', decision = :decision, decided_by = :user_id, decided_at = :now,
         note = NULL, revision = revision + 1, changed_at = :now
     WHERE request_id = :request_id AND state = 'pending'
+    AND (CAST(:version AS TEXT) IS NULL OR version = :version)
     RETURNING *"""
+"""With ``version`` (else NULL), only while the call is the one the person saw: an edit
+proposed meanwhile (a quorum's) changed it."""
 MARK_APPLIED = """UPDATE approval_requests SET state = 'applied', applied_at = :now
     WHERE request_id = :request_id AND state = 'decided'
     AND (CAST(:revision AS INTEGER) IS NULL OR revision = :revision)

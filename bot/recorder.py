@@ -87,7 +87,7 @@ class DecisionRecorder:
             )
         else:
             outcome = await self.store.record_decision(
-                request_id, decision, user_id=user_id, team_id=team_id
+                request_id, decision, user_id=user_id, team_id=team_id, version=version
             )
         if isinstance(outcome, Recorded):
             request = outcome.request

@@ -17,8 +17,11 @@ from agent_bridge.models import (
     AlreadyDecided,
     ApprovalRequest,
     ApprovalState,
+    CallChanged,
+    Counted,
     Decision,
     Recorded,
+    ReviewRules,
     Run,
     RunState,
     UnknownRequest,
@@ -97,6 +100,31 @@ async def test_concurrent_decisions_record_exactly_one(store: ApprovalStore) -> 
     assert all(
         o.request.decided_by == f"U{index}" for o in outcomes if not isinstance(o, UnknownRequest)
     )
+
+
+async def test_a_decision_on_a_call_edited_since_is_not_recorded(store: ApprovalStore) -> None:
+    """A Reject, Respond or Ignore is recorded only on the call's version its card or
+    form showed: an edit proposed meanwhile (quorum: pending, a new version) wins, the
+    late click is told the call changed, and nothing of it is recorded."""
+    await store.create_run(make_run())
+    two = make_request("r1").model_copy(update={"rules": ReviewRules(required_approvals=2)})
+    (request,) = await store.add_requests([two])
+    edit = Decision(type="edit", edited_args={"path": "b.txt", "content": "y"})
+    proposed = await store.propose_edit(
+        "r1", edit, user_id="U1", team_id=None, version=request.version
+    )
+    assert isinstance(proposed, Counted)  # one of two: the edit waits, a new version
+    edited = proposed.request
+    assert edited.state == ApprovalState.PENDING and edited.version != request.version
+    late = await store.record_decision(
+        "r1", Decision(type="reject"), user_id="U2", version=request.version
+    )
+    assert isinstance(late, CallChanged) and late.request.version == edited.version
+    assert await store.get_request("r1") == edited  # nothing recorded
+    now = await store.record_decision(
+        "r1", Decision(type="reject"), user_id="U2", version=edited.version
+    )
+    assert isinstance(now, Recorded) and now.request.decided_by == "U2"
 
 
 async def test_unknown_request_is_neither_won_nor_found(store: ApprovalStore) -> None:

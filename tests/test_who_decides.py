@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agent_bridge import review_wording
 from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.models import (
     ApprovalRequest,
@@ -681,6 +682,34 @@ class TestIgnoreWithAnUnreadGroup:
         decided = await harness.decided(request)
         assert decided.decided_by == BACKUP
         assert not [n for n in harness.sandbox.ephemerals(user_id=BACKUP) if "Nothing" in n["text"]]
+
+    async def test_an_ignore_clicked_on_a_call_edited_meanwhile_is_not_recorded(
+        self, harness: Harness
+    ) -> None:
+        """The DBA clicks Ignore on the card; while the guard reads the DBA group from
+        Slack, the other DBA proposes an edit (quorum 2: pending, a new version). The
+        Ignore was of the call the card showed, not the edited one: it is not recorded,
+        and the DBA is told the call changed."""
+        await people(harness)
+        sandbox = harness.sandbox
+        run = await harness.start_run("run the inbox graph")
+        (request,) = await harness.requests(run, count=1)
+        stall = sandbox.stall_next("usergroups.users.list")
+        status, _ = await harness.click(request, "ignore", user_id=DBA)
+        assert status == 200
+        await stall.reached.wait()
+        view = await harness.open_modal(request, "edit", user_id=SECOND_DBA)
+        status, body = await sandbox.submit_view(
+            view_id=view["id"], user_id=SECOND_DBA, values={ids.arg_block_id("to"): "all@x.org"}
+        )
+        assert status == 200 and body is None, body
+        edited = await current(harness, request)
+        assert edited.pending_edit is not None and edited.version != request.version
+        stall.released.set()
+        await told(harness, DBA, review_wording.CALL_CHANGED_TEXT[:40])
+        stored = await current(harness, request)
+        assert stored.state == ApprovalState.PENDING and stored.decided_by is None
+        assert stored.version == edited.version
 
 
 async def _approved_by(
