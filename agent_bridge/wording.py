@@ -465,6 +465,7 @@ def default_placeholder(shown: str) -> str:
 # Field messages of the edit form and the argument schema check (plain: modal field
 # errors, and notes on a card). "At items[2].name: Must be a string." says where.
 REQUIRED_PLAIN = "This field is required."
+NOT_TEXT_PLAIN = "This holds a character that is not text (a lone surrogate); remove it."
 UNKNOWN_ARGUMENT_PLAIN = "The tool has no argument with this name."
 PATTERN_TOO_SLOW_PLAIN = (
     "This value could not be checked against the pattern in time: shorten or change it."

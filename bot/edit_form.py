@@ -33,6 +33,7 @@ from bot.form_fields import (
     Form,
     FormField,
     build_form,
+    is_text,
     option_value,
     parse_json,
     parse_number,
@@ -168,6 +169,8 @@ def parse_submission(
 def _parse_field(field: FormField, raw: str | None) -> tuple[Any, str]:
     """Return ``(value | _KEEP | _OMIT, error message or "")`` for one submitted input."""
     text = (raw or "") if field.kind == "string" else (raw or "").strip()
+    if not is_text(text):
+        return _OMIT, wording.NOT_TEXT_PLAIN
     if not text:
         if field.initial is None:
             return _KEEP, ""
@@ -200,6 +203,8 @@ def _parse_json_mode(args: dict[str, Any], form: Form, state_values: dict[str, A
     block = ids.ARGS_JSON_BLOCK
     action = state_values.get(block, {}).get(ids.ARG_ACTION)
     text = form.json_text if action is None else (_submitted(action) or "").strip()
+    if not is_text(text):
+        return ParsedEdit(None, {block: wording.NOT_TEXT_PLAIN}, block)
     if not text:
         return ParsedEdit(None, {block: wording.REQUIRED_PLAIN}, block)
     if _same_text(text, form.json_text):

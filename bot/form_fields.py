@@ -268,7 +268,10 @@ deeper values; no tool argument needs more)."""
 
 
 def parse_json(text: str) -> Any:
-    """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON) and absurd nesting.
+    """``json.loads`` refusing ``NaN``/``Infinity`` (not JSON), a number too large for a
+    float (``1e999``: Python reads it as infinity, which is stored as ``null``), a string
+    that is not text (a lone surrogate escape, ``"\\ud800"``, which cannot be stored) and
+    absurd nesting.
 
     Raises:
         ValueError: with a plain message such as "Expecting ',' delimiter (line 1,
@@ -278,15 +281,33 @@ def parse_json(text: str) -> Any:
     def refuse(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON value")
 
+    def finite(digits: str) -> float:
+        number = float(digits)
+        if not math.isfinite(number):
+            raise ValueError(f"{digits[:20]} is too large a number")
+        return number
+
     try:
-        value = json.loads(text, parse_constant=refuse)
+        value = json.loads(text, parse_constant=refuse, parse_float=finite)
     except json.JSONDecodeError as error:
         raise ValueError(f"{error.msg} (line {error.lineno}, column {error.colno})") from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
     if _depth(value) > MAX_JSON_DEPTH:
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    if not is_text(json.dumps(value, ensure_ascii=False)):
+        raise ValueError("a string holds a lone surrogate (\\ud800 to \\udfff), not text")
     return value
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` is text Unicode can encode: not a lone UTF-16 surrogate in it
+    (a forged payload's, or a JSON escape's), which no store or Slack can keep."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _depth(value: Any) -> int:

@@ -48,6 +48,7 @@ from bot.actions import Ack
 from bot.blocks import already_decided_plain
 from bot.edit_form import parse_submission
 from bot.errors import PayloadError
+from bot.form_fields import is_text
 from bot.guard import Guard, actor_of, installation_of
 from bot.payloads import ViewState, ViewSubmission, parse
 from bot.recorder import DecisionRecorder
@@ -142,11 +143,15 @@ class SubmissionListeners:
     @staticmethod
     def _reject_decision(request: ApprovalRequest, state: ViewState) -> Draft:
         reason = text_value(state, ids.REASON_BLOCK, ids.REASON_ACTION).strip()
+        if not is_text(reason):
+            return None, lambda _: {ids.REASON_BLOCK: wording.NOT_TEXT_PLAIN}
         return Decision(type="reject", message=reason or None), dict
 
     @staticmethod
     def _respond_decision(request: ApprovalRequest, state: ViewState) -> Draft:
         answer = text_value(state, ids.ANSWER_BLOCK, ids.ANSWER_ACTION)
+        if not is_text(answer):
+            return None, lambda _: {ids.ANSWER_BLOCK: wording.NOT_TEXT_PLAIN}
         return Decision(type="respond", message=answer), dict
 
     async def _submit(self, ack: Ack, body: dict[str, Any], context: Any, build: Build) -> None:

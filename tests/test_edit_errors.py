@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from agent_bridge import wording
 from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
 from tests.harness import REVIEWER, Harness
@@ -57,6 +59,10 @@ async def open_edit(harness: Harness) -> tuple[Any, dict[str, Any]]:
             {ids.arg_block_id("recipients"): '[1, "ada@example.com"]'},
             {ids.arg_block_id("recipients"): "string"},
         ),
+        (  # a lone surrogate, as a JSON escape and sent raw: not text, nothing stored
+            {ids.arg_block_id("recipients"): '["\\ud800"]', ids.arg_block_id("subject"): "x\ud800"},
+            {ids.arg_block_id("recipients"): "surrogate", ids.arg_block_id("subject"): "not text"},
+        ),
     ],
 )
 async def test_a_bad_edit_is_a_field_error_and_stays_pending(
@@ -89,3 +95,30 @@ async def test_a_good_structured_edit_reaches_the_tool(harness: Harness) -> None
     assert run.state == RunState.DONE
     (result,) = await harness.tool_messages(run)
     assert "Sent 3 copies of 'November' to grace@example.com, ken@example.com" in result.content
+
+
+class TestAReasonOrAnswer:
+    """On the demo agent's ``write_file``, which allows all four decisions."""
+
+    @pytest.fixture
+    def agent_settings(self, settings: WorkerConfig) -> WorkerConfig:
+        return settings
+
+    @pytest.mark.parametrize(
+        ("decision", "block_id"), [("reject", ids.REASON_BLOCK), ("respond", ids.ANSWER_BLOCK)]
+    )
+    async def test_that_is_not_text_is_a_field_error(
+        self, harness: Harness, decision: str, block_id: str
+    ) -> None:
+        """A lone surrogate in a Reject's reason or a Respond's answer (a forged
+        payload's) cannot be stored: an error on that field, not "something went wrong"."""
+        run = await harness.start_run(DEMO_TASK)
+        write, _ = await harness.requests(run, count=2)
+        view = await harness.open_modal(write, decision)
+        status, body = await harness.sandbox.submit_view(
+            view_id=view["id"], user_id=REVIEWER, values={block_id: "no \udc00 way"}
+        )
+        assert status == 200 and body is not None and body["response_action"] == "errors"
+        assert body["errors"] == {block_id: wording.NOT_TEXT_PLAIN}
+        stored = await harness.store.get_request(write.request_id)
+        assert stored is not None and stored.state == ApprovalState.PENDING and not stored.decision

@@ -248,6 +248,32 @@ def test_retyped_values_parse_back_to_the_same_arguments(
     assert json.dumps(typed(new_args), sort_keys=True) == json.dumps(typed(args), sort_keys=True)
 
 
+def test_a_number_too_large_or_a_lone_surrogate_is_a_field_error() -> None:
+    """``1e999`` reads as infinity in Python, which pydantic stores as ``null``; a lone
+    surrogate (``"\\ud800"`` in JSON, or sent raw) cannot be stored or drawn: each is an
+    error on its own field, and nothing is recorded."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "limits": {"type": "array", "items": {"type": "number"}},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "note": {"type": "string"},
+        },
+        "required": ["limits", "tags", "note"],
+    }
+    args = {"limits": [1.5], "tags": ["a"], "note": "n"}
+    new_args, errors = submit_edit(
+        schema, args, state_of(limits="[1e999]", tags='["\\ud800"]', note="x\udc00y")
+    )
+    assert new_args is None
+    assert set(errors) == {ids.arg_block_id(n) for n in ("limits", "tags", "note")}, errors
+    assert "too large" in errors[ids.arg_block_id("limits")]
+    assert "surrogate" in errors[ids.arg_block_id("tags")]
+    assert errors[ids.arg_block_id("note")] == wording.NOT_TEXT_PLAIN
+    fine, no_errors = submit_edit(schema, args, state_of(limits="[1e300, 2]"))
+    assert no_errors == {} and fine == {**args, "limits": [1e300, 2]}
+
+
 def test_hints_options_and_placeholders_show_invisible_characters() -> None:
     """An agent's schema (a compiled graph's ``json_schema`` interrupt) writes the form's
     hints, choices and placeholders: a right-to-left override, zero-width or isolate
