@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent_bridge import wording
-from agent_bridge.models import ApprovalState, RunState
+from agent_bridge.models import ApprovalState, DecisionType, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from bot import ids
@@ -108,7 +108,7 @@ class TestAReasonOrAnswer:
         ("decision", "block_id"), [("reject", ids.REASON_BLOCK), ("respond", ids.ANSWER_BLOCK)]
     )
     async def test_that_is_not_text_is_a_field_error(
-        self, harness: Harness, decision: str, block_id: str
+        self, harness: Harness, decision: DecisionType, block_id: str
     ) -> None:
         """A lone surrogate in a Reject's reason or a Respond's answer (a forged
         payload's) cannot be stored: an error on that field, not "something went wrong"."""
