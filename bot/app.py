@@ -51,7 +51,7 @@ from bot.recorder import DecisionRecorder
 from bot.slack_gateway import Slack, single_workspace
 from bot.starts import StartListeners
 from bot.submissions import SubmissionListeners
-from bot.uninstalls import UninstallListeners
+from bot.uninstalls import UninstallListeners, register_single_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +137,8 @@ def create_app(
         UninstallListeners(
             store=store, installations=oauth.installation_store, forget=authorize.forget
         ).register(app)
+    else:
+        register_single_workspace(app)
     people = directory(slack)
     views = OpenedViews(store.db, clock=store.clock)
     guard = Guard(store=store, directory=people)

@@ -1,4 +1,4 @@
-"""The app leaves a workspace: ``app_uninstalled`` and ``tokens_revoked`` (OAuth mode).
+"""The app leaves a workspace: ``app_uninstalled`` and ``tokens_revoked``.
 
 Slack sends ``app_uninstalled`` when a workspace removes the app and ``tokens_revoked``
 when its tokens are revoked (https://docs.slack.dev/reference/events/app_uninstalled,
@@ -8,6 +8,12 @@ installation (``bot.installations``), so no process calls Slack for it again, an
 its open approval requests (``ApprovalStore.close_workspace``): their cards cannot be
 updated any more, so each is cancelled with an audit event, and nobody can decide it.
 Only a revoked *bot* token leaves the workspace: the app keeps no user tokens.
+
+A single-workspace deployment (``SLACK_BOT_TOKEN``) keeps no installation to forget: its
+token is configuration. The manifest subscribes it to both events too, so they are acked
+(unanswered, Slack retries them and counts failures) and logged as an error saying the
+token no longer works (``note_leaving``); its requests are left as they are, as a
+reinstall with a new token lets people decide them again.
 
 An event older than the workspace's installation is ignored (logged): Slack retries an
 event the app did not acknowledge, with its first ``event_time``
@@ -159,4 +165,28 @@ class UninstallListeners:
             callback.event.type,
             len(closed),
             ", ".join(r.request_id for r in closed) or "none",
+        )
+
+
+def register_single_workspace(app: AsyncApp) -> None:
+    """Attach ``note_leaving`` to ``app`` for both events (a single-workspace app's)."""
+    app.event("app_uninstalled")(note_leaving)
+    app.event("tokens_revoked")(note_leaving)
+
+
+async def note_leaving(ack: Ack, body: dict[str, Any]) -> None:
+    """Ack the event; if the app left the workspace (``LeavingCallback.leaves``), log
+    that its bot token no longer works and what the admin does about it."""
+    await ack()
+    try:
+        callback = parse(LeavingCallback, body)
+    except PayloadError as exc:
+        logger.warning("%s", exc)
+        return
+    if callback.leaves:
+        logger.error(
+            "team %s: Slack says the app left the workspace (%s): SLACK_BOT_TOKEN no longer "
+            "works. Install the app again from its manifest and set the new token",
+            callback.team_id,
+            callback.event.type,
         )
