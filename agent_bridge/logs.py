@@ -23,6 +23,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import IO, Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -32,6 +33,7 @@ from psycopg.conninfo import conninfo_to_dict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from agent_bridge.log_context import KEYS
+from agent_bridge.redaction import written_forms
 from agent_bridge.repeated_lines import RepeatedLines
 
 LogFormat = Literal["text", "json"]
@@ -58,12 +60,41 @@ exception of the agent's code can carry megabytes, and masking them all would ho
 process's event loop (about 3.4 s per 100 MB), past the leases it renews."""
 
 _secrets: set[str] = set()
+_run_secrets: ContextVar[list[set[str]] | None] = ContextVar("run_secrets", default=None)
+"""The redacted values of the run the current asyncio task drives (``hold_run_secrets``),
+as the sets the drive keeps them in (``watch_run_secrets``), read as they grow."""
 
 
 def add_secrets(values: Iterable[str | None]) -> None:
     """Register values no log line or error message may show (kept for the process's
     life; values shorter than ``MIN_SECRET_CHARS`` are ignored)."""
     _secrets.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
+
+
+def hold_run_secrets() -> None:
+    """Start holding a run's secrets for the current context: call it in the context a
+    run's task is created with (``worker.Worker``), so the drive's tasks, which copy it,
+    add to what the task's own lines and error texts mask."""
+    _run_secrets.set([])
+
+
+def watch_run_secrets(secrets: set[str]) -> None:
+    """Mask the values of ``secrets`` (the run's redacted arguments, which the drive adds
+    to as it learns them: ``run_messages.ToolCalls.secrets``), in the forms text repeats
+    them (``redaction.written_forms``), in every line and error text of the run's task
+    from now on: a tool's exception may carry its password. Nothing outside a run's task
+    (``hold_run_secrets``)."""
+    held = _run_secrets.get()
+    if held is not None:
+        held.append(secrets)
+
+
+def _masked() -> list[str]:
+    """The secrets ``scrub`` masks here, longest first."""
+    held = _run_secrets.get() or []
+    run = {form for values in held for secret in values for form in written_forms(secret)}
+    kept = _secrets | {s for s in run if len(s) >= MIN_SECRET_CHARS}
+    return sorted(kept, key=len, reverse=True)
 
 
 SECRET_FIELDS = (
@@ -109,8 +140,9 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every registered secret and every ``SECRET_SHAPES`` match masked."""
-    for secret in sorted(_secrets, key=len, reverse=True):
+    """``text`` with every registered secret, the run's (``watch_run_secrets``), and
+    every ``SECRET_SHAPES`` match masked."""
+    for secret in _masked():
         if secret in text:
             text = text.replace(secret, SECRET_MARK)
     for shape in SECRET_SHAPES:

@@ -282,12 +282,12 @@ def _scrubbed(text: str, secrets: Secrets) -> str:
 
 
 def _longest_first(secrets: Iterable[str]) -> Secrets:
-    forms = {form for secret in secrets for form in _written_forms(secret)}
+    forms = {form for secret in secrets for form in written_forms(secret)}
     kept = sorted({s for s in forms if len(s) >= SCRUB_MIN_CHARS}, key=len, reverse=True)
     return re.compile("|".join(map(re.escape, kept))) if kept else None
 
 
-def _written_forms(secret: str) -> set[str]:
+def written_forms(secret: str) -> set[str]:
     """``secret`` as text may repeat it: as it is, and escaped inside a JSON string
     (``json.dumps`` of the arguments, ASCII-only or not) or a Python ``repr`` (a tool or
     an error echoing its arguments), where a quote, a backslash or a non-ASCII letter of

@@ -23,7 +23,7 @@ from langgraph.runtime import ExecutionInfo
 from langgraph.types import Command, Interrupt, StateSnapshot, interrupt
 from pydantic import ValidationError
 
-from agent_bridge import log_context, metrics, review_wording, wording
+from agent_bridge import log_context, logs, metrics, review_wording, wording
 from agent_bridge.decisions import ResumePlan, plan_resume
 from agent_bridge.errors import (
     AgentServerUnavailableError,
@@ -155,6 +155,7 @@ class RunDriver:
                 "decisions not given to it yet can no longer be"
             )
         calls = ToolCalls.of(requests, snapshot)
+        logs.watch_run_secrets(calls.secrets)  # masked in the run's lines and errors
         await self._catch_up(run, snapshot, requests, calls)
         plan = await self._plan(run, snapshot, requests, calls)
         if snapshot.interrupts and not plan.resume:

@@ -17,7 +17,7 @@ import logging
 import secrets
 from collections.abc import Collection
 
-from agent_bridge import log_context
+from agent_bridge import log_context, logs
 from agent_bridge.bus import Bus, Signal
 from agent_bridge.errors import (
     AgentServerUnavailableError,
@@ -359,9 +359,10 @@ class Worker:
     def _spawn(self, run_id: str, from_state: RunState) -> None:
         if run_id in self._active or self._stopping:
             return
+        context = log_context.task_context(run_id=run_id)  # run_id on every line of it
+        context.run(logs.hold_run_secrets)  # and none of its redacted values
         task = asyncio.create_task(
-            self.advance(run_id, from_state, agent=self.agent_name),
-            context=log_context.task_context(run_id=run_id),  # run_id on every line of it
+            self.advance(run_id, from_state, agent=self.agent_name), context=context
         )
         self._active[run_id] = task
         task.add_done_callback(lambda _: self._ended(run_id))

@@ -6,7 +6,8 @@
 test sees the real values reached the tool) and repeats the password in its result (so
 a test sees the result is scrubbed before Slack); ``lookup`` returns customer rows (its
 output is what ``post_results`` keeps out of the channel); ``explode`` fails with an
-absolute server path in its error; ``rotate`` prints nothing.
+absolute server path in its error; ``rotate`` prints nothing; ``unlock`` raises an
+error carrying its password, which fails the run.
 
 The secrets cannot come from the task: the requester's task is their own text and is
 shown as typed. ``PlannedModel`` is the tests' chat model instead of the scripted one:
@@ -78,8 +79,13 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
         """Rotate a host's credential (prints nothing when it works)."""
         return ""
 
+    def unlock(vault: str, password: str) -> str:
+        """Unlock a vault (its client fails with the password in its message)."""
+        raise RuntimeError(f"vault {vault} refused the login {password}")
+
     tools = (connect, lookup, explode, rotate)
-    return [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
+    handled = [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
+    return [*handled, StructuredTool.from_function(unlock)]  # its error fails the run
 
 
 class PlannedModel(ScriptedChatModel):

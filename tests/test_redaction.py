@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from agent_bridge import wording
+from agent_bridge import logs, wording
 from agent_bridge.binding import call_hash
 from agent_bridge.models import ApprovalRequest, RunState
 from agent_bridge.settings import WorkerConfig
@@ -50,6 +50,7 @@ PLANS = {
     ],
     "retype": [[{"name": "connect", "args": connect_args()}]],
     "rotate": [[{"name": "rotate", "args": {"host": "db1.internal", "password": PASSWORD}}]],
+    "unlock": [[{"name": "unlock", "args": {"vault": "prod", "password": PASSWORD}}]],
 }
 
 
@@ -230,3 +231,28 @@ async def test_an_edited_call_that_printed_nothing_shows_no_edit_notice(harness:
     assert [c["args"]["text"][:5] for c in quoting] == ["Done."], quoting
     assert any(wording.NO_OUTPUT in json.dumps(c, ensure_ascii=False) for c in calls)
     assert_no_secret(json.dumps(calls, ensure_ascii=False), "a Web API call")
+
+
+async def test_a_tool_error_carrying_a_password_is_masked_in_the_log_and_the_run(
+    harness: Harness,
+) -> None:
+    """The tool's own exception repeats its redacted password and fails the run: the
+    worker's log lines (the traceback too) and the run's stored error mask it, as the
+    run's secrets (``logs.watch_run_secrets``)."""
+    stream = io.StringIO()
+    handler = logs.handler("text", stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        run = await harness.start_run("unlock")
+        (request,) = await harness.requests(run, count=1)
+        await harness.click(request, "approve")
+        failed = await harness.finished(run)
+    finally:
+        root.removeHandler(handler)
+    assert failed.state == RunState.FAILED
+    logged = stream.getvalue()
+    assert "vault prod refused the login" in logged and logs.SECRET_MARK in logged
+    assert "vault prod refused the login" in (failed.error or "")
+    assert_no_secret(logged, "the worker's log")
+    assert_no_secret(failed.error or "", "the run's error")
