@@ -70,8 +70,9 @@ def arg_sections(args: dict[str, Any], budget: int) -> tuple[list[dict[str, Any]
 
     Args:
         args: the tool call's arguments.
-        budget: characters all the sections' text may take together (roughly: names
-            and the minimum share of each value come on top).
+        budget: characters all the sections' text may take together: the names first
+            (each cut to ``NAME_MAX_CHARS``: a model names its arguments), the values
+            sharing the rest (only the minimum share of each value may come on top).
 
     Returns:
         ``(sections, cut)``: the section blocks (one per argument, or one JSON object
@@ -89,7 +90,8 @@ def arg_sections(args: dict[str, Any], budget: int) -> tuple[list[dict[str, Any]
     # what each value needs, up to a section (no share is larger): a long value is not
     # escaped whole just to be measured
     needed = [len(code_block(arg_text(v), 2 * SECTION_TEXT_MAX_CHARS)[0]) for v in args.values()]
-    shares = _fair_shares(needed, budget, caps)
+    for_values = budget - sum(len(shown) + 1 for shown in names.values())
+    shares = _fair_shares(needed, for_values, caps)
     sections, any_cut = [], False
     for (name, value), share in zip(args.items(), shares, strict=True):
         body, cut = code_block(arg_text(value), max(share, _MIN_VALUE_CHARS))

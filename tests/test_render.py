@@ -17,6 +17,7 @@ from slack_sdk.models.views import View
 from agent_bridge import wording
 from agent_bridge.models import DECISION_TYPES, ApprovalRequest, ApprovalState, Decision, Run
 from bot import ids
+from bot.arg_blocks import MAX_ARG_SECTIONS
 from bot.blocks import (
     already_decided_text,
     approval_text,
@@ -99,6 +100,10 @@ REQUESTS = {
     ),
     "batch": make_request(batch_size=3, index=1, mode="batched"),
     "odd names": make_request(args={"": 1, "a`b": 2, "<!here>": 3, "x" * 400: 4}),
+    "long names": make_request(  # what a model may name its arguments: 200 shown of each
+        args={f"k{i:02d}" + "x" * 300: "v" * 5000 for i in range(MAX_ARG_SECTIONS)},
+        description="d" * 5000,
+    ),
 }
 DECISIONS = {
     "approve": Decision(type="approve"),
@@ -251,8 +256,31 @@ def test_batch_progress_and_position_are_shown() -> None:
     )
 
 
+def test_a_card_with_long_names_and_a_pending_edit_stays_under_slacks_limit() -> None:
+    """Twenty arguments with 300-character names and 5,000-character values, a long
+    reason, and five of them changed by a waiting edit (quorum): the card keeps within
+    the text Slack takes in one message (it answers ``msg_blocks_too_long`` past it)."""
+    request = REQUESTS["long names"]
+    edited = {
+        name: ("w" * 2999 if i < 5 else v) for i, (name, v) in enumerate(request.args.items())
+    }
+    waiting = request.model_copy(
+        update={
+            "reason": "r" * 5000,
+            "pending_edit": Decision(type="edit", edited_args=edited),
+            "approved_by": ["U0REVIEWER"],
+        }
+    )
+    assert_valid_message(approval_text(waiting), render_approval(waiting, run=RUN))
+    for decision in (Decision(type="edit", edited_args=edited), DECISIONS["approve"]):
+        blocks = render_decided(decided(waiting, decision), run=RUN)
+        assert sum(len(s) for s in strings(blocks)) <= MESSAGE_TEXT_MAX_CHARS
+
+
 @pytest.mark.parametrize("kind", DECISIONS)
-@pytest.mark.parametrize("name", ["simple", "evil everywhere", "big value", "many args"])
+@pytest.mark.parametrize(
+    "name", ["simple", "evil everywhere", "big value", "many args", "long names"]
+)
 def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str, name: str) -> None:
     request = decided(REQUESTS[name], DECISIONS[kind])
     blocks = render_decided(request, run=RUN)
@@ -274,7 +302,9 @@ def test_decided_card_shows_who_how_and_when_without_decision_buttons(kind: str,
         assert "*Answer:*\n> Use staging" in text
     if kind == "edit":
         assert "*What the edit changed:*" in text
-    assert has_view_args(blocks) == (name in ("big value", "many args") or kind == "edit")
+    assert has_view_args(blocks) == (
+        name in ("big value", "many args", "long names") or kind == "edit"
+    )
     # the reviewer's mention is the only one; everything else is escaped
     assert_no_markup([t.replace("<@U0REVIEWER>", "") for t in strings(blocks)])
     assert decided_text(request).startswith(emoji_verb.replace("*", "")[:2])
