@@ -31,6 +31,7 @@ from agent_bridge.models import (
     Decision,
     Recording,
 )
+from agent_bridge.redaction import scrub, secret_values
 
 MESSAGE_MAX_CHARS = 3000
 """The longest answer or reject reason, characters: what the Respond and Reject modals'
@@ -43,9 +44,10 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
     """Return what is wrong with ``decision`` for ``request`` (``{}`` if it is fine).
 
     Returns:
-        Argument name -> plain-words message for edit errors; ``""`` -> message for
-        errors not about one argument (decision not allowed, empty answer, an answer or
-        reason over ``MESSAGE_MAX_CHARS``).
+        Argument name -> plain-words message for edit errors, scrubbed of the call's
+        redacted values (proposed and edited); ``""`` -> message for errors not about one
+        argument (decision not allowed, empty answer, an answer or reason over
+        ``MESSAGE_MAX_CHARS``).
     """
     refused = refusal(request, decision.type)
     if refused:
@@ -53,7 +55,12 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
     if decision.type == "edit":
         if decision.edited_args is None:
             return {GENERAL_KEY: wording.EDIT_NEEDS_ARGS_PLAIN}
-        return check_args(request.args_schema, decision.edited_args)
+        errors = check_args(request.args_schema, decision.edited_args)
+        # a schema's own message may quote the value (``not``, ``contains``): a modal's
+        # field error or a reopened card's note must not show a redacted one
+        secrets = secret_values(request.args, request.redact)
+        secrets |= secret_values(decision.edited_args, request.redact)
+        return {name: scrub(message, secrets) for name, message in errors.items()}
     if decision.type == "respond" and not (decision.message or "").strip():
         return {GENERAL_KEY: wording.RESPOND_NEEDS_ANSWER_PLAIN}
     if len(decision.message or "") > MESSAGE_MAX_CHARS:

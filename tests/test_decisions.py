@@ -3,6 +3,7 @@ decisions into a resume value (order, completeness, stale interrupts)."""
 
 from __future__ import annotations
 
+from agent_bridge import wording
 from agent_bridge.arguments import GENERAL_KEY
 from agent_bridge.decisions import MESSAGE_MAX_CHARS, check_decision, plan_resume
 from agent_bridge.models import (
@@ -109,6 +110,23 @@ def test_check_decision_explains_each_refusal() -> None:
         request("a", allowed=("respond",)), Decision(type="respond", message=" ")
     ) == {GENERAL_KEY: "Write an answer."}
     assert check_decision(request("a"), Decision(type="approve")) == {}
+
+
+def test_an_edit_error_quoting_a_redacted_value_does_not_show_it() -> None:
+    """A schema whose own message quotes the value (``not``: "'…' should not be valid
+    under …") would show the typed password in the modal's field error, and on a card a
+    deploy reopened: the call's redacted values are scrubbed from each message."""
+    typed = "Sup3r-S3cret-typed"
+    schema = {
+        "type": "object",
+        "properties": {"password": {"type": "string", "not": {"pattern": "S3cret"}}},
+    }
+    login = request("a").model_copy(
+        update={"args": {"password": "old-Pa55word"}, "args_schema": schema}
+    )
+    errors = check_decision(login, Decision(type="edit", edited_args={"password": typed}))
+    assert set(errors) == {"password"}, errors
+    assert typed not in errors["password"] and wording.REDACTED in errors["password"], errors
 
 
 def test_an_answer_or_reason_past_the_modals_limit_is_refused() -> None:
