@@ -201,7 +201,9 @@ class RunMessages:
             run.run_id,
             call_id,
             ok=message.status != "error",
-            content=scrub(_result_text(message, edited=call_id in calls.edited), calls.secrets),
+            content=self._scrubbed(
+                _result_text(message, edited=call_id in calls.edited), name, calls
+            ),
             shown=self.policy.posts_results(name) != "none",
             known=calls.request_of(call_id),
         )
@@ -220,7 +222,7 @@ class RunMessages:
             NotifyError: Slack failed; a retry posts what is missing.
         """
         self.learn(messages, calls)
-        await self.notifier.run_finished(run, answer=scrub(answer, calls.secrets))
+        await self.notifier.run_finished(run, answer=self._scrubbed(answer, None, calls))
 
     async def _post_result(
         self, run: Run, message: ToolMessage, name: str, call_id: str, calls: ToolCalls
@@ -236,7 +238,7 @@ class RunMessages:
                 run,
                 key=f"tool:{call_id}",
                 tool_name=name,
-                content=scrub(answer.message or "", calls.secrets),
+                content=self._scrubbed(answer.message or "", name, calls),
                 ok=answer.type == "respond",
                 answered=answer.type,
             )
@@ -251,7 +253,7 @@ class RunMessages:
                 run.thread_id,
                 call_id,
                 name,
-                scrub(content or "", calls.secrets),
+                self._scrubbed(content or "", name, calls),
             )
             content = None
         elif not self._shows_output(name, call_id, calls):
@@ -260,9 +262,18 @@ class RunMessages:
             run,
             key=f"tool:{call_id}",
             tool_name=shown_name,
-            content=None if content is None else scrub(content, calls.secrets),
+            content=None if content is None else self._scrubbed(content, name, calls),
             ok=ok,
         )
+
+    def _scrubbed(self, text: str, tool_name: str | None, calls: ToolCalls) -> str:
+        """``text`` (a tool's output or error, a reviewer's words, the final answer)
+        without the run's redacted values, nor a secret it carries itself in a shape the
+        ``redact`` rules name (``DB_PASSWORD=…``, ``Authorization: Bearer …``, a URL's
+        password: ``redaction.secret_values``); ``tool_name``'s rules, or the policy's for
+        the final answer (``None``)."""
+        rules = self.policy.redaction(tool_name) if tool_name else tuple(self.policy.redact)
+        return scrub(text, calls.secrets | secret_values(text, rules))
 
     def _shows_output(self, name: str, call_id: str, calls: ToolCalls) -> bool:
         """Whether the tool's ``post_results`` lets this call's output be posted."""

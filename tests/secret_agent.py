@@ -6,8 +6,9 @@
 test sees the real values reached the tool) and repeats the password in its result (so
 a test sees the result is scrubbed before Slack); ``lookup`` returns customer rows (its
 output is what ``post_results`` keeps out of the channel); ``explode`` fails with an
-absolute server path in its error; ``rotate`` prints nothing; ``unlock`` raises an
-error carrying its password, which fails the run.
+absolute server path in its error; ``rotate`` prints nothing; ``show_config`` prints
+secrets under their own names; ``unlock`` raises an error carrying its password, which
+fails the run.
 
 The secrets cannot come from the task: the requester's task is their own text and is
 shown as typed. ``PlannedModel`` is the tests' chat model instead of the scripted one:
@@ -31,9 +32,12 @@ from agent_bridge.settings import WorkerConfig
 PASSWORD = "hunter2-Pa55-q7Zr"
 API_KEY = "sk-live-9b8c7d6e5f4a"
 TOKEN = "ghp-Tok3n-0a1b2c3d"
+CONFIG_PASSWORD = "cfg-Pa55-7781-zz"
+CONFIG_TOKEN = "cfg-B3arer-0042-yy"
+"""Secrets only in ``show_config``'s output, never an argument: known by their names."""
 TYPED_PASSWORD = "typed-N3w-Pass-4411"
 """What a reviewer types into the redacted field of an edit form."""
-SECRETS = (PASSWORD, API_KEY, TOKEN, TYPED_PASSWORD)
+SECRETS = (PASSWORD, API_KEY, TOKEN, TYPED_PASSWORD, CONFIG_PASSWORD, CONFIG_TOKEN)
 CALLS_FILE = "connect_calls.jsonl"
 CUSTOMER_ROWS = "Ada Lovelace, ada@example.com, card 4242-4242"
 
@@ -79,11 +83,15 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
         """Rotate a host's credential (prints nothing when it works)."""
         return ""
 
+    def show_config(host: str) -> str:
+        """Show a host's configuration (its secrets in it, under their own names)."""
+        return f"host={host}\nDB_PASSWORD={CONFIG_PASSWORD}\nAuthorization: Bearer {CONFIG_TOKEN}"
+
     def unlock(vault: str, password: str) -> str:
         """Unlock a vault (its client fails with the password in its message)."""
         raise RuntimeError(f"vault {vault} refused the login {password}")
 
-    tools = (connect, lookup, explode, rotate)
+    tools = (connect, lookup, explode, rotate, show_config)
     handled = [StructuredTool.from_function(fn, handle_tool_error=True) for fn in tools]
     return [*handled, StructuredTool.from_function(unlock)]  # its error fails the run
 

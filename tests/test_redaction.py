@@ -51,6 +51,7 @@ PLANS = {
     "retype": [[{"name": "connect", "args": connect_args()}]],
     "rotate": [[{"name": "rotate", "args": {"host": "db1.internal", "password": PASSWORD}}]],
     "unlock": [[{"name": "unlock", "args": {"vault": "prod", "password": PASSWORD}}]],
+    "config": [[{"name": "show_config", "args": {"host": "db1.internal"}}]],
 }
 
 
@@ -256,3 +257,20 @@ async def test_a_tool_error_carrying_a_password_is_masked_in_the_log_and_the_run
     assert "vault prod refused the login" in (failed.error or "")
     assert_no_secret(logged, "the worker's log")
     assert_no_secret(failed.error or "", "the run's error")
+
+
+async def test_secrets_a_tool_prints_under_their_own_names_are_masked(harness: Harness) -> None:
+    """No argument carries them: the tool's output names them (``DB_PASSWORD=…``,
+    ``Authorization: Bearer …``), as the ``redact`` rules name keys; the result posted,
+    the card's outcome and the model's answer quoting it mask them."""
+    run = await harness.start_run("config")
+    (request,) = await harness.requests(run, count=1)
+    await harness.click(request, "approve")
+    done = await harness.finished(run)
+    assert done.state == RunState.DONE, done.error
+    calls = json.dumps(harness.sandbox.calls, ensure_ascii=False)
+    assert "DB_PASSWORD=" in calls and "host=db1.internal" in calls  # the output was posted
+    assert_no_secret(calls, "a Web API call")
+    recorded = await harness.store.get_request(request.request_id)
+    assert recorded is not None and recorded.result is not None
+    assert_no_secret(recorded.result.text, "the recorded result")
