@@ -109,6 +109,14 @@ class AttachRefusedError(BridgeError):
     thread (check the ID and ``AGENT_URL``). Nothing was recorded."""
 
 
+class PausedWithoutInterruptError(BridgeError):
+    """The graph stopped before its end with no interrupt to show or answer: a static
+    breakpoint (``interrupt_before``/``interrupt_after``) of a deployed graph, or of a
+    sub-agent run inside a tool, where the worker's start check cannot see it
+    (``graph_agent.check_runnable`` refuses a local graph's). The run fails instead of
+    ending done with its next nodes (its tools) never run."""
+
+
 class UndecidableCallError(BridgeError):
     """A gated call no decision can be given for: its review allows only Edit, and the
     batched middleware would not confine an edit to it (``interrupts.TurnCall``); or the

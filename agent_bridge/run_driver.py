@@ -29,6 +29,7 @@ from agent_bridge.errors import (
     AgentServerUnavailableError,
     CheckpointLostError,
     CheckpointUnavailableError,
+    PausedWithoutInterruptError,
     StoreUnavailableError,
     UndecidableCallError,
     error_text,
@@ -172,10 +173,16 @@ class RunDriver:
             metrics.RESUME_FAILURES.labels(reason="refused").inc()
             await self.progress.waiting(run, _messages(snapshot))  # nothing saved: as before
             return RunState.WAITING, None
-        if ended is not None and {i.id for i in snapshot.interrupts} <= set(plan.resume):
+        if (
+            ended is not None
+            and {i.id for i in snapshot.interrupts} <= set(plan.resume)
+            and not _calls_unanswered(ended)
+        ):
             # The stream showed the graph's end, and every interrupt pending before it was
             # resumed (one that was not, LangGraph raises again as it re-runs its node; the
             # driver does not rely on it): the checkpoint holds ``ended``, nothing to read.
+            # Its last message calling tools with no result is no end: a static breakpoint
+            # stops a stream so too (``_settle`` reads the checkpoint's ``next``).
             await self.store.mark_applied(plan.applying, known=calls.requests)
             return await self._finish(run, ended, calls)
         return await self._settle(run, config, plan, calls)
@@ -336,6 +343,15 @@ class RunDriver:
                 run, snapshot, calls.requests.values(), redraw_posted=bool(plan.applying)
             )
             return RunState.WAITING, None
+        if snapshot.next:
+            raise PausedWithoutInterruptError(
+                f"the graph stopped before {', '.join(snapshot.next)} with no interrupt to "
+                "answer: a static breakpoint (interrupt_before/interrupt_after, in the "
+                "deployed graph or in a sub-agent run inside a tool). Nothing a person can "
+                "answer from Slack resumes it, so the run stops here. Compile the graph "
+                "without breakpoints; gate tools with HumanInTheLoopMiddleware or ask with "
+                "interrupt()"
+            )
         return await self._finish(run, snapshot.values, calls)
 
     async def _stream(
@@ -610,6 +626,15 @@ def _ended_values(chunk: Any) -> dict[str, Any] | None:
     if not isinstance(values, dict) or interrupts is None or interrupts:
         return None
     return values
+
+
+def _calls_unanswered(values: dict[str, Any]) -> bool:
+    """Whether the last of ``values``' messages is an AI message calling tools: no graph
+    that ran to its end leaves its last turn's calls without results (a static
+    breakpoint before the tools does)."""
+    messages = values.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    return isinstance(last, AIMessage) and bool(last.tool_calls)
 
 
 def _empty(snapshot: Any) -> bool:

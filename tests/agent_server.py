@@ -2,7 +2,8 @@
 
 It serves the repository's ``langgraph.json`` (the demo agent in both interrupt modes,
 ``agent_bridge/served_agent.py``) with the tests' own graphs beside it (``TEST_GRAPHS``:
-an Agent Inbox interrupt, ``tests/interrupt_graphs.py``), or a copy of the example's, from
+an Agent Inbox interrupt, ``tests/interrupt_graphs.py``; an agent with a static breakpoint,
+``tests/breakpoint_graphs.py``), or a copy of the example's, from
 ``langgraph-cli[inmem]``: offline, no browser, no LangSmith tracing, no reload. Its
 in-memory state is kept in a folder of the session's own (``.langgraph_api`` in its
 working directory), and the demo tools work under ``workspace``
@@ -38,7 +39,8 @@ CONFIG = REPO / "langgraph.json"
 ASSISTANTS = {"batched": "agent", "per_call": "agent_per_call"}
 """The repository's ``langgraph.json`` graphs, one per interrupt mode."""
 TEST_GRAPHS = {
-    name: f"tests.interrupt_graphs:{name}" for name in ("inbox", "form", "plain", "parallel")
+    **{name: f"tests.interrupt_graphs:{name}" for name in ("inbox", "form", "plain", "parallel")},
+    "breakpoint": "tests.breakpoint_graphs:deployed_graph",
 }
 """Graphs the tests serve beside the repository's (compiled without a checkpointer)."""
 EXAMPLE_CONFIG = REPO / "examples" / "deployed_graph" / "langgraph.json"
