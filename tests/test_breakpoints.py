@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -75,7 +76,7 @@ async def test_a_deployed_graph_stopped_at_a_breakpoint_fails_the_run(
         await driver.drive(run)
     server = agent_server.client()
     try:
-        state = await server.threads.get_state(thread_id)
+        state: Any = await server.threads.get_state(thread_id)
     finally:
         await server.aclose()
     assert state["next"] == ["tools"]
