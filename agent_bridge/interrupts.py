@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from langchain.agents.middleware.human_in_the_loop import Action, HITLRequest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
+from pydantic import TypeAdapter, ValidationError
 
 from agent_bridge import call_ids
 from agent_bridge.binding import call_hash, canonical_json
@@ -60,12 +62,32 @@ def new_request_id() -> str:
     return secrets.token_urlsafe(REQUEST_ID_BYTES)
 
 
+_BATCHED_VALUE = TypeAdapter(HITLRequest)
+_PER_CALL_VALUE = TypeAdapter(Action)
+"""What ``HumanInTheLoopMiddleware`` raises, as LangChain types it: a batched
+``HITLRequest``; per call, a ``ToolApprovalRequest``, of which the call (``Action``:
+``name``, ``args``) is what is read."""
+
+
 def is_hitl(interrupt: Interrupt) -> bool:
-    """Whether ``interrupt`` was raised by ``HumanInTheLoopMiddleware`` (either mode)."""
+    """Whether ``interrupt`` was raised by ``HumanInTheLoopMiddleware`` (either mode): its
+    value has the shape LangChain gives it, not only one of its keys (a node's own
+    ``{"type": "tool_approval", ...}`` or ``action_requests`` of another shape is any
+    other interrupt, asked as its value reads: ``interrupt_shapes``)."""
     value = interrupt.value
     if not isinstance(value, Mapping):
         return False
-    return value.get("type") == "tool_approval" or "action_requests" in value
+    if value.get("type") == "tool_approval":
+        return _fits(_PER_CALL_VALUE, value)
+    return "action_requests" in value and _fits(_BATCHED_VALUE, value)
+
+
+def _fits(shape: TypeAdapter[Any], value: Any) -> bool:
+    try:
+        shape.validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def is_batched(interrupt: Interrupt) -> bool:

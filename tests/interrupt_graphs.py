@@ -87,6 +87,22 @@ def _plain(state: State) -> State:
     return {"answers": {"plain": interrupt(PLAIN_QUESTION)}}
 
 
+LOOKALIKES = {
+    "lookalike_type": {"type": "tool_approval", "tool": "deploy", "question": "Deploy?"},
+    "lookalike_actions": {"action_requests": [{"action": "deploy"}], "question": "Deploy?"},
+    "lookalike_text": {"action_requests": "deploy", "question": "Deploy?"},
+}
+"""A node's own interrupt values that carry a key of ``HumanInTheLoopMiddleware``'s
+(``type: tool_approval``, ``action_requests``) but not its shape."""
+
+
+def _lookalike(name: str) -> Any:
+    def ask(state: State) -> State:
+        return {"answers": {name: interrupt(LOOKALIKES[name])}}
+
+    return ask
+
+
 def _left(state: State) -> State:
     return {"answers": {"left": interrupt("Answer for the left branch?")}}
 
@@ -104,7 +120,7 @@ def graph_of(
     name: str, checkpointer: Checkpointer = None
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the test graph ``name`` (``inbox``, ``form``, ``plain``, ``parallel``,
-    ``subgraph``) with ``checkpointer``."""
+    ``subgraph``, or one of ``LOOKALIKES``) with ``checkpointer``."""
     builder = StateGraph(State)
     builder.add_node("report", _report)
     if name == "parallel":
@@ -123,6 +139,8 @@ def graph_of(
             builder.add_node("ask", _inbox)
         elif name == "form":
             builder.add_node("ask", _form)
+        elif name in LOOKALIKES:
+            builder.add_node("ask", _lookalike(name))
         else:
             builder.add_node("ask", _plain)
         builder.add_edge(START, "ask")
@@ -135,3 +153,6 @@ form = graph_of("form")
 plain = graph_of("plain")
 parallel = graph_of("parallel")
 subgraph = graph_of("subgraph")
+lookalike_type = graph_of("lookalike_type")
+lookalike_actions = graph_of("lookalike_actions")
+lookalike_text = graph_of("lookalike_text")

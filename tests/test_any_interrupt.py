@@ -175,3 +175,24 @@ async def test_a_sub_graphs_interrupt_gets_its_card_and_is_resumed_by_id(
     assert request.mode == "plain_value"
     await submit(harness, request, "respond", {ids.ANSWER_BLOCK: "eu-west-1"})
     assert await answers(harness, run) == {"plain": "eu-west-1"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.graph(name))
+        for name in ("lookalike_type", "lookalike_actions", "lookalike_text")
+    ],
+)
+async def test_a_value_with_a_key_of_the_middlewares_is_still_asked_as_it_reads(
+    harness: Harness, name: str
+) -> None:
+    """A node's own ``{"type": "tool_approval", ...}`` or ``action_requests`` of
+    another shape is not the middleware's (the driver crashed reading its call): its
+    card shows the value, and the answer reaches the node."""
+    run = await run_graph(harness, name)
+    (request,) = await harness.requests(run, count=1)
+    card = json.dumps(card_of(harness, request)["blocks"])
+    assert "Deploy?" in card and ids.decision_action_id("respond") in card
+    await submit(harness, request, "respond", {ids.ANSWER_BLOCK: "not today"})
+    assert await answers(harness, run) == {name: "not today"}
