@@ -238,15 +238,18 @@ class WorkerConfig(ProcessConfig):
 
 
 def refuse_public(value: str | None) -> str | None:
-    """Return ``value`` if it can be a production credential (set, and not the demo's);
-    ``None`` (unset, where that is allowed) passes."""
+    """Return ``value`` without surrounding whitespace if it can be a production
+    credential (set, and not the demo's); ``None`` (unset, where that is allowed) passes.
+    No credential has surrounding whitespace: a secret written to a file with ``echo``
+    (or mounted from a Kubernetes secret) ends in a newline, which would make every
+    request's signature fail."""
     if value is None:
         return None
     if not value.strip():
         raise PydanticCustomError("empty", "is empty")
     if value.strip() in PUBLIC_VALUES:
         raise PydanticCustomError("public", "is the demo's public value")
-    return value
+    return value.strip()
 
 
 def refuse_public_if_set(value: str | None) -> str | None:
@@ -267,7 +270,7 @@ class WebSettings(BaseSettings, WebConfig):
     _credentials = field_validator(
         "slack_signing_secret", "slack_bot_token", "slack_client_secret"
     )(refuse_public)
-    _app_token = field_validator("slack_app_token")(refuse_public_if_set)
+    _optional = field_validator("slack_app_token", "slack_client_id")(refuse_public_if_set)
 
 
 class WorkerSettings(BaseSettings, WorkerConfig):
@@ -282,6 +285,7 @@ class WorkerSettings(BaseSettings, WorkerConfig):
     model_config = READ_ENVIRONMENT
 
     _credentials = field_validator("slack_bot_token")(refuse_public)
+    _client_id = field_validator("slack_client_id")(refuse_public_if_set)
 
 
 class LogSettings(BaseSettings):

@@ -207,6 +207,39 @@ def test_production_refuses_a_missing_or_public_credential(
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 
+@pytest.mark.parametrize(("settings_type", "variable"), CREDENTIALS)
+def test_a_credential_pasted_with_a_newline_is_read_without_it(
+    settings_type: type[BaseSettings], variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret written to a file with ``echo`` (or mounted from a Kubernetes secret)
+    ends in a newline; kept, every request's signature would fail, and nothing says
+    why. No credential has surrounding whitespace."""
+    for name in OWN_VARIABLES[settings_type] & VALID.keys():
+        monkeypatch.setenv(name, VALID[name])
+    monkeypatch.setenv(variable, f" {VALID[variable]}\n")
+    settings = read_settings(settings_type)
+    assert getattr(settings, variable.lower()) == VALID[variable]
+
+
+@pytest.mark.parametrize("settings_type", [WebSettings, WorkerSettings])
+@pytest.mark.parametrize("with_token", [True, False], ids=["with a bot token", "alone"])
+def test_an_empty_client_id_is_refused_not_taken_for_oauth(
+    settings_type: type[BaseSettings], with_token: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SLACK_CLIENT_ID=`` (a template's empty line) would switch on OAuth with no
+    client ID: every run fails later with not_installed. It is refused, named alone."""
+    for name in OWN_VARIABLES[settings_type] & VALID.keys():
+        monkeypatch.setenv(name, VALID[name])
+    if not with_token:
+        monkeypatch.delenv("SLACK_BOT_TOKEN")
+    monkeypatch.setenv("SLACK_CLIENT_ID", "")
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(settings_type)
+    problems = str(caught.value).split("; ")
+    assert problems[0].startswith("SLACK_CLIENT_ID is empty"), problems
+    assert not [p for p in problems if "both set" in p], problems
+
+
 def test_every_wrong_variable_is_named_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLACK_SIGNING_SECRET", DEMO_SIGNING_SECRET)
     monkeypatch.setenv("PORT", "not-a-port")
