@@ -20,6 +20,7 @@ from agent_bridge import metrics
 from agent_bridge.db import Database
 from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.state_counts import read_state_counts
+from bot.shared_call import SharedCall
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +32,14 @@ def metrics_handler(
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     """Return the ``/metrics`` handler; with ``db``, the database's figures are read
     first (on failure they keep their last values and
-    ``agent_bridge_metrics_database_ok`` is 0)."""
+    ``agent_bridge_metrics_database_ok`` is 0), one read at a time: scrapes arriving
+    while one is in flight share it (``SharedCall``: the endpoint is not authenticated,
+    and the counts scan the runs table on the click's own connection pool)."""
+    read = SharedCall(lambda: _read_database(db)) if db is not None else None
 
     async def handle(_: web.Request) -> web.Response:
-        if db is not None:
-            await _read_database(db)
+        if read is not None:
+            await read()
         return web.Response(
             body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )

@@ -36,6 +36,7 @@ from agent_bridge.db import Database
 from agent_bridge.deadline import within
 from agent_bridge.errors import SchemaOutdatedError, StoreUnavailableError
 from agent_bridge.migrations import check_version
+from bot.shared_call import SharedCall
 from bot.slack_client import PASSING_CODES
 
 READY_PATH = "/readyz"
@@ -78,9 +79,15 @@ class Readiness:
         self.clock = clock
         self._redis: aioredis.Redis | None = None
         self._slack_ok_at: float | None = None
+        self._shared = SharedCall(self._check)
 
     async def check(self) -> dict[str, str]:
-        """Run every check at once; return check name -> ``ok`` or why not."""
+        """Run every check at once; return check name -> ``ok`` or why not. Probes
+        arriving while a check is in flight share it (``SharedCall``: ``/readyz`` is not
+        authenticated, and a flood of it must not take the clicks' connections)."""
+        return await self._shared()
+
+    async def _check(self) -> dict[str, str]:
         names = ["database", "migrations", "redis", "slack"]
         answers = await asyncio.gather(
             self._database(), self._migrations(), self._redis_ping(), self._slack_auth()
