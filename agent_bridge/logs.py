@@ -243,9 +243,12 @@ a line per sweep for a worker of a deployed agent (``AGENT_URL``). Their request
 detail, shown at ``DEBUG`` only; their warnings and errors always."""
 
 
-REPEATING_LOGGERS = ("psycopg.pool",)
-"""Libraries that repeat one warning many times a minute while a service is down:
-psycopg_pool's at every failed connection attempt. Each kind of their warnings is
+REFUSALS_LOGGER = "bot.refused_requests"
+"""The web process's lines about requests refused for their signature."""
+REPEATING_LOGGERS = ("psycopg.pool", REFUSALS_LOGGER)
+"""Loggers that repeat one warning many times a minute: psycopg_pool's at every failed
+connection attempt while the database is down, the web's at every request refused for
+its signature (a wrong signing secret, a scanner). Each kind of their warnings is
 written once a minute at most, with the count held back (``RepeatedLines``)."""
 
 

@@ -33,6 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.bus import Bus
 from agent_bridge.inbox import Inbox
+from agent_bridge.logs import REFUSALS_LOGGER
 from agent_bridge.opened_views import OpenedViews
 from agent_bridge.store import ApprovalStore
 from bot.actions import ActionListeners
@@ -54,6 +55,9 @@ from bot.submissions import SubmissionListeners
 from bot.uninstalls import UninstallListeners, register_single_workspace
 
 logger = logging.getLogger(__name__)
+refusals = logging.getLogger(REFUSALS_LOGGER)
+"""Requests refused for their signature: a wrong ``SLACK_SIGNING_SECRET`` refuses every
+one, and the log must say so; a scanner's would repeat (``logs.REPEATING_LOGGERS``)."""
 
 HEALTH_PATH = "/healthz"
 
@@ -234,6 +238,12 @@ def create_web_app(
         if is_ssl_check(body):
             return web.Response(status=200)  # Slack checking our certificate: nothing to do
         if not is_signed(verifier, body, dict(request.headers)):
+            refusals.warning(
+                "refused a request to %s: not signed with SLACK_SIGNING_SECRET, or sent more "
+                "than 5 minutes ago; if every request from Slack is refused, set the app's "
+                "Signing Secret (api.slack.com: Basic Information)",
+                request.path,
+            )
             return web.Response(status=401, text="invalid signature")
         try:
             bolt_request = AsyncBoltRequest(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
+from agent_bridge.logs import REFUSALS_LOGGER
 from agent_bridge.models import ApprovalState, RunState
 from agent_bridge.scripted_model import DEMO_TASK
 from bot import ids
@@ -128,12 +130,28 @@ async def test_five_concurrent_clicks_record_one_decision_and_run_once(harness: 
     assert {n["user"] for n in notes} | {stored.decided_by} == set(users)
 
 
-async def test_forged_and_stale_requests_get_401_and_change_nothing(harness: Harness) -> None:
+async def test_forged_and_stale_requests_get_401_and_change_nothing(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each is refused, and the log says why (a wrong ``SLACK_SIGNING_SECRET`` refuses
+    every request: nothing else would tell the admin)."""
     run = await harness.start_run(DEMO_TASK)
     write, _ = await harness.requests(run, count=2)
     click = card_click(harness.sandbox, write, ids.decision_action_id("approve"), user_id=DBA)
     body = payload_body(click)
-    forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
+    refusals = logging.getLogger(REFUSALS_LOGGER)
+    held = refusals.filters[:]  # a test of logs.configure_logging may have left its own
+    for each in held:
+        refusals.removeFilter(each)
+    try:
+        with caplog.at_level(logging.WARNING, logger=REFUSALS_LOGGER):
+            forged = await harness.sandbox.post_signed(body, signature="v0=" + "0" * 64)
+    finally:
+        for each in held:
+            refusals.addFilter(each)
+    (refused,) = [r for r in caplog.records if r.name == REFUSALS_LOGGER]
+    assert "SLACK_SIGNING_SECRET" in refused.getMessage()
+    assert "/slack/events" in refused.getMessage()
     stale = await harness.sandbox.post_signed(body, timestamp=int(time.time()) - 600)
     assert forged[0] == 401 and stale[0] == 401
     verifier = SignatureVerifier(harness.web_settings.slack_signing_secret)
