@@ -378,7 +378,12 @@ async def run_web(settings: WebSettings) -> None:
 
 async def run_worker(settings: WorkerSettings) -> None:
     """The ``worker`` process: advance runs, and prune finished runs' old checkpoints
-    (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM."""
+    (``CHECKPOINT_RETENTION_DAYS``), until SIGINT/SIGTERM.
+
+    Raises:
+        ConfigurationError: Slack refused ``SLACK_BOT_TOKEN`` at start (``auth.test``, as
+            the web process asks it), or the database's schema is behind.
+    """
     backend = await open_backend(
         settings.database_url, prepared_statements=settings.database_prepared_statements
     )
@@ -391,6 +396,8 @@ async def run_worker(settings: WorkerSettings) -> None:
         client = make_client(
             token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session
         )
+        if not settings.oauth:  # a refused token would fail every run later, out of sight
+            await installation_of_token(client)
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )

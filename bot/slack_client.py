@@ -90,7 +90,7 @@ async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
         if status == 429 or status >= 500 or code in PASSING_CODES:
             raise ConfigurationError(
                 f"Slack's auth.test answered {code or f'HTTP {status}'} past the retries "
-                "(Slack's own trouble, not the token); the web process cannot know its "
+                "(Slack's own trouble, not the token); the process cannot know its "
                 "installation. Restart it once Slack answers."
             ) from exc
         raise ConfigurationError(

@@ -3,6 +3,7 @@ Slack credentials; the demo needs none."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from agent_bridge.settings import (
     WebSettings,
     WorkerSettings,
 )
+from tests.harness import Harness
 
 REPO = Path(__file__).resolve().parent.parent
 PROCESS_TIMEOUT_S = 90.0
@@ -80,6 +82,23 @@ def test_production_refuses_to_start_without_its_own_credentials(command: str, c
     assert sorted(p.split()[0] for p in problems) == NAMED[command]
     assert all(said in p for p in problems), line
     assert DEMO_SIGNING_SECRET not in done.stderr and DEMO_BOT_TOKEN not in done.stderr
+
+
+async def test_a_worker_whose_token_slack_refuses_stops_at_start(
+    harness: Harness, pg_url: str
+) -> None:
+    """As the web process does: ``auth.test`` at start, and a refused ``SLACK_BOT_TOKEN``
+    (a typo, a token from before a reinstall) stops the worker with exit code 2 saying
+    so, rather than have it say it is ready and fail every run later."""
+    env = clean_environment(
+        DATABASE_URL=pg_url,
+        SLACK_BOT_TOKEN="xoxb-wrong-token-typo",
+        SLACK_API_URL=harness.sandbox.api_url,
+    )
+    done = await asyncio.to_thread(agent_bridge, "worker", env=env)
+    assert done.returncode == 2, done.stderr
+    assert "SLACK_BOT_TOKEN was refused by auth.test: invalid_auth" in done.stderr
+    assert "xoxb-wrong-token-typo" not in done.stderr and "ready" not in done.stderr
 
 
 def test_web_names_only_the_wrong_variable_and_never_a_secret() -> None:
