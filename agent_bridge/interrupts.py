@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain.agents.middleware.human_in_the_loop import Action, HITLRequest
+from langchain.agents.middleware.human_in_the_loop import Action
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Interrupt
 from pydantic import TypeAdapter, ValidationError
@@ -62,11 +62,11 @@ def new_request_id() -> str:
     return secrets.token_urlsafe(REQUEST_ID_BYTES)
 
 
-_BATCHED_VALUE = TypeAdapter(HITLRequest)
-_PER_CALL_VALUE = TypeAdapter(Action)
-"""What ``HumanInTheLoopMiddleware`` raises, as LangChain types it: a batched
-``HITLRequest``; per call, a ``ToolApprovalRequest``, of which the call (``Action``:
-``name``, ``args``) is what is read."""
+_ACTIONS = TypeAdapter(list[Action])
+_ACTION = TypeAdapter(Action)
+"""What ``HumanInTheLoopMiddleware`` raises, as LangChain types it, the parts read: a
+batched ``HITLRequest``'s ``action_requests`` (each an ``Action``: ``name``, ``args``;
+its ``review_configs`` are read where given), a per-call ``ToolApprovalRequest``'s call."""
 
 
 def is_hitl(interrupt: Interrupt) -> bool:
@@ -78,8 +78,8 @@ def is_hitl(interrupt: Interrupt) -> bool:
     if not isinstance(value, Mapping):
         return False
     if value.get("type") == "tool_approval":
-        return _fits(_PER_CALL_VALUE, value)
-    return "action_requests" in value and _fits(_BATCHED_VALUE, value)
+        return _fits(_ACTION, value)
+    return "action_requests" in value and _fits(_ACTIONS, value["action_requests"])
 
 
 def _fits(shape: TypeAdapter[Any], value: Any) -> bool:

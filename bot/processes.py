@@ -396,8 +396,6 @@ async def run_worker(settings: WorkerSettings) -> None:
         client = make_client(
             token=settings.slack_bot_token, base_url=settings.slack_api_url, session=session
         )
-        if not settings.oauth:  # a refused token would fail every run later, out of sight
-            await installation_of_token(client)
         worker = build_worker(
             settings=settings, store=store, bus=bus, backend=backend, client=client
         )
@@ -407,6 +405,8 @@ async def run_worker(settings: WorkerSettings) -> None:
             retention_days=settings.checkpoint_retention_days,
         )
         await check_agent_server(worker)
+        if not settings.oauth:  # a refused token would fail every run later, out of sight
+            await installation_of_token(client)
         logger.info("worker %s started", worker.owner)
         if settings.metrics_port is not None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)
