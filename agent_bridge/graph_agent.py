@@ -151,8 +151,9 @@ def check_runnable(graph: CompiledGraph, *, reference: str) -> None:
             breakpoints (``interrupt_before``/``interrupt_after``): they pause the thread
             with no interrupt to show or answer, so the run would look finished with its
             tools never run (LangGraph's docs keep breakpoints for debugging; human input
-            is ``interrupt()``). Or if its state has no ``messages``: a run's task is
-            given as ``{"messages": [task]}`` and its answer read from the last AI message.
+            is ``interrupt()``). Or if its state, or its input schema, has no
+            ``messages``: a run's task is given as ``{"messages": [task]}`` and its answer
+            read from the last AI message.
     """
     for each in _graphs(graph):
         for when, nodes in (
@@ -174,6 +175,25 @@ def check_runnable(graph: CompiledGraph, *, reference: str) -> None:
             'the worker starts a run with {"messages": [the task]} and posts the last AI '
             "message as its answer. Build it on MessagesState (create_agent's state has it)."
         )
+    takes = _input_keys(graph)
+    if takes is not None and "messages" not in takes:
+        raise ConfigurationError(
+            f"AGENT={reference} takes no 'messages' as input (its input_schema has "
+            f"{', '.join(sorted(takes)) or 'no key'}): LangGraph would drop the run's task, "
+            'given as {"messages": [the task]}, and the graph run without it. Add '
+            "'messages' to its input_schema, or leave input_schema to the state's."
+        )
+
+
+def _input_keys(graph: CompiledGraph) -> set[str] | None:
+    """The keys a ``StateGraph``'s input takes (its ``input_schema``'s, LangGraph's
+    ``StateGraph.schemas``), or ``None`` for a graph built otherwise."""
+    builder = getattr(graph, "builder", None)
+    schema = getattr(builder, "input_schema", None)
+    schemas = getattr(builder, "schemas", None)
+    if schema is None or not isinstance(schemas, Mapping) or schema not in schemas:
+        return None
+    return set(schemas[schema])
 
 
 def attach_checkpointer(

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
 from agent_bridge.agent import assemble_agent, load_agent
@@ -67,6 +68,26 @@ without_messages = _builder.compile()
 """A graph whose state has no ``messages``: the task would be dropped, no answer read."""
 
 
+class QuestionState(MessagesState):
+    question: str
+
+
+class Question(TypedDict):
+    question: str
+
+
+def _reply(state: QuestionState) -> dict[str, Any]:
+    return {"messages": [AIMessage(f"Answer to: {state.get('question')!r}")]}
+
+
+_asking = StateGraph(QuestionState, input_schema=Question)
+_asking.add_node("reply", _reply)
+_asking.add_edge(START, "reply")
+input_without_messages = _asking.compile()
+"""``messages`` in its state, not in its input schema: LangGraph would drop the task and
+the graph answer "Answer to: None"."""
+
+
 def raising_factory() -> CompiledGraph:
     raise RuntimeError("OPENAI_API_KEY is not set")
 
@@ -109,6 +130,13 @@ def test_a_static_breakpoint_is_refused_naming_the_node(tmp_path: Path) -> None:
 def test_a_graph_without_messages_in_its_state_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"has no 'messages' in its state"):
         assemble(named(tmp_path, f"{MISTAKES}:without_messages"))
+
+
+def test_a_graph_whose_input_takes_no_messages_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"takes no 'messages' as input \(its input_schema has question\)"
+    ):
+        assemble(named(tmp_path, f"{MISTAKES}:input_without_messages"))
 
 
 @pytest.mark.parametrize(
