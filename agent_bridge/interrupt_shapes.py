@@ -14,7 +14,8 @@ node, a sub-graph or a parallel branch) is one of (docs/architecture.md, "Interr
   LangGraph's own ``interrupt(value, response_schema=...)`` (``Interrupt.response_schema``),
   or a dict value with a ``json_schema`` (or ``schema``) key. One request whose only
   decision is ``edit``: a form generated from the schema; answered with the submitted
-  object.
+  object. A ``response_schema`` of another answer (an array, a number) is the one field
+  of a form (``ANSWER_FIELD``), answered with that field's value.
 - ``plain_value``: anything else. One request whose only decision is ``respond``: the
   value is shown, the answer is the reviewer's text.
 
@@ -48,6 +49,12 @@ PLAIN_VALUE_MAX_CHARS = 20_000
 """Characters of a plain value's JSON kept with its request (and so on its card's
 full view); a longer value is cut there, saying so."""
 CUT_MARK = "… (cut)"
+ANSWER_FIELD = "answer"
+"""The one field of the form of an answer that is not an object (``response_schema``
+of an array, a number, a string...), which is what the interrupt is resumed with."""
+WRAPPED = "x-agent-bridge-answer-field"
+"""Marks a form's schema as ``ANSWER_FIELD`` wrapping the interrupt's own (``answer``
+unwraps it)."""
 
 _CONFIG_DECISIONS: tuple[tuple[str, DecisionType], ...] = (
     ("allow_accept", "approve"),
@@ -107,7 +114,7 @@ def answer_schema(interrupt: Interrupt) -> dict[str, Any] | None:
     A schema answers cannot be checked against (``answer_schemas.schema_problem``: the
     form could never be submitted) is none: the interrupt is a plain value, and the
     worker's log says why."""
-    candidates: list[Any] = [interrupt.response_schema]
+    candidates: list[Any] = [_form_of(interrupt.response_schema)]
     if isinstance(interrupt.value, Mapping):
         candidates.extend(interrupt.value.get(key) for key in SCHEMA_KEYS)
     for schema in candidates:
@@ -153,7 +160,9 @@ def answer(requests: Sequence[ApprovalRequest]) -> Any:
     decision = first.decision
     assert decision is not None
     if first.mode == "json_schema":
-        return dict(decision.edited_args or {})
+        submitted = dict(decision.edited_args or {})
+        wrapped = (first.args_schema or {}).get(WRAPPED)
+        return submitted.get(ANSWER_FIELD) if wrapped else submitted
     if first.mode == "plain_value":
         return decision.message or ""
     raise ValueError(f"{first.mode} interrupts are answered by the middleware's decisions")
@@ -229,6 +238,26 @@ def _question(value: Any) -> str:
 
 def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
+
+
+def _form_of(response_schema: Any) -> Any:
+    """``response_schema`` as a form's schema: an object's as it is; another (``list[str]``,
+    which LangGraph converts to ``{"type": "array", ...}`` and checks the resume value
+    against, or a dict LangGraph passes through unchecked: ``{"type": "integer"}``) as
+    the one field ``ANSWER_FIELD`` of an object (its ``$defs`` at the root, where its
+    references point), so the answer is typed and checked like any form's."""
+    if not isinstance(response_schema, Mapping) or _is_object_schema(response_schema):
+        return response_schema
+    inner = {k: v for k, v in response_schema.items() if k not in ("$defs", "$schema")}
+    form: dict[str, Any] = {
+        "type": "object",
+        "properties": {ANSWER_FIELD: inner},
+        "required": [ANSWER_FIELD],
+        WRAPPED: True,
+    }
+    if "$defs" in response_schema:
+        form["$defs"] = response_schema["$defs"]
+    return form
 
 
 def _is_object_schema(schema: Mapping[str, Any]) -> bool:

@@ -103,6 +103,17 @@ def _lookalike(name: str) -> Any:
     return ask
 
 
+def _typed_list(state: State) -> State:
+    # LangGraph converts the type to a JSON schema and checks the answer against it
+    return {"answers": {"typed_list": interrupt("Which tags?", response_schema=list[str])}}
+
+
+def _typed_count(state: State) -> State:
+    # a dict schema LangGraph passes through unchecked
+    count = interrupt("How many replicas?", response_schema={"type": "integer", "minimum": 1})
+    return {"answers": {"typed_count": count}}
+
+
 def _left(state: State) -> State:
     return {"answers": {"left": interrupt("Answer for the left branch?")}}
 
@@ -120,7 +131,8 @@ def graph_of(
     name: str, checkpointer: Checkpointer = None
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the test graph ``name`` (``inbox``, ``form``, ``plain``, ``parallel``,
-    ``subgraph``, or one of ``LOOKALIKES``) with ``checkpointer``."""
+    ``subgraph``, ``typed_list``, ``typed_count``, or one of ``LOOKALIKES``) with
+    ``checkpointer``."""
     builder = StateGraph(State)
     builder.add_node("report", _report)
     if name == "parallel":
@@ -141,6 +153,10 @@ def graph_of(
             builder.add_node("ask", _form)
         elif name in LOOKALIKES:
             builder.add_node("ask", _lookalike(name))
+        elif name == "typed_list":
+            builder.add_node("ask", _typed_list)
+        elif name == "typed_count":
+            builder.add_node("ask", _typed_count)
         else:
             builder.add_node("ask", _plain)
         builder.add_edge(START, "ask")
@@ -156,3 +172,5 @@ subgraph = graph_of("subgraph")
 lookalike_type = graph_of("lookalike_type")
 lookalike_actions = graph_of("lookalike_actions")
 lookalike_text = graph_of("lookalike_text")
+typed_list = graph_of("typed_list")
+typed_count = graph_of("typed_count")

@@ -196,3 +196,33 @@ async def test_a_value_with_a_key_of_the_middlewares_is_still_asked_as_it_reads(
     assert "Deploy?" in card and ids.decision_action_id("respond") in card
     await submit(harness, request, "respond", {ids.ANSWER_BLOCK: "not today"})
     assert await answers(harness, run) == {name: "not today"}
+
+
+@pytest.mark.parametrize(
+    ("name", "typed", "wrong", "answer"),
+    [
+        pytest.param(
+            "typed_list", '["a", "b"]', '"a"', ["a", "b"], marks=pytest.mark.graph("typed_list")
+        ),
+        pytest.param("typed_count", "3", "0", 3, marks=pytest.mark.graph("typed_count")),
+    ],
+)
+async def test_an_answer_that_is_no_object_is_one_typed_field(
+    harness: Harness, name: str, typed: str, wrong: str, answer: Any
+) -> None:
+    """``interrupt(..., response_schema=list[str])`` (LangGraph checks the answer
+    against it: a text was refused at every try) or a dict schema of a number (which
+    LangGraph passes through unchecked: the node got a string): the card is a form of
+    one field of that type; a wrong answer is a field error, a right one reaches the
+    node typed."""
+    run = await run_graph(harness, name)
+    (request,) = await harness.requests(run, count=1)
+    assert decision_buttons(card_of(harness, request)) == [ids.decision_action_id("edit")]
+    field = ids.arg_block_id("answer")
+    body = await submit(harness, request, "edit", {field: wrong})
+    assert body is not None and set(body["errors"]) == {field}, body
+    status, body = await harness.sandbox.submit_view(
+        view_id=harness.top_view(REVIEWER)["id"], user_id=REVIEWER, values={field: typed}
+    )
+    assert status == 200 and body is None, body
+    assert await answers(harness, run) == {name: answer}

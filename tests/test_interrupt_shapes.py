@@ -144,8 +144,25 @@ def test_a_json_schema_dict_value_may_name_its_policy_key() -> None:
     assert request.tool_name == "deploy_form"
 
 
-def test_a_non_object_schema_is_a_plain_value() -> None:
-    mode, _ = asks_of(Interrupt(value="How many?", id="i1", response_schema={"type": "integer"}))
+def test_a_response_schema_of_no_object_is_a_form_of_one_field() -> None:
+    """LangGraph's ``response_schema`` of a number (or ``list[str]``, which it checks the
+    answer against) is a form of one field of that type, ``$defs`` kept at its root; a
+    dict value's ``json_schema`` of no object stays a plain value."""
+    schema = {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Tag"},
+        "$defs": {"Tag": {"type": "string"}},
+    }
+    mode, (ask,) = asks_of(Interrupt(value="Which tags?", id="i1", response_schema=schema))
+    assert mode == "json_schema"
+    assert ask.args_schema is not None
+    assert ask.args_schema["properties"] == {
+        "answer": {"type": "array", "items": {"$ref": "#/$defs/Tag"}}
+    }
+    assert ask.args_schema["$defs"] == schema["$defs"] and ask.args_schema["required"] == ["answer"]
+    mode, _ = asks_of(
+        Interrupt(value={"question": "How many?", "json_schema": {"type": "integer"}}, id="i2")
+    )
     assert mode == "plain_value"
 
 
