@@ -590,9 +590,10 @@ class RunDriver:
         self, run: Run, values: dict[str, Any], calls: ToolCalls
     ) -> tuple[RunState, str]:
         """Post the final answer (the last AI message of ``values``, the graph's final
-        state) and end the run ``done``."""
+        state, or the tool result after it: a ``return_direct`` tool's result is the
+        agent's answer, ``create_agent`` ending on it) and end the run ``done``."""
         messages = values.get("messages", [])
-        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage | ToolMessage)), None)
         answer = message_text(last) if last else ""
         await self.messages.final_answer(run, answer, messages, calls)
         logger.info("run=%s thread_id=%s done", run.run_id, run.thread_id)

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.constants import TAG_HIDDEN
@@ -1295,3 +1297,27 @@ async def test_a_graph_whose_tasks_langgraph_does_not_stream_has_its_state_read(
     state, answer = await driver.drive(run)
     assert (state, answer, reads.reads) == (RunState.WAITING, None, 2)
     assert len(await store.requests_for_run(run.run_id)) == 1
+
+
+@tool(return_direct=True)
+def lookup_balance(account: str) -> str:
+    """Look up an account's balance; its result is the agent's answer."""
+    return f"Balance of {account}: 42 EUR"
+
+
+async def test_a_return_direct_tools_result_is_the_final_answer(store: ApprovalStore) -> None:
+    """``create_agent`` ends on a ``return_direct`` tool's result, with no model turn
+    after it: that result is the answer, not the text the model called the tool with."""
+    graph: Any = create_agent(  # an AgentGraph at runtime (see driver_for)
+        ScriptedChatModel(), tools=[lookup_balance], checkpointer=InMemorySaver()
+    )
+    driver = RunDriver(
+        store=store,
+        graph=graph,
+        notifier=RecordingNotifier(store),
+        policy=Policy(),
+        args_schemas={"lookup_balance": {"type": "object"}},
+    )
+    call = {"name": "lookup_balance", "args": {"account": "ACME"}}
+    run = await new_run(store, json.dumps({"say": "Let me check that.", "tool_calls": [call]}))
+    assert await driver.drive(run) == (RunState.DONE, "Balance of ACME: 42 EUR")
