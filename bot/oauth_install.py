@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.authorization.async_authorize import AsyncAuthorize
@@ -26,7 +27,7 @@ from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.deadline import within
-from agent_bridge.errors import StoreUnavailableError
+from agent_bridge.errors import ConfigurationError, StoreUnavailableError
 from bot.manifest import BOT_SCOPES as MANIFEST_SCOPES
 from bot.manifest import OAUTH_REDIRECT_PATH
 from bot.slack_gateway import SlackGateway
@@ -74,6 +75,24 @@ class OAuthInstall:
     api_url: str
     redirect_uri: str | None = None
     scopes: Sequence[str] = BOT_SCOPES
+
+    def __post_init__(self) -> None:
+        """Refuse a ``redirect_uri`` the app does not serve: every install would come
+        back to a 404 or to Slack's own error page, long after the start.
+
+        Raises:
+            ConfigurationError: It is not ``https://HOST/slack/oauth_redirect`` (Slack
+                sends the admin back to HTTPS Redirect URLs only).
+        """
+        if self.redirect_uri is None:
+            return
+        parts = urlsplit(self.redirect_uri)
+        if parts.scheme != "https" or not parts.netloc or parts.path != OAUTH_REDIRECT_PATH:
+            raise ConfigurationError(
+                f"SLACK_REDIRECT_URI must be https://<your-host>{OAUTH_REDIRECT_PATH}: the "
+                f"app takes installs back at {OAUTH_REDIRECT_PATH} only, over HTTPS (as the "
+                "manifest's redirect_urls give it)"
+            )
 
     def settings(
         self, *, installations: AsyncInstallationStore, states: AsyncOAuthStateStore

@@ -101,6 +101,28 @@ async def test_a_worker_whose_token_slack_refuses_stops_at_start(
     assert "xoxb-wrong-token-typo" not in done.stderr and "ready" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "redirect_uri",
+    ["https://bridge.example.com/oauth/callback", "http://bridge.example.com/slack/oauth_redirect"],
+    ids=["another path", "plain http"],
+)
+def test_a_redirect_uri_the_app_does_not_serve_is_refused_at_start(
+    pg_url: str, redirect_uri: str
+) -> None:
+    """The app takes installs back at ``/slack/oauth_redirect`` over HTTPS only: another
+    Redirect URL would end every install on a 404 or Slack's error page, later."""
+    env = clean_environment(
+        DATABASE_URL=pg_url,
+        SLACK_SIGNING_SECRET=REAL_SECRET,
+        SLACK_CLIENT_ID="123.456",
+        SLACK_CLIENT_SECRET="not-public-client-secret",
+        SLACK_REDIRECT_URI=redirect_uri,
+    )
+    done = agent_bridge("web", env=env)
+    assert done.returncode == 2, done.stderr
+    assert "SLACK_REDIRECT_URI must be https://<your-host>/slack/oauth_redirect" in done.stderr
+
+
 def test_web_names_only_the_wrong_variable_and_never_a_secret() -> None:
     env = clean_environment(
         DATABASE_URL=UNREACHABLE_DB,
