@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from slack_bolt.error import BoltError
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
@@ -55,11 +55,20 @@ class InstallationStore(AsyncInstallationStore):
     Args:
         db: The approval store's database (PostgreSQL, or the demo's SQLite).
         clock: Unix time in seconds, for ``installed_at`` when Slack gave none.
+        required_scopes: The bot scopes an install must grant to be kept (the
+            manifest's, ``bot.manifest.BOT_SCOPES``, for the OAuth flow's saves).
     """
 
-    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Callable[[], float] = time.time,
+        required_scopes: Collection[str] = (),
+    ) -> None:
         self.db = db
         self.clock = clock
+        self.required_scopes = frozenset(required_scopes)
 
     @property
     def logger(self) -> logging.Logger:
@@ -70,13 +79,25 @@ class InstallationStore(AsyncInstallationStore):
         """Keep (or replace) the bot token of ``installation``'s workspace.
 
         Raises:
-            BoltError: An org-wide install, or one without a bot token or workspace
-                (Bolt answers the installer with its failure page, ``storage_error``).
+            BoltError: An org-wide install, one without a bot token or workspace, or one
+                granting fewer scopes than ``required_scopes`` (a hand-edited authorize
+                link or app: the app's features would fail one by one, later). Bolt
+                answers the installer with its failure page (``storage_error``); the
+                log says which scopes are missing.
         """
         if installation.is_enterprise_install or not installation.team_id:
             raise BoltError("org-wide installs are not supported: install per workspace")
         if not installation.bot_token or not installation.bot_user_id:
             raise BoltError("the install gave no bot token")
+        missing = sorted(self.required_scopes - set(installation.bot_scopes or ()))
+        if missing:
+            logger.warning(
+                "install in team %s refused: it granted no %s (the manifest's scopes); "
+                "install again from the app's manifest.yml",
+                installation.team_id,
+                ", ".join(missing),
+            )
+            raise BoltError(f"the install granted no {', '.join(missing)}")
         await self.db.execute(
             SAVE_INSTALLATION,
             {

@@ -55,6 +55,7 @@ from bot.guard import Guard
 from bot.home import HomePublisher
 from bot.http_limits import DEFAULT_LIMITS, HttpLimits
 from bot.installations import InstallationStore
+from bot.manifest import BOT_SCOPES
 from bot.metrics_http import METRICS_PATH, MetricsServer, metrics_handler, start_metrics_server
 from bot.oauth_install import OAuthInstall
 from bot.oauth_states import OAuthStateStore
@@ -298,7 +299,7 @@ def oauth_settings(settings: WebConfig, store: ApprovalStore) -> AsyncOAuthSetti
         redirect_uri=settings.slack_redirect_uri,
     )
     return install.settings(
-        installations=InstallationStore(store.db, clock=store.clock),
+        installations=InstallationStore(store.db, clock=store.clock, required_scopes=BOT_SCOPES),
         states=OAuthStateStore(store.db, clock=store.clock),
     )
 

@@ -11,10 +11,11 @@ other keeps working.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import psycopg
@@ -313,6 +314,31 @@ async def test_a_redirect_from_another_browser_or_replayed_installs_nothing(
         async with browser.get(back) as page:  # with it put back: the state was consumed
             assert page.status == 401
     assert beta.installs == [(BETA, BETA_REQUESTER)]
+
+
+async def test_an_install_granting_fewer_scopes_than_the_manifest_is_refused(
+    harness: Harness, beta: Sandbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    """OAuth mode asks no auth.test at start: the install is the one moment a
+    workspace's token can be checked. One granted only chat:write and commands (the
+    authorize link trimmed, an app's scopes edited by hand) is not kept: the installer
+    sees Bolt's failure page, the log names the missing scopes."""
+    assert harness.server is not None
+    jar = aiohttp.CookieJar(unsafe=True, treat_as_secure_origin=[harness.server.url])
+    name, value = beta.browser_cookie(BETA_REQUESTER)
+    jar.update_cookies({name: value}, URL(beta.base_url))
+    async with aiohttp.ClientSession(cookie_jar=jar) as browser:
+        async with browser.get(harness.server.url + INSTALL_PATH, allow_redirects=False) as start:
+            authorize = urlsplit(start.headers["Location"])
+        query = dict(parse_qsl(authorize.query)) | {"scope": "chat:write,commands"}
+        trimmed = urlunsplit(authorize._replace(query=urlencode(query)))
+        with caplog.at_level(logging.WARNING, logger="bot.installations"):
+            async with browser.get(trimmed) as page:
+                status = page.status
+    assert status >= 400
+    assert await InstallationStore(harness.store.db).teams() == []
+    (refused,) = [r.getMessage() for r in caplog.records if r.name == "bot.installations"]
+    assert f"install in team {BETA} refused" in refused and "channels:history" in refused
 
 
 async def test_the_oauth_web_is_ready_and_serves_metrics_beside_the_install_routes(
