@@ -46,6 +46,7 @@ from agent_bridge.store import ApprovalStore
 from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import MemoryDeduper
+from bot.manifest import BOT_SCOPES
 from bot.processes import build_worker, check_agent_server, start_web, stop_on_signals
 from bot.slack_client import make_client
 from slack_sandbox import Sandbox
@@ -298,6 +299,7 @@ async def start_sandbox(port: int, *, socket_mode: bool = False) -> tuple[Sandbo
     sandbox = Sandbox(
         signing_secret=DEMO_SIGNING_SECRET,
         bot_token=DEMO_BOT_TOKEN,
+        bot_scopes=list(BOT_SCOPES),  # the manifest's, as an admin installs it
         app_token=DEMO_APP_TOKEN if socket_mode else None,
     )
     for user_id, name in PEOPLE.items():

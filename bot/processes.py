@@ -149,7 +149,7 @@ async def start_web(
     oauth = oauth_settings(settings, store) if settings.oauth else None
     bolt_app = create_app(
         signing_secret=settings.slack_signing_secret,
-        installation=None if oauth else await installation_of_token(client),
+        installation=None if oauth else await installation_of_token(client, needs=BOT_SCOPES),
         oauth=oauth,
         store=store,
         bus=bus,
@@ -407,7 +407,7 @@ async def run_worker(settings: WorkerSettings) -> None:
         )
         await check_agent_server(worker)
         if not settings.oauth:  # a refused token would fail every run later, out of sight
-            await installation_of_token(client)
+            await installation_of_token(client, needs=BOT_SCOPES)
         logger.info("worker %s started", worker.owner)
         if settings.metrics_port is not None:
             served = await start_metrics_server(host="0.0.0.0", port=settings.metrics_port)

@@ -11,6 +11,8 @@ opens a session per call when given none); the process closes it when it stops.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import aiohttp
 from aiohttp import ClientError
 from slack_bolt.authorization import AuthorizeResult
@@ -25,6 +27,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_bridge.errors import ConfigurationError
 
 MAX_RETRIES = 2
+SCOPES_HEADER = "x-oauth-scopes"
+"""The header of a Web API answer listing the calling token's scopes (Slack's
+"Scopes and permissions")."""
 REQUEST_TIMEOUT_S = 10
 
 
@@ -68,7 +73,9 @@ workspace being migrated to an Enterprise organization; https://api.slack.com/we
 "Errors"): an outage, waited out or tried again, never a refused call or token."""
 
 
-async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
+async def installation_of_token(
+    client: AsyncWebClient, *, needs: Collection[str] = ()
+) -> AuthorizeResult:
     """Which workspace (and Enterprise Grid org) ``client``'s bot token is installed in,
     from ``auth.test`` (https://docs.slack.dev/reference/methods/auth.test), asked once
     at process start so no request waits for it (Bolt would ask on the first request).
@@ -80,7 +87,9 @@ async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
 
     Raises:
         ConfigurationError: Slack refused the token (``invalid_auth``...) or could not
-            be reached after the retries; the process should not serve.
+            be reached after the retries, or the token lacks scopes of ``needs`` (the
+            manifest's, ``bot.manifest.BOT_SCOPES``, for a process; Slack lists a token's
+            scopes on every answer, ``x-oauth-scopes``): the process should not serve.
     """
     try:
         response = await client.auth_test()
@@ -102,6 +111,15 @@ async def installation_of_token(client: AsyncWebClient) -> AuthorizeResult:
             f"Slack's auth.test could not be reached at {client.base_url} "
             f"({type(exc).__name__}); check SLACK_API_URL and the network, then restart."
         ) from exc
+    granted = next((v for k, v in response.headers.items() if k.lower() == SCOPES_HEADER), None)
+    if granted is not None:
+        missing = sorted(set(needs) - {scope.strip() for scope in str(granted).split(",")})
+        if missing:
+            raise ConfigurationError(
+                f"SLACK_BOT_TOKEN lacks scopes the app needs: {', '.join(missing)} (the "
+                "manifest's; each one's use is beside it in manifest.yml). Add them to the "
+                "app, install it again, and set the new token"
+            )
     return AuthorizeResult.from_auth_test_response(
         auth_test_response=response, bot_token=client.token
     )

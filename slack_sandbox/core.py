@@ -92,6 +92,9 @@ class Core:
         """Every live bot token -> the workspace it works in (and only there)."""
         self.revoked: set[str] = joins.revoked if joins else set()
         """Tokens revoked by an uninstall (Slack answers ``token_revoked``)."""
+        self.scopes: dict[str, str] = joins.scopes if joins else {}
+        """Bot token -> the scopes it was granted, comma-separated, as Slack's
+        ``x-oauth-scopes`` header says them on each answer; a token not here: unknown."""
         self.teams: dict[str, Core] = joins.teams if joins else {}
         """``team_id`` -> the workspace's core."""
         self.teams[workspace.team_id] = self

@@ -164,6 +164,7 @@ def _exchange(
     team = grant.team
     token = f"xoxb-{team.workspace.team_id}-{secrets.token_hex(12)}"
     core.tokens[token] = team
+    core.scopes[token] = grant.scopes
     app.installs.append((team.workspace.team_id, grant.user_id))
     enterprise = team.workspace.team.enterprise_id
     return {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -63,6 +64,8 @@ class Sandbox(Acting):
         joins: Another workspace's sandbox this one is a second workspace of (see
             ``add_workspace``): its server, deliveries, records, OAuth app and Socket
             Mode side (its app-level token) are shared.
+        bot_scopes: The scopes ``bot_token`` was granted, said on each Web API answer
+            to it (Slack's ``x-oauth-scopes`` header); ``None``: not said.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class Sandbox(Acting):
         ack_deadline_s: float = ACK_DEADLINE_S,
         app_token: str | None = None,
         joins: Sandbox | None = None,
+        bot_scopes: Sequence[str] | None = None,
     ) -> None:
         self._first: Sandbox = joins._first if joins else self
         self._request_url = request_url
@@ -99,6 +103,8 @@ class Sandbox(Acting):
             app_token=app_token,
             joins=joins._core if joins else None,
         )
+        if bot_token is not None and bot_scopes is not None:
+            self._core.scopes[bot_token] = ",".join(bot_scopes)
         if joins is not None:
             self._first._peers.append(self)
         self._delivery = joins._delivery if joins else Delivery(signing_secret=signing_secret)

@@ -23,6 +23,8 @@ Handler = Callable[[Core, dict[str, Any]], dict[str, Any]]
 """A Web API method: ``(core, args) -> Slack's JSON answer``."""
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 """Methods called with the app-level token (``xapp-…``), not the bot token."""
+SCOPES_HEADER = "x-oauth-scopes"
+"""Slack's answer header listing the calling token's scopes."""
 
 
 class BadArgument(Exception):
@@ -125,7 +127,8 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
             result = refusal(team, method, str(e))
         if stall is not None and stall.applied:
             await _held(team, stall)
-        return _answer(team, method, args, result)
+        scopes = team.scopes.get(token or "")
+        return _answer(team, method, args, result, {SCOPES_HEADER: scopes} if scopes else {})
 
     return [web.post("/api/{method}", handle), web.get("/api/{method}", handle)]
 
@@ -139,7 +142,13 @@ async def _held(core: Core, stall: Stall) -> None:
         core.held.remove(stall)
 
 
-def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any]) -> web.Response:
+def _answer(
+    core: Core,
+    method: str,
+    args: dict[str, Any],
+    result: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> web.Response:
     call: dict[str, Any] = {
         "method": method,
         "args": args,
@@ -150,7 +159,7 @@ def _answer(core: Core, method: str, args: dict[str, Any], result: dict[str, Any
         call["error"] = result.get("error")
     call["answered_at"] = time.monotonic()  # real time, for pacing checks
     core.calls.append(call)
-    return web.json_response(result)
+    return web.json_response(result, headers=headers)
 
 
 def _injected(

@@ -38,6 +38,7 @@ from bot import ids
 from bot.app import EVENTS_PATH
 from bot.dedupe import RedisDeduper
 from bot.directory import Directory
+from bot.manifest import BOT_SCOPES
 from bot.processes import WEB_DB_TIMEOUT_S, WebServer, build_worker, start_web
 from bot.slack_client import make_client, open_session
 from bot.slack_gateway import Slack
@@ -147,6 +148,7 @@ class Harness:
         self.sandbox = Sandbox(
             signing_secret=web_settings.slack_signing_secret,
             bot_token=web_settings.slack_bot_token,
+            bot_scopes=list(BOT_SCOPES),  # the manifest's, as an admin installs it
             users=users,
             enterprise_id=enterprise_id,
             clock=sandbox_clock or time.time,

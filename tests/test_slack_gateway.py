@@ -26,6 +26,7 @@ from bot.errors import (
     SlackRefusedError,
     SlackUnavailableError,
 )
+from bot.manifest import BOT_SCOPES
 from bot.slack_client import installation_of_token, make_client
 from bot.slack_gateway import Slack, single_workspace, translate
 from bot.testing import MemoryGateway
@@ -344,6 +345,26 @@ async def test_a_workspace_s_calls_share_one_connection_of_its_session() -> None
         assert len(opened) == 1  # one TCP connection, kept alive (no handshake per call)
     finally:
         await session.close()
+        await sandbox.stop()
+
+
+async def test_a_token_lacking_scopes_of_the_manifest_is_named_at_start() -> None:
+    """Slack says a token's scopes on every answer (``x-oauth-scopes``): a token whose
+    app was given fewer than the manifest's (scopes edited by hand) is refused at the
+    start, naming what lacks, rather than break one feature at a time later."""
+    granted = ["chat:write", "commands", "users:read"]
+    sandbox = Sandbox(
+        signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN, bot_scopes=granted
+    )
+    await sandbox.start()
+    try:
+        client = make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url)
+        with pytest.raises(ConfigurationError, match="SLACK_BOT_TOKEN lacks scopes") as caught:
+            await installation_of_token(client, needs=BOT_SCOPES)
+        missing = sorted(set(BOT_SCOPES) - set(granted))
+        assert f"the app needs: {', '.join(missing)} (" in str(caught.value)
+        assert (await installation_of_token(client, needs=granted)).team_id == TEAM
+    finally:
         await sandbox.stop()
 
 
