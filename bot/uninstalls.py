@@ -126,13 +126,8 @@ class UninstallListeners:
 
     async def on_leaving(self, ack: Ack, body: dict[str, Any]) -> None:
         """Forget the workspace's installation and close its open requests."""
-        await ack()
-        try:
-            callback = parse(LeavingCallback, body)
-        except PayloadError as exc:
-            logger.warning("%s", exc)
-            return
-        if not callback.leaves:
+        callback = await _acked_leaving(ack, body)
+        if callback is None:
             return
         team_id = callback.team_id
         try:
@@ -177,16 +172,24 @@ def register_single_workspace(app: AsyncApp) -> None:
 async def note_leaving(ack: Ack, body: dict[str, Any]) -> None:
     """Ack the event; if the app left the workspace (``LeavingCallback.leaves``), log
     that its bot token no longer works and what the admin does about it."""
-    await ack()
-    try:
-        callback = parse(LeavingCallback, body)
-    except PayloadError as exc:
-        logger.warning("%s", exc)
-        return
-    if callback.leaves:
+    callback = await _acked_leaving(ack, body)
+    if callback is not None:
         logger.error(
             "team %s: Slack says the app left the workspace (%s): SLACK_BOT_TOKEN no longer "
             "works. Install the app again from its manifest and set the new token",
             callback.team_id,
             callback.event.type,
         )
+
+
+async def _acked_leaving(ack: Ack, body: dict[str, Any]) -> LeavingCallback | None:
+    """Ack an ``app_uninstalled`` or ``tokens_revoked`` delivery; return its callback if
+    the app left the workspace (``LeavingCallback.leaves``), else ``None`` (a malformed
+    one is logged)."""
+    await ack()
+    try:
+        callback = parse(LeavingCallback, body)
+    except PayloadError as exc:
+        logger.warning("%s", exc)
+        return None
+    return callback if callback.leaves else None
