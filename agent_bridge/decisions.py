@@ -56,6 +56,8 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
         if decision.edited_args is None:
             return {GENERAL_KEY: wording.EDIT_NEEDS_ARGS_PLAIN}
         errors = check_args(request.args_schema, decision.edited_args)
+        if not errors:
+            return errors
         # a schema's own message may quote the value (``not``, ``contains``): a modal's
         # field error or a reopened card's note must not show a redacted one
         secrets = secret_values(request.args, request.redact)
