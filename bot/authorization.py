@@ -92,6 +92,13 @@ def needs_members(request: ApprovalRequest, action: str, actor: Actor) -> bool:
     return not (action in DECLINING_ACTIONS and actor.user_id == request.requester_id)
 
 
+def home_action(request: ApprovalRequest) -> str:
+    """The decision an App Home inbox lists ``request`` for: one other than a reject,
+    if it offers one (a reject is open to the requester of their own run), else
+    ``reject``. Whoever may make it may read the request's full arguments there."""
+    return next((d for d in request.allowed_decisions if d != "reject"), "reject")
+
+
 def backup_ids(request: ApprovalRequest) -> tuple[str, ...]:
     """The backup approvers who may decide ``request`` now (once it is escalated)."""
     return request.rules.escalate_to if request.escalated_at is not None else ()
@@ -144,7 +151,11 @@ def refusal(
     if clicked is not None and not on_its_card(clicked, request, actor):
         return review_wording.NOT_THIS_CARD_TEXT
     if action == "view":
-        return None
+        if clicked is None or not clicked.in_view:
+            return None  # the card's own button: whoever sees the card may read it
+        # a Home view's button names its request in a value the client sends: it reads
+        # only what that Home may list, what the actor may decide
+        action = home_action(request)
     name = inline_code(request.tool_name, TOOL_NAME_MAX_CHARS)
     is_requester = actor.user_id == request.requester_id
     if is_requester and action in DECIDING_ACTIONS and not request.rules.requester_may_approve:

@@ -19,6 +19,7 @@ from bot.authorization import (
     Clicked,
     Installation,
     backup_ids,
+    home_action,
     needs_members,
     refusal,
     still_approving,
@@ -150,17 +151,16 @@ class Guard:
         Raises:
             StoreUnavailableError: Never (no write); Slack failures fail closed.
         """
-        deciding: list[str] = [d for d in request.allowed_decisions if d != "reject"]
-        deciding = deciding or ["reject"]
+        deciding = home_action(request)
         if actor.user_id == request.requester_id and not request.rules.requester_may_approve:
             return False
         members = backup = None
-        if needs_members(request, deciding[0], actor):
+        if needs_members(request, deciding, actor):
             members, backup = await self._lists(request, installation)
         return (
             refusal(
                 actor,
-                deciding[0],
+                deciding,
                 request,
                 installation=installation,
                 members=members,

@@ -251,6 +251,11 @@ class Sandbox(Acting):
         """The ID of the app's DM with ``user_id`` (``D…``), opened if need be."""
         return self._conversing.dm_channel(user_id)
 
+    def trigger_id(self, user_id: str) -> str:
+        """A live ``trigger_id`` of ``user_id``, as their next click would carry (for a
+        payload a test builds itself: a forged value on a real trigger)."""
+        return self._core.modals.issue_trigger(user_id)
+
     def open_views(self, user_id: str) -> list[dict[str, Any]]:
         """Return ``user_id``'s modal stack, top last, each with its field ``errors``."""
         return copy.deepcopy(self._core.modals.stacks.get(user_id, []))

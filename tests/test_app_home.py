@@ -129,3 +129,48 @@ async def test_a_click_on_another_users_home_view_is_refused(harness: Harness) -
     assert [e.user_id for e in refused] == [DBA]
     current = await harness.store.get_request(write.request_id)
     assert current is not None and current.decided_by is None
+
+
+async def test_full_arguments_from_home_only_for_requests_that_home_may_list(
+    harness: Harness,
+) -> None:
+    """"View full arguments" names its request in the button's value, which the client
+    sends: from a Home it opens only for someone that Home would list the request to."""
+    await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA])
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    await harness.sandbox.open_home(user_id=REVIEWER)
+    view = await home(harness, REVIEWER, [value(write)])
+    # The reviewer is no DBA: their Home lists write_file only; a client that sends the
+    # SQL request's ID in the value must not read its task and statement.
+    status, _ = await harness.sandbox.post_signed(
+        payload_body(
+            home_block_actions_payload(
+                team_id="T0SANDBOX",
+                user_id=REVIEWER,
+                user_name="reviewer",
+                view=view,
+                block={"block_id": "forged"},
+                button={"action_id": ids.VIEW_ARGS_ACTION, "value": sql.request_id},
+                trigger_id=harness.sandbox.trigger_id(REVIEWER),
+                action_ts="1.0",
+            )
+        )
+    )
+    assert status == 200
+    dm = harness.sandbox.dm_channel(REVIEWER)
+
+    async def told() -> bool:
+        return any(
+            "execute_sql" in m.get("text", "") and "approver" in m.get("text", "")
+            for m in harness.sandbox.messages(dm)
+        )
+
+    await harness.wait_for(told)
+    assert harness.sandbox.open_views(REVIEWER) == []
+    refused = [
+        e
+        for e in await read_events(harness.store.db)
+        if e.request_id == sql.request_id and e.kind == "refused"
+    ]
+    assert [(e.user_id, e.detail) for e in refused] == [(REVIEWER, "view")]
