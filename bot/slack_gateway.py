@@ -21,6 +21,7 @@ Rate limits and transient failures are slack_sdk's retry handlers' job (see
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import ClientError
@@ -156,6 +157,23 @@ def message_key(message: dict[str, Any]) -> str | None:
     return key if isinstance(key, str) else None
 
 
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who a bot token posts as: its ``bot_id`` (``B…``) and bot user (``U…``), as
+    ``auth.test`` answers (either may be missing)."""
+
+    bot_id: str | None
+    user_id: str | None
+
+
+def posted_by(message: dict[str, Any], bot: BotIdentity) -> bool:
+    """Whether ``message`` (as ``conversations.*`` return it) was posted by ``bot``: by
+    its ``bot_id`` when Slack gives one, else its ``user``."""
+    if message.get("bot_id"):
+        return bool(message["bot_id"] == bot.bot_id)
+    return bot.user_id is not None and message.get("user") == bot.user_id
+
+
 ClientFor = Callable[[str | None], Awaitable[AsyncWebClient]]
 """``team_id -> client`` with that workspace's bot token (``bot.workspaces``); it raises
 ``SlackRefusedError`` (``not_installed``) for a workspace the app is not installed in."""
@@ -210,6 +228,7 @@ class SlackGateway:
 
     def __init__(self, client_for: ClientFor) -> None:
         self._client_for = client_for
+        self._bots: dict[str, BotIdentity] = {}
 
     async def post_message(
         self,
@@ -261,6 +280,11 @@ class SlackGateway:
         ``FIND_PAGES_MAX`` pages of ``FIND_PAGE_SIZE``: a thread of any length is read
         from ``oldest`` on, not from its start.
 
+        Only a message this workspace's bot posted counts (its ``bot_id``, else its
+        ``user``, as ``auth.test`` names the token's, asked once per token): anyone's
+        app can post metadata naming the same key, and a message adopted as a card,
+        an answer or a header would stand in for one never posted.
+
         Returns:
             The message's ``ts``, or ``None`` if it is not there.
 
@@ -268,6 +292,7 @@ class SlackGateway:
             SlackCallError: One of its kinds; ``MessageGoneError`` if the thread is gone.
         """
         client = await self._client_for(team_id)
+        own = await self._bot_of(client)
         cursor: str | None = None
         for _ in range(FIND_PAGES_MAX):
             if thread_ts is not None:
@@ -291,7 +316,7 @@ class SlackGateway:
                 )
             response = await self._call(method, call)
             for message in response.get("messages") or []:
-                if message_key(message) == key:
+                if message_key(message) == key and posted_by(message, own):
                     return str(message["ts"])
             cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
             if cursor is None:
@@ -476,6 +501,16 @@ class SlackGateway:
         if response.status_code == 429 or response.status_code >= 500:
             raise counted(SlackUnavailableError(message, method=method, code=code, retryable=True))
         raise counted(SlackRefusedError(message, method=method, code=code, retryable=False))
+
+    async def _bot_of(self, client: AsyncWebClient) -> BotIdentity:
+        """Who ``client``'s token posts as (``auth.test``), remembered per token."""
+        token = client.token or ""
+        known = self._bots.get(token)
+        if known is None:
+            answer = await self._call("auth.test", client.auth_test())
+            known = BotIdentity(bot_id=answer.get("bot_id"), user_id=answer.get("user_id"))
+            self._bots[token] = known
+        return known
 
     @staticmethod
     async def _call(method: str, call: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:

@@ -30,7 +30,15 @@ from slack_sandbox.oauth import SESSION_COOKIE, OAuthApp
 from slack_sandbox.server import Server, build_app
 from slack_sandbox.socket_mode import SocketMode
 from slack_sandbox.stalls import Stall
-from slack_sandbox.state import DEFAULT_CHANNELS, DEFAULT_USERS, Clock, Workspace
+from slack_sandbox.state import (
+    DEFAULT_CHANNELS,
+    DEFAULT_USERS,
+    OTHER_APP_ID,
+    OTHER_BOT_ID,
+    OTHER_BOT_USER_ID,
+    Clock,
+    Workspace,
+)
 
 
 class Sandbox(Acting):
@@ -371,6 +379,28 @@ class Sandbox(Acting):
         ws.add_channel(channel_id, name)
         ws.channels[channel_id] = name
         ws.set_membership(channel_id, private=private, bot_member=bot_member)
+
+    def post_as_other_app(
+        self,
+        channel_id: str,
+        *,
+        text: str,
+        metadata: dict[str, Any],
+        thread_ts: str | None = None,
+    ) -> str:
+        """Another app of the workspace (its own bot, ``OTHER_BOT_ID``) posts ``text``
+        with message ``metadata`` of its choosing, as any app may with
+        ``chat.postMessage``; returns the message's ``ts``."""
+        message = self._core.workspace.post(
+            channel_id,
+            text=text,
+            blocks=None,
+            thread_ts=thread_ts,
+            user=OTHER_BOT_USER_ID,
+            bot=False,
+        )
+        message |= {"bot_id": OTHER_BOT_ID, "app_id": OTHER_APP_ID, "metadata": metadata}
+        return str(message["ts"])
 
     def invite_bot(self, channel_id: str) -> None:
         """Put the bot in ``channel_id`` (``/invite @bot``).

@@ -20,6 +20,10 @@ Clock = Callable[[], float]
 BOT_USER_ID = "U0SANDBOXBOT"
 BOT_ID = "B0SANDBOX"
 APP_ID = "A0SANDBOX"
+OTHER_BOT_USER_ID = "U0OTHERBOT"
+OTHER_BOT_ID = "B0OTHERAPP"
+OTHER_APP_ID = "A0OTHERAPP"
+"""Another app installed in the workspace (``Sandbox.post_as_other_app``)."""
 DEFAULT_USERS = {"U0REVIEWER": "reviewer", "U0DBA": "dba", "U0ALICE": "alice"}
 DEFAULT_CHANNELS = {"C0GENERAL": "general", "C0APPROVAL": "approvals"}
 TEAM_DOMAIN = "sandbox"

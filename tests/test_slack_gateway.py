@@ -28,7 +28,7 @@ from bot.errors import (
 )
 from bot.manifest import BOT_SCOPES
 from bot.slack_client import installation_of_token, make_client
-from bot.slack_gateway import Slack, single_workspace, translate
+from bot.slack_gateway import Slack, message_metadata, single_workspace, translate
 from bot.testing import MemoryGateway
 from slack_sandbox import Sandbox
 
@@ -384,5 +384,37 @@ async def test_the_installation_is_resolved_once_and_a_refused_token_is_a_clear_
         with pytest.raises(ConfigurationError, match=r"fatal_error.*not the token") as caught:
             await installation_of_token(good)
         assert "refused" not in str(caught.value)
+    finally:
+        await sandbox.stop()
+
+
+async def test_a_message_another_app_posted_with_the_key_is_not_found() -> None:
+    """Any app may post metadata naming a run's key (the run and request IDs are on the
+    cards): only the bot's own message is found, so none stands in for one never posted."""
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    try:
+        gateway = single_workspace(make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url))
+        channel = sandbox.channel_id("general")
+        parent = await gateway.post_message(
+            team_id=TEAM, channel_id=channel, text="header", blocks=BLOCKS, key="run-1/header"
+        )
+        sandbox.post_as_other_app(
+            channel,
+            text="I am the card",
+            metadata=message_metadata("run-1/card:r1"),
+            thread_ts=parent,
+        )
+        find = {"team_id": TEAM, "channel_id": channel, "key": "run-1/card:r1"}
+        assert await gateway.find_message(**find, thread_ts=parent) is None
+        own = await gateway.post_message(
+            team_id=TEAM,
+            channel_id=channel,
+            text="card",
+            blocks=BLOCKS,
+            thread_ts=parent,
+            key="run-1/card:r1",
+        )
+        assert await gateway.find_message(**find, thread_ts=parent) == own
     finally:
         await sandbox.stop()
