@@ -47,7 +47,8 @@ RECENT_REVIEWERS = """SELECT DISTINCT user_id FROM audit_events
     LIMIT :limit"""
 PENDING_IN_SLACK_THREAD = """SELECT a.* FROM approval_requests a
     JOIN runs r ON r.run_id = a.run_id
-    WHERE a.state = 'pending' AND r.channel_id = :channel_id AND r.thread_ts = :thread_ts
+    WHERE a.state = 'pending' AND a.message_ts IS NOT NULL
+        AND r.channel_id = :channel_id AND r.thread_ts = :thread_ts
     ORDER BY a.created_at, a.idx"""
 
 
@@ -107,7 +108,8 @@ class Inbox:
         self, channel_id: str, thread_ts: str
     ) -> list[ApprovalRequest]:
         """Pending requests of the run whose Slack thread is ``thread_ts`` in
-        ``channel_id``, oldest first (empty when it is no run's thread).
+        ``channel_id`` whose cards are posted (a question nobody was shown has no
+        answer yet), oldest first (empty when it is no run's thread).
 
         Raises:
             StoreUnavailableError: The database failed.

@@ -5,6 +5,7 @@ replies are refused privately, chat is ignored."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -14,7 +15,15 @@ from agent_bridge.audit import AuditKind, read_events
 from agent_bridge.decisions import MESSAGE_MAX_CHARS
 from agent_bridge.models import ApprovalRequest, ApprovalState, RunState
 from agent_bridge.settings import WorkerConfig
-from tests.harness import DBA, REQUESTER, REVIEWER, RUN_IDS, Harness, decision_buttons
+from tests.harness import (
+    DBA,
+    REQUESTER,
+    REVIEWER,
+    RUN_IDS,
+    WAIT_TIMEOUT_S,
+    Harness,
+    decision_buttons,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OUTSIDER = "U0OUTSIDER"
@@ -207,3 +216,25 @@ async def test_chat_in_a_run_thread_with_no_question_is_ignored(harness: Harness
     current = await harness.store.get_request(request.request_id)
     assert current is not None and current.decision is not None
     assert current.decision.type == "approve"
+
+
+async def test_a_reply_answers_only_a_question_shown_before_it(harness: Harness) -> None:
+    """A reply written while the question's card is still unposted (a slow or failed
+    post) answers nothing, then or later: its writer never saw the question."""
+    stall = harness.sandbox.stall_next("chat.postMessage", key_contains="/card:", applied=False)
+    run_id = await dm_run(harness)
+    await asyncio.wait_for(stall.reached.wait(), WAIT_TIMEOUT_S)
+    run = await harness.store.get_run(run_id)
+    assert run is not None and run.thread_ts and run.channel_id
+    status, _, _ = await harness.sandbox.reply(
+        user_id=REQUESTER, channel_id=run.channel_id, thread_ts=run.thread_ts, text="yes"
+    )
+    assert status == 200
+    stall.released.set()
+    [request] = await harness.requests(run, count=1)  # posted
+    await harness.sandbox.reply(
+        user_id=REQUESTER, channel_id=run.channel_id, thread_ts=run.thread_ts, text="eu-west-1"
+    )
+    decided = await harness.decided(request)
+    assert decided.decision is not None and decided.decision.message == "eu-west-1"
+    assert harness.sandbox.ephemerals(user_id=REQUESTER) == []
