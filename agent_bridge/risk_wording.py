@@ -34,6 +34,7 @@ WARNINGS: Mapping[str, str] = {
     "cte_write": "A write hidden inside the statement ({names} in a WITH or subquery)",
     "select_into": "SELECT ... INTO creates {names}",
     "copy": "COPY moves data between {names} and a file or program",
+    "copy_program": "COPY ... PROGRAM runs a shell command on the database server ({names})",
     "lock": "Takes locks ({names})",
     "unsafe_function": "Calls {names}, not on the known-safe list: may write",
     "too_long": "Too long to analyse ({names} characters): treated as not understood",

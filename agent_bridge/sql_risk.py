@@ -13,9 +13,10 @@ warnings, and a level:
   outside ``SAFE_FUNCTIONS`` (``SELECT dblink_exec(...)``, ``setval``, ``lo_unlink``,
   a user's function: any of them may write);
 - ``destructive``: ``UPDATE``/``DELETE`` without ``WHERE`` (anywhere in the statement,
-  a CTE included), ``DROP``, ``TRUNCATE``, ``ALTER ... DROP``;
-- ``unparseable``: sqlglot cannot read it in the dialect, or reads a part only as an
-  opaque command (``DO``, ``CALL``, ``VACUUM``): nothing about it is known, so it ranks
+  a CTE included), ``DROP``, ``TRUNCATE``, ``ALTER ... DROP``, ``COPY ... PROGRAM``;
+- ``unparseable``: sqlglot cannot read it in the dialect, reads a part only as an
+  opaque command (``DO``, ``CALL``, ``VACUUM``), or reads a statement it does not know
+  as a mere expression (``CLUSTER orders``): nothing about it is known, so it ranks
   above ``destructive``.
 
 The analysis always covers the whole text, however much of it a card shows. The card
@@ -58,6 +59,7 @@ WarningCode = Literal[
     "cte_write",
     "select_into",
     "copy",
+    "copy_program",
     "lock",
     "unsafe_function",
     "too_long",
@@ -75,6 +77,9 @@ SQL_ANALYSIS_MAX_CHARS = 100_000
 100,000 characters of real SQL on the development machine, on the worker's event loop
 (and the predicates read it in four dialects), so longer ones would hold up lease
 renewals."""
+
+UNKNOWN_KIND_MAX_CHARS = 40
+"""Of a statement sqlglot did not know, the first word kept as its kind (agent text)."""
 
 SAFE_FUNCTIONS: frozenset[str] = frozenset(
     {
@@ -138,6 +143,31 @@ _READ_ROOTS = (exp.Select, exp.SetOperation)
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
 _DDL = (exp.Create, exp.Drop, exp.Alter, exp.Grant, exp.Revoke)
 _ANONYMOUS = (exp.Anonymous, exp.AnonymousAggFunc)
+_STATEMENTS = (
+    *_READ_ROOTS,
+    *_WRITES,
+    *_DDL,
+    exp.Subquery,
+    exp.Values,
+    exp.TruncateTable,
+    exp.Copy,
+    exp.Command,
+    exp.Transaction,
+    exp.Commit,
+    exp.Rollback,
+    exp.Set,
+    exp.Describe,
+    exp.Use,
+    exp.Pragma,
+    exp.Analyze,
+    exp.Semicolon,  # an empty statement, holding a comment
+)
+"""What sqlglot makes of a statement it reads. Anything else at a statement's root is
+a statement it did not know, read as an expression (PostgreSQL's ``CLUSTER orders`` as
+an alias, ``CHECKPOINT`` as a column): nothing about it is known."""
+_PROGRAM = "PROGRAM"
+"""``COPY ... TO/FROM PROGRAM 'command'`` (PostgreSQL) runs a shell command on the
+database server (https://www.postgresql.org/docs/current/sql-copy.html)."""
 _SAFE_SCHEMA = "pg_catalog"
 
 
@@ -335,6 +365,11 @@ class _Findings:
 
     def statement(self, root: exp.Expr) -> None:
         """Add one parsed statement."""
+        if not isinstance(root, _STATEMENTS):
+            words = root.sql(dialect=self.dialect).split()
+            self.kinds.append(words[0][:UNKNOWN_KIND_MAX_CHARS].upper() if words else "")
+            self.warn("unparseable", "opaque_command", self.kinds[-1])
+            return
         self.kinds.append(_kind(root))
         if isinstance(root, exp.Command):
             self._command(root)
@@ -385,11 +420,21 @@ class _Findings:
             into = node.args["into"].this
             self.warn("write", "select_into", _name(into, self.dialect))
         if isinstance(node, exp.Copy):
-            self.warn("write", "copy", _table_of(node, self.dialect))
+            if any(_is_program(f) for f in node.args.get("files") or ()):
+                self.warn("destructive", "copy_program", _table_of(node, self.dialect))
+            else:
+                self.warn("write", "copy", _table_of(node, self.dialect))
         if isinstance(node, exp.Lock):
             self.warn("write", "lock", node.sql(dialect=self.dialect).strip())
         if isinstance(node, exp.Func) and not _safe(node):
             self.warn("write", "unsafe_function", _function_name(node))
+
+
+def _is_program(target: exp.Expr) -> bool:
+    """Whether a ``COPY`` target is ``PROGRAM`` (a shell command), not a file."""
+    return isinstance(target, exp.Identifier | exp.Var) and (
+        not target.args.get("quoted") and str(target.this).upper() == _PROGRAM
+    )
 
 
 def _kind(node: exp.Expr) -> str:

@@ -43,6 +43,7 @@ ALWAYS_SHOWN = (
     "merge_every_row",
     "replace_table",
     "truncate",
+    "copy_program",
     "drop_in_alter",
     "rename_in_alter",
     "unparseable",

@@ -136,11 +136,24 @@ def codes(found: SqlRisk) -> list[str]:
         (
             "COPY orders FROM PROGRAM 'curl evil'",
             "postgres",
-            "write",
+            "destructive",
             ("COPY",),
             ("orders",),
-            "copy",
+            "copy_program",
         ),
+        (
+            "COPY (SELECT 1) TO program 'rm -rf /'",
+            "postgres",
+            "destructive",
+            ("COPY",),
+            (),
+            "copy_program",
+        ),
+        # statements sqlglot does not know, which it reads as an expression
+        ("CLUSTER orders", "postgres", "unparseable", ("CLUSTER",), (), "opaque_command"),
+        ("NOTIFY orders_changed", "postgres", "unparseable", ("NOTIFY",), (), "opaque_command"),
+        ("CHECKPOINT", "postgres", "unparseable", ("CHECKPOINT",), (), "opaque_command"),
+        ("DISCARD ALL", "postgres", "unparseable", ("DISCARD",), (), "opaque_command"),
         ("SELECT * FROM orders FOR UPDATE", "postgres", "write", ("SELECT",), ("orders",), "lock"),
         ("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE", "postgres", "write", ("LOCK",), (), "lock"),
         (
