@@ -134,8 +134,8 @@ async def test_a_click_on_another_users_home_view_is_refused(harness: Harness) -
 async def test_full_arguments_from_home_only_for_requests_that_home_may_list(
     harness: Harness,
 ) -> None:
-    """"View full arguments" names its request in the button's value, which the client
-    sends: from a Home it opens only for someone that Home would list the request to."""
+    """The "View full arguments" button names its request in a value the client sends:
+    from a Home it opens only for someone that Home would list the request to."""
     await harness.sandbox.set_usergroup("S0DBA", "dba-team", [DBA])
     run = await harness.start_run(DEMO_TASK)
     write, sql = await harness.requests(run, count=2)

@@ -405,8 +405,11 @@ async def test_a_message_another_app_posted_with_the_key_is_not_found() -> None:
             metadata=message_metadata("run-1/card:r1"),
             thread_ts=parent,
         )
-        find = {"team_id": TEAM, "channel_id": channel, "key": "run-1/card:r1"}
-        assert await gateway.find_message(**find, thread_ts=parent) is None
+        key = "run-1/card:r1"
+        assert (
+            await gateway.find_message(team_id=TEAM, channel_id=channel, key=key, thread_ts=parent)
+            is None
+        )
         own = await gateway.post_message(
             team_id=TEAM,
             channel_id=channel,
@@ -415,6 +418,9 @@ async def test_a_message_another_app_posted_with_the_key_is_not_found() -> None:
             thread_ts=parent,
             key="run-1/card:r1",
         )
-        assert await gateway.find_message(**find, thread_ts=parent) == own
+        assert (
+            await gateway.find_message(team_id=TEAM, channel_id=channel, key=key, thread_ts=parent)
+            == own
+        )
     finally:
         await sandbox.stop()
