@@ -36,6 +36,7 @@ import sqlglot
 from pydantic import BaseModel, ConfigDict
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
+from sqlglot.tokens import TokenType
 
 from agent_bridge import risk_wording
 
@@ -138,6 +139,28 @@ the query), by sqlglot's name for a function it knows (``now()`` is
 it does not, the name as written. Any other call (``nextval``, ``setval``,
 ``dblink_exec``, ``lo_*``, ``pg_*``, ``pg_sleep``, a user's function) makes a statement
 a possible write. A schema-qualified call is safe only under ``pg_catalog``."""
+
+POSTGRES_NOT_BUILT_IN: frozenset[str] = frozenset(
+    {
+        *("any_value", "array_concat", "array_contains_all", "array_size"),
+        *("current_version", "date_add", "date_sub", "datediff", "datetime"),
+        *("decode_case", "explode", "exploding_generate_series", "found_rows"),
+        *("group_concat", "hex", "if", "ifnull", "iif", "instr", "j_s_o_n_array_agg"),
+        *("json_extract", "json_extract_scalar", "jsonb_extract", "julianday"),
+        *("last_insert_id", "likelihood", "logical_and", "logical_or", "median"),
+        *("number_to_str", "nvl", "pad", "printf", "quote", "rand", "str_position"),
+        *("str_to_date", "strftime", "time_to_str", "timestamp_trunc", "total"),
+        *("try_cast", "ts_or_ds_to_date", "ts_or_ds_to_timestamp", "typeof", "unicode"),
+        *("unix_timestamp", "unix_to_time", "unixepoch", "uuid", "variance_pop"),
+        *("zeroblob", "zeroifnull"),
+    }
+)
+"""Names on ``SAFE_FUNCTIONS`` that are no function of PostgreSQL's ``pg_catalog`` nor
+its own syntax (``coalesce``, ``greatest``, ``cast``...): written as a call in a
+PostgreSQL statement, such a name calls whatever function of that name the database
+has, a user's own (``CREATE FUNCTION median(...)`` that deletes), whatever sqlglot
+reads it as (``nvl`` as ``COALESCE``). Checked against a live server's ``pg_catalog``
+by the tests."""
 
 _READ_ROOTS = (exp.Select, exp.SetOperation)
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
@@ -269,6 +292,10 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
             found.warn("unparseable", "unparseable", dialect or "generic")
         if statements and len(statements) > 1:
             found.warn("write", "several_statements", str(len(statements)))
+        if statements and dialect == "postgres":
+            for name in _called_names(sql, dialect):
+                if name in POSTGRES_NOT_BUILT_IN:
+                    found.warn("write", "unsafe_function", name)
     return SqlRisk(
         level=found.level,
         kinds=tuple(dict.fromkeys(found.kinds)),
@@ -311,8 +338,9 @@ def count_statements(sql: str, *, dialect: str) -> tuple[str, str] | None:
         ``SELECT 1 FROM <table> [WHERE <where>]`` (the one ``EXPLAIN`` estimates) in
         ``dialect``; ``None`` when the statement is not one that can be counted.
     """
-    if analyse(sql, dialect=dialect, argument="").level == "unparseable":
-        return None
+    risk = analyse(sql, dialect=dialect, argument="")
+    if risk.level == "unparseable" or any(w.code == "unsafe_function" for w in risk.warnings):
+        return None  # the count would call what the statement calls
     statements = _parse(sql, dialect) or []
     if len(statements) != 1 or not isinstance(statements[0], exp.Update | exp.Delete):
         return None
@@ -322,8 +350,6 @@ def count_statements(sql: str, *, dialect: str) -> tuple[str, str] | None:
     if not isinstance(table, exp.Table) or extra:
         return None
     if any(node is not statement for node in statement.find_all(*_WRITES)):
-        return None
-    if any(not _safe(f) for f in statement.find_all(exp.Func)):
         return None
     where = statement.args.get("where")
     built = []
@@ -435,6 +461,28 @@ def _is_program(target: exp.Expr) -> bool:
     return isinstance(target, exp.Identifier | exp.Var) and (
         not target.args.get("quoted") and str(target.this).upper() == _PROGRAM
     )
+
+
+def _called_names(sql: str, dialect: str) -> list[str]:
+    """The names ``sql`` calls as functions, as the database reads them (an unquoted
+    name in lower case, a quoted one as written): every name token right before a
+    ``(`` and not after a ``.`` (a qualified call is judged on the tree, ``_safe``).
+    Read from the tokens, not sqlglot's tree, whose functions lose the name written
+    (``nvl`` becomes ``COALESCE``). A table or CTE column list (``WITH total(n) AS``)
+    reads as a call too: a warning more, never one less."""
+    try:
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except Exception:  # the parse before it read the text: not expected, nothing more
+        return []
+    names: dict[str, None] = {}  # in the order written, each once
+    for i, token in enumerate(tokens[:-1]):
+        if tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        if i and tokens[i - 1].token_type == TokenType.DOT:
+            continue
+        quoted = token.token_type == TokenType.IDENTIFIER
+        names[token.text if quoted else token.text.lower()] = None
+    return list(names)
 
 
 def _kind(node: exp.Expr) -> str:

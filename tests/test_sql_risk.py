@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import psycopg
 import pytest
 from pydantic import SecretStr
 
@@ -18,6 +19,7 @@ from agent_bridge.policy import ApprovalsByRisk, Policy, SqlPolicy, ToolPolicy
 from agent_bridge.policy_file import load_policy
 from agent_bridge.predicates import sql_is_destructive, sql_is_not_read_only
 from agent_bridge.sql_risk import (
+    POSTGRES_NOT_BUILT_IN,
     SAFE_FUNCTIONS,
     SQL_ANALYSIS_MAX_CHARS,
     RiskLevel,
@@ -257,6 +259,42 @@ def test_common_pure_functions_stay_read_only() -> None:
         "SELECT strftime('%Y', created_at), ifnull(a, 0), total(x) FROM t", "sqlite"
     ).level == ("read_only")
     assert "pg_sleep" not in SAFE_FUNCTIONS and "nextval" not in SAFE_FUNCTIONS
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT median(total) FROM orders",
+        'SELECT "median"(total) FROM orders',
+        "SELECT nvl(a, 0) FROM orders",  # sqlglot reads it as COALESCE
+        "SELECT id FROM orders WHERE group_concat(customer) IS NULL",
+        "SELECT uuid() FROM orders",
+    ],
+)
+def test_a_safe_name_postgresql_does_not_have_calls_a_users_function(sql: str) -> None:
+    """On PostgreSQL a name of the safe list that is no built-in calls whatever function
+    the database has by that name (a ``median`` of its own that deletes)."""
+    found = risk(sql, "postgres")
+    assert found.level == "write" and "unsafe_function" in codes(found)
+    assert sql_is_not_read_only(SimpleNamespace(tool_call={"args": {"query": sql}}))
+    assert count_statements(f"DELETE FROM orders WHERE ({sql}) IS NULL", dialect="postgres") is None
+
+
+async def test_the_safe_names_postgresql_has_are_its_built_ins(pg_url: str) -> None:
+    """``POSTGRES_NOT_BUILT_IN`` is exactly the safe names that a live server's
+    ``pg_catalog`` has no function of, but for those its grammar reads as syntax."""
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        rows = await (
+            await conn.execute(
+                "SELECT DISTINCT proname FROM pg_proc p JOIN pg_namespace n "
+                "ON n.oid = p.pronamespace WHERE nspname = 'pg_catalog'"
+            )
+        ).fetchall()
+    built_in = {name for (name,) in rows}
+    syntax = {"all", "any", "array", "case", "cast", "coalesce", "collate", "current_date"}
+    syntax |= {"current_time", "current_timestamp", "exists", "greatest", "least"}
+    syntax |= {"localtime", "localtimestamp", "nullif", "row", "trim"}
+    assert SAFE_FUNCTIONS - built_in - syntax == POSTGRES_NOT_BUILT_IN
 
 
 @pytest.mark.parametrize(
