@@ -371,13 +371,17 @@ class ToolPolicy(BaseModel):
     def approvals_for(self, risk: SqlRisk | None) -> int:
         """The approvals a call needs: its risk level's (``required_approvals``), raised
         to that of the highest ``approvals_above_rows`` threshold its affected rows pass;
-        a write whose rows are not known counts as above every threshold (fails closed).
+        a write whose rows are not known counts as above every threshold (fails closed),
+        and so does one whose rows are only the planner's estimate: a ``WHERE`` the
+        planner cannot read (an expression) is guessed at a fraction of the table, and
+        one made to time the count out would choose the number.
 
         Args:
             risk: The call's SQL risk (``None``: the tool has no ``sql``, or it could
                 not be read; then the strictest level applies).
         """
-        rows = risk.rows.rows if risk is not None and risk.rows is not None else None
+        counted = risk.rows if risk is not None and risk.rows is not None else None
+        rows = counted.rows if counted is not None and counted.method == "exact_count" else None
         return self._approvals(risk.level if risk else "unparseable", rows)
 
     def edited_approvals(self) -> dict[RiskLevel, int] | None:

@@ -50,7 +50,7 @@ EDIT_NOT_ESTIMATED = "not estimated for an edit"
 
 ROW_METHODS: Mapping[str, str] = {
     "exact_count": "exact count",
-    "planner_estimate": "planner estimate (the count took too long)",
+    "planner_estimate": "planner estimate: the count took too long, and it can be far off",
 }
 
 UNAVAILABLE_REASONS: Mapping[str, str] = {
@@ -58,6 +58,14 @@ UNAVAILABLE_REASONS: Mapping[str, str] = {
     "error": "the estimate query failed (details in the worker's logs)",
     "unsupported": "only a single UPDATE or DELETE of one table is estimated",
     "unreachable": "the estimate database could not be reached",
+    "varies": (
+        "its WHERE depends on who runs it or when (now(), current_user, random()...): "
+        "a count now would not say what it does once approved"
+    ),
+    "unresolved": (
+        "its WHERE reads a name that is no column of its tables, which PostgreSQL may "
+        "read as a call of a function"
+    ),
 }
 """Why no affected-rows number is shown; never the raw error (it stays in the logs)."""
 

@@ -2,10 +2,13 @@
 
 For a tool whose policy's ``sql`` has an ``estimate_url`` (a read-only connection),
 the worker asks before the card is posted. The statement itself is never sent: the
-reads come from ``sql_risk.count_statements``, built by sqlglot from the parsed
+reads come from ``sql_count.count_statements``, built by sqlglot from the parsed
 statement's table and ``WHERE``:
 
-- PostgreSQL (psycopg): ``SELECT COUNT(*) ...`` in a ``READ ONLY`` transaction (on a
+- PostgreSQL (psycopg): first every name the ``WHERE`` reads is looked up among its
+  tables' columns in the catalog (``pg_attribute``): one that is none may be a function
+  PostgreSQL calls by attribute notation (``sql_count``), and the count is not run;
+  then ``SELECT COUNT(*) ...`` in a ``READ ONLY`` transaction (on a
   session whose ``default_transaction_read_only`` is on) with ``SET LOCAL
   statement_timeout``; when the count is cancelled by the timeout, the planner's
   estimate, ``Plan Rows`` of ``EXPLAIN (FORMAT JSON) SELECT 1 ...``, under the same
@@ -32,7 +35,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from agent_bridge.policy import SqlPolicy
-from agent_bridge.sql_risk import RowEstimate, UnavailableReason, count_statements
+from agent_bridge.sql_count import CountQueries, count_statements
+from agent_bridge.sql_risk import RowEstimate, UnavailableReason
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +50,12 @@ SET_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 """``SET LOCAL statement_timeout``, with the value as a parameter."""
 SET_READ_ONLY = "SET TRANSACTION READ ONLY"
 EXPLAIN_JSON = "EXPLAIN (FORMAT JSON) "
+TABLE_COLUMNS = """SELECT t.name, to_regclass(t.name) IS NOT NULL, a.attname::text
+    FROM unnest(%s::text[]) AS t(name)
+    LEFT JOIN pg_attribute a
+        ON a.attrelid = to_regclass(t.name) AND a.attnum > 0 AND NOT a.attisdropped"""
+"""Each table named (as SQL writes it, quoted or not), whether it exists, and each of
+its columns; one with no column comes back once, with none."""
 SQLITE_PREFIX = "sqlite:///"
 
 
@@ -73,28 +83,30 @@ class RowEstimator:
         Returns:
             ``exact_count`` or ``planner_estimate`` with the number, or ``unavailable``
             with why: ``unsupported`` (not a single ``UPDATE``/``DELETE`` of one table
-            that can be counted without calling functions), ``timeout``,
-            ``unreachable``, ``error``. Never raises.
+            that can be counted without calling functions), ``varies`` (its ``WHERE``
+            depends on who runs it or when), ``unresolved`` (a name it reads is no
+            column of its tables), ``timeout``, ``unreachable``, ``error``. Never raises.
         """
         built = count_statements(sql, dialect=policy.dialect) if isinstance(sql, str) else None
-        if built is None or policy.estimate_url is None:
+        if not isinstance(built, CountQueries):
+            return _unavailable(built or "unsupported")
+        if policy.estimate_url is None:
             return _unavailable("unsupported")
         url = policy.estimate_url.get_secret_value()
         if self.workspace_dir is not None:
             url = url.replace(WORKSPACE_DIR_FIELD, str(self.workspace_dir))
-        count_sql, plan_sql = built
         try:
             if url.startswith(SQLITE_PREFIX):
                 return await asyncio.to_thread(
                     _sqlite_count,
                     url.removeprefix(SQLITE_PREFIX),
-                    count_sql,
+                    built.count_query,
                     policy.estimate_timeout_s,
                 )
             # statement_timeout bounds each query on the server; this bounds the whole
             # exchange here too, should the server or the network stop answering.
-            async with asyncio.timeout(CONNECT_TIMEOUT_S + 3 * policy.estimate_timeout_s):
-                return await _postgres_estimate(url, count_sql, plan_sql, policy.estimate_timeout_s)
+            async with asyncio.timeout(CONNECT_TIMEOUT_S + 4 * policy.estimate_timeout_s):
+                return await _postgres_estimate(url, built, policy.estimate_timeout_s)
         except TimeoutError as exc:
             _log_failure(log_context, exc)
             return _unavailable("timeout")
@@ -106,10 +118,9 @@ class RowEstimator:
             return _unavailable("error")
 
 
-async def _postgres_estimate(
-    url: str, count_sql: str, plan_sql: str, timeout_s: float
-) -> RowEstimate:
-    """The exact count, else (cancelled by the timeout) the planner's estimate."""
+async def _postgres_estimate(url: str, built: CountQueries, timeout_s: float) -> RowEstimate:
+    """The exact count, else (cancelled by the timeout) the planner's estimate; neither
+    when a name the count reads is no column of its tables (``_columns_found``)."""
     conn = await psycopg.AsyncConnection.connect(
         url,
         autocommit=True,
@@ -118,28 +129,62 @@ async def _postgres_estimate(
     )
     async with conn:
         try:
-            row = await _read_only(conn, count_sql, timeout_s)
-            return RowEstimate(method="exact_count", rows=int(row))
+            if not await _columns_found(conn, built, timeout_s):
+                return _unavailable("unresolved")
+        except pg_errors.QueryCanceled:
+            return _unavailable("timeout")
+        try:
+            row = await _read_only(conn, built.count_query, timeout_s)
+            return RowEstimate(method="exact_count", rows=int(row[0][0]))
         except pg_errors.QueryCanceled:
             pass
         try:
-            plan = await _read_only(conn, EXPLAIN_JSON + plan_sql, timeout_s)
+            plan = await _read_only(conn, EXPLAIN_JSON + built.plan_query, timeout_s)
         except pg_errors.QueryCanceled:
             return _unavailable("timeout")
-        return RowEstimate(method="planner_estimate", rows=int(plan[0]["Plan"]["Plan Rows"]))
+        return RowEstimate(method="planner_estimate", rows=int(plan[0][0][0]["Plan"]["Plan Rows"]))
 
 
-async def _read_only(conn: psycopg.AsyncConnection[Any], query: str, timeout_s: float) -> Any:
-    """The first column of the first row of ``query`` (sqlglot's output, never the
-    user's text), run in a ``READ ONLY`` transaction under ``statement_timeout``."""
+async def _columns_found(
+    conn: psycopg.AsyncConnection[Any], built: CountQueries, timeout_s: float
+) -> bool:
+    """Whether each name the count reads as a column is a column of its tables (of the
+    table it is qualified by, if it is): PostgreSQL reads ``o.fn`` as a call of
+    ``fn(o)`` when ``o`` has no column ``fn``, and the count would make it. A table the
+    catalog does not know fails the count itself, which says so."""
+    rows = await _read_only(conn, TABLE_COLUMNS, timeout_s, ([t.name for t in built.tables],))
+    columns: dict[str, set[str]] = {}
+    for table, exists, column in rows:
+        if not exists:
+            return True  # no such table (UndefinedTable): the count fails before any call
+        columns.setdefault(table, set()).update([column] if column is not None else [])
+    return all(
+        any(c.name in columns[t.name] for t in built.tables if c.table in (None, t.key))
+        for c in built.columns
+    )
+
+
+async def _read_only(
+    conn: psycopg.AsyncConnection[Any],
+    query: str,
+    timeout_s: float,
+    params: tuple[Any, ...] | None = None,
+) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` (sqlglot's output or the module's own, never the user's
+    text; ``params`` passed apart), run in a ``READ ONLY`` transaction under
+    ``statement_timeout``.
+
+    Raises:
+        ValueError: The query returned no row.
+    """
     async with conn.transaction():
         await conn.execute(SET_READ_ONLY)
         await conn.execute(SET_TIMEOUT, (str(max(int(timeout_s * 1000), 1)),))
-        cursor = await conn.execute(query)
-        row = await cursor.fetchone()
-    if row is None:
+        cursor = await conn.execute(query, params)
+        rows = await cursor.fetchall()
+    if not rows:
         raise ValueError("the estimate query returned no row")
-    return row[0]
+    return rows
 
 
 def _sqlite_count(path: str, count_sql: str, timeout_s: float) -> RowEstimate:

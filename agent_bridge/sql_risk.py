@@ -22,9 +22,9 @@ warnings, and a level:
 The analysis always covers the whole text, however much of it a card shows. The card
 shows it (``bot/risk_blocks.py``), the ready-made ``when`` predicates gate by the level
 (``agent_bridge/predicates.py``) and the policy can ask for more approvals by level
-(``ToolPolicy.required_approvals``). ``count_statements`` builds, from the parsed
-statement, the ``SELECT count(*)`` that ``agent_bridge/row_estimate.py`` runs instead of
-the statement itself.
+(``ToolPolicy.required_approvals``). ``agent_bridge/sql_count.py`` builds, from the
+parsed statement, the ``SELECT count(*)`` that ``agent_bridge/row_estimate.py`` runs
+instead of the statement itself.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from typing import Literal
 
 import sqlglot
 from pydantic import BaseModel, ConfigDict
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.optimizer.simplify import simplify
-from sqlglot.tokens import TokenType
 
 from agent_bridge import risk_wording
 
@@ -68,7 +67,9 @@ WarningCode = Literal[
 ]
 
 RowMethod = Literal["exact_count", "planner_estimate", "unavailable"]
-UnavailableReason = Literal["timeout", "error", "unsupported", "unreachable"]
+UnavailableReason = Literal[
+    "timeout", "error", "unsupported", "unreachable", "varies", "unresolved"
+]
 
 EXECUTABLE_COMMENT = "/*!"
 """MySQL runs the text of a ``/*! … */`` comment (https://dev.mysql.com/doc/refman/8.0/en/comments.html);
@@ -282,7 +283,7 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
     elif EXECUTABLE_COMMENT in sql:  # MySQL runs what sqlglot reads as a comment
         found.warn("unparseable", "executable_comment", EXECUTABLE_COMMENT)
     else:
-        statements = _parse(sql, dialect)
+        statements = parse(sql, dialect)
         if not statements:
             found.warn("unparseable", "unparseable", dialect or "generic")
         try:
@@ -325,43 +326,7 @@ def every_row(condition: exp.Expr | None) -> bool:
         return False
 
 
-def count_statements(sql: str, *, dialect: str) -> tuple[str, str] | None:
-    """Build the reads that say how many rows ``sql`` would touch, without running it.
-
-    Only a single ``UPDATE`` or ``DELETE`` of one table (no ``USING``/``FROM`` join, no
-    ``LIMIT``, no write elsewhere in it, no function outside ``SAFE_FUNCTIONS``: the
-    ``WHERE`` is evaluated by the count) is counted. Built by sqlglot from the parsed
-    statement's table and ``WHERE``; the user's text is never concatenated.
-
-    Returns:
-        ``(count, plan)``: ``SELECT COUNT(*) FROM <table> [WHERE <where>]`` and
-        ``SELECT 1 FROM <table> [WHERE <where>]`` (the one ``EXPLAIN`` estimates) in
-        ``dialect``; ``None`` when the statement is not one that can be counted.
-    """
-    risk = analyse(sql, dialect=dialect, argument="")
-    if risk.level == "unparseable" or any(w.code == "unsafe_function" for w in risk.warnings):
-        return None  # the count would call what the statement calls
-    statements = _parse(sql, dialect) or []
-    if len(statements) != 1 or not isinstance(statements[0], exp.Update | exp.Delete):
-        return None
-    statement = statements[0]
-    table = statement.this
-    extra = {k for k, v in statement.args.items() if v} - {"this", "where", "expressions"}
-    if not isinstance(table, exp.Table) or extra:
-        return None
-    if any(node is not statement for node in statement.find_all(*_WRITES)):
-        return None
-    where = statement.args.get("where")
-    built = []
-    for projection in (exp.Count(this=exp.Star()), exp.Literal.number(1)):
-        query = exp.select(projection).from_(table.copy())
-        if where is not None:
-            query = query.where(where.this.copy())
-        built.append(query.sql(dialect=dialect))
-    return built[0], built[1]
-
-
-def _parse(sql: str, dialect: str) -> list[exp.Expr] | None:
+def parse(sql: str, dialect: str) -> list[exp.Expr] | None:
     """The statements of ``sql`` in ``dialect``; ``None`` if sqlglot cannot read it."""
     try:
         return [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]

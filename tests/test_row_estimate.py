@@ -109,7 +109,7 @@ async def test_the_count_runs_in_a_read_only_transaction_under_its_timeout(items
             await _read_only(conn, "DELETE FROM items WHERE id = 1 RETURNING 1", 2.0)
         with pytest.raises(psycopg.errors.QueryCanceled):
             await _read_only(conn, "SELECT pg_sleep(30)", 0.05)
-        assert await _read_only(conn, "SELECT count(*) FROM items", 2.0) == ROWS
+        assert await _read_only(conn, "SELECT count(*) FROM items", 2.0) == [(ROWS,)]
         cursor = await conn.execute("SHOW statement_timeout")
         assert await cursor.fetchone() == ("0",)
     assert await table_state(items) == (ROWS, ROWS)
@@ -119,6 +119,40 @@ async def test_a_function_in_the_where_is_never_called_by_the_estimate(items: st
     estimate = await RowEstimator().estimate("DELETE FROM items WHERE purge(id)", postgres(items))
     assert estimate == RowEstimate(method="unavailable", reason="unsupported")
     assert await table_state(items) == (ROWS, ROWS)
+
+
+ARCHIVE_FUNCTION = """CREATE FUNCTION archive(item items) RETURNS BOOLEAN LANGUAGE sql AS
+    $$ DELETE FROM items WHERE id = item.id RETURNING true $$"""
+
+
+async def test_a_function_called_by_attribute_notation_is_never_called_by_the_estimate(
+    items: str,
+) -> None:
+    """PostgreSQL reads ``i.archive`` as ``archive(i)``, where items has no column
+    ``archive``: the catalog says so, and the count is not run (it had run the function,
+    which only the read-only transaction stopped from deleting)."""
+    async with await psycopg.AsyncConnection.connect(items, autocommit=True) as conn:
+        await conn.execute(ARCHIVE_FUNCTION)
+    for sql in (
+        "DELETE FROM items i WHERE i.id = 3 AND i.archive",
+        "DELETE FROM items WHERE id IN (SELECT x.id FROM items x WHERE x.archive)",
+        'DELETE FROM items WHERE items."archive"',
+    ):
+        estimate = await RowEstimator().estimate(sql, postgres(items))
+        assert estimate == RowEstimate(method="unavailable", reason="unresolved"), sql
+    counted = await RowEstimator().estimate(
+        'DELETE FROM items i WHERE i.id = 3 AND i."name" IS NOT NULL', postgres(items)
+    )
+    assert counted == RowEstimate(method="exact_count", rows=1)
+    assert await table_state(items) == (ROWS, ROWS)
+
+
+async def test_a_where_that_depends_on_who_counts_is_not_counted(items: str) -> None:
+    """As the estimate's role the count would read 0 rows of a statement that, run as
+    the tool's, deletes every one."""
+    sql = "DELETE FROM items WHERE id > 0 AND current_user <> 'estimator'"
+    estimate = await RowEstimator().estimate(sql, postgres(items))
+    assert estimate == RowEstimate(method="unavailable", reason="varies")
 
 
 @pytest.mark.parametrize(
