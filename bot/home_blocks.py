@@ -1,8 +1,9 @@
 """The App Home tab: a reviewer's inbox, drawn as a Block Kit ``home`` view.
 
 A pure function of data (no client, no I/O), like the cards (``bot.blocks``): the
-requests the viewer may decide, newest first (tool, short arguments, how long it has
-waited, a link to its card, and the card's own decision buttons), then the viewer's
+requests the viewer may decide, newest first (tool, short arguments, a SQL statement's
+risk as its card shows it, how long it has waited, a link to its card, and the card's
+own decision buttons: an Approve here is the card's), then the viewer's
 recent decisions. Agent text is in the cards' frames (``bot.mrkdwn``: names and values
 as escaped inline code, every text object verbatim), drawn from ``redacted()``
 requests. The view's ``private_metadata`` names whose inbox it is (``ids.home_metadata``),
@@ -25,9 +26,11 @@ from bot.arg_blocks import arg_text
 from bot.blocks import decision_actions
 from bot.mrkdwn import inline_code, slack_date, text_object
 from bot.review_blocks import edit_withheld_line
+from bot.risk_blocks import risk_section
 
-HOME_REQUESTS_MAX = 25
-"""Requests shown (three blocks each: 75 of the view's 100)."""
+HOME_REQUESTS_MAX = 20
+"""Requests shown (four blocks at most each, with a SQL risk section: 80 of the view's
+100)."""
 TOOL_NAME_MAX_CHARS = 100
 ARG_NAME_MAX_CHARS = 40
 ARG_VALUE_MAX_CHARS = 80
@@ -113,8 +116,10 @@ def _pending(item: InboxItem, now: float) -> list[dict[str, Any]]:
     withheld = edit_withheld_line(request)  # why its buttons lack Edit, as on its card
     if withheld is not None:
         waiting += "\n" + withheld
+    risk, _ = risk_section(request)  # what a SQL statement would do, as on its card
     return [
         _section(f"*{tool}*\n{args}" if args else f"*{tool}*"),
+        *risk,
         _context(waiting),
         *decision_actions(request),
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from agent_bridge.models import Decision
+from agent_bridge.sql_risk import analyse
 from bot import ids
 from bot.home_blocks import HOME_REQUESTS_MAX, InboxItem, render_home, safe_link, short_args
 from slack_sandbox import live_links, live_mentions
@@ -71,3 +72,26 @@ def test_an_inbox_item_without_edit_says_why_as_its_card_does() -> None:
     assert "No Edit here" in view["blocks"][2]["elements"][0]["text"]
     plain = render_home("U1", pending=[InboxItem(make_request("r2"))], decided=[], now=0.0)
     assert "No Edit here" not in json.dumps(plain)
+
+
+def test_a_sql_request_shows_its_risk_as_its_card_does() -> None:
+    """An Approve from Home is the card's: a DBA reads what the statement would do there
+    too, not only the start of its text (a DELETE after a CTE of 80 characters)."""
+    sql = (
+        "WITH recent AS (SELECT id, customer, total FROM orders WHERE created_at > "
+        "'2025-01-01' AND total > 0) DELETE FROM orders"
+    )
+    risk = analyse(sql, dialect="sqlite", argument="query")
+    items = [
+        InboxItem(
+            make_request(f"r{i}").model_copy(
+                update={"tool_name": "execute_sql", "args": {"query": sql}, "risk": risk}
+            )
+        )
+        for i in range(HOME_REQUESTS_MAX + 5)
+    ]
+    view = render_home("U1", pending=items, decided=[], now=0.0)
+    assert check_home_view(view) == []
+    first = json.dumps(view["blocks"][1:5])
+    assert "Destructive" in first and "without WHERE" in first
+    assert json.dumps(view).count("Destructive") == HOME_REQUESTS_MAX
