@@ -33,7 +33,7 @@ from psycopg.conninfo import conninfo_to_dict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from agent_bridge.log_context import KEYS
-from agent_bridge.redaction import written_forms
+from agent_bridge.redaction import TOKEN_SHAPES, written_forms
 from agent_bridge.repeated_lines import RepeatedLines
 
 LogFormat = Literal["text", "json"]
@@ -42,8 +42,7 @@ MIN_SECRET_CHARS = 4
 """Shorter values are not registered: masking them would mask ordinary words."""
 
 SECRET_SHAPES = (
-    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
-    re.compile(r"\bxapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
+    *TOKEN_SHAPES,  # Slack's tokens
     re.compile(r"(?<=://)([^:/?#@\s]*):[^@/?\s]+(?=@)"),  # scheme://user:password@ ('#' too)
     re.compile(r"(?i)(?<=password=)[^&\s'\"]+"),  # conninfo or query password=...
 )

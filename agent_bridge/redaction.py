@@ -13,7 +13,8 @@ objects nested in objects and in lists. Secrets that do not sit under such a key
 found too: the value of a name/value pair naming one (``{"name": "DB_PASSWORD",
 "value": …}``), the second item of a ``[name, value]`` pair (headers), ``KEY=value`` and
 ``Header: value`` inside a string (``DB_PASSWORD=…``, ``password=…`` in a libpq DSN,
-``Authorization: Bearer …``) and a URL's password (``postgresql://app:…@db``).
+``Authorization: Bearer …``), a URL's password (``postgresql://app:…@db``), and a
+secret known by its shape alone wherever it is (``TOKEN_SHAPES``: a Slack token).
 
 A matched value, whatever its type, is shown as ``wording.REDACTED``: never its length
 or any part of it. Only what people see is masked: the tool receives the real value,
@@ -44,6 +45,13 @@ DEFAULT_REDACT: tuple[str, ...] = (
 """The rules when the policy names none (the issue's list; keys ending in them too)."""
 MARKERS = frozenset({wording.REDACTED, wording.REDACTED_CHANGED})
 """What a redacted value is shown as; ``restore`` reads either back as "keep"."""
+TOKEN_SHAPES = (
+    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
+    re.compile(r"\bxapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
+)
+"""Secrets known by their shape, whatever names them or nothing does
+(https://docs.slack.dev/authentication/tokens): bare in a tool's output, an argument or
+an answer, they are masked as a redacted value is."""
 _ABSENT = object()
 MAX_DEPTH = 64
 """Nesting deeper than this is shown as the marker whole (and never walked further): a
@@ -262,6 +270,7 @@ def _secrets(value: Any, rules: tuple[str, ...], depth: int) -> set[str]:
             found |= _secrets(item, rules, depth + 1)
     elif isinstance(value, str):
         found |= {m.group(2) for m in _URL_PASSWORD.finditer(value)}
+        found |= {m.group(0) for shape in TOKEN_SHAPES for m in shape.finditer(value)}
         found |= {
             m.group(3).strip("\"'")
             for m in _ASSIGNMENT.finditer(value)

@@ -7,8 +7,8 @@ test sees the real values reached the tool) and repeats the password in its resu
 a test sees the result is scrubbed before Slack); ``lookup`` returns customer rows (its
 output is what ``post_results`` keeps out of the channel); ``explode`` fails with an
 absolute server path in its error; ``rotate`` prints nothing; ``show_config`` prints
-secrets under their own names; ``unlock`` raises an error carrying its password, which
-fails the run.
+secrets under their own names, and a Slack token bare; ``unlock`` raises an error
+carrying its password, which fails the run.
 
 The secrets cannot come from the task: the requester's task is their own text and is
 shown as typed. ``PlannedModel`` is the tests' chat model instead of the scripted one:
@@ -35,9 +35,19 @@ TOKEN = "ghp-Tok3n-0a1b2c3d"
 CONFIG_PASSWORD = "cfg-Pa55-7781-zz"
 CONFIG_TOKEN = "cfg-B3arer-0042-yy"
 """Secrets only in ``show_config``'s output, never an argument: known by their names."""
+BARE_SLACK_TOKEN = "xoxb-2222-3333-Sl4ckB0tT0k3n"
+"""A secret only in ``show_config``'s output, named by nothing: known by its shape."""
 TYPED_PASSWORD = "typed-N3w-Pass-4411"
 """What a reviewer types into the redacted field of an edit form."""
-SECRETS = (PASSWORD, API_KEY, TOKEN, TYPED_PASSWORD, CONFIG_PASSWORD, CONFIG_TOKEN)
+SECRETS = (
+    PASSWORD,
+    API_KEY,
+    TOKEN,
+    TYPED_PASSWORD,
+    CONFIG_PASSWORD,
+    CONFIG_TOKEN,
+    BARE_SLACK_TOKEN,
+)
 CALLS_FILE = "connect_calls.jsonl"
 CUSTOMER_ROWS = "Ada Lovelace, ada@example.com, card 4242-4242"
 
@@ -85,7 +95,10 @@ def make_tools(settings: WorkerConfig) -> list[BaseTool]:
 
     def show_config(host: str) -> str:
         """Show a host's configuration (its secrets in it, under their own names)."""
-        return f"host={host}\nDB_PASSWORD={CONFIG_PASSWORD}\nAuthorization: Bearer {CONFIG_TOKEN}"
+        return (
+            f"host={host}\nDB_PASSWORD={CONFIG_PASSWORD}\nAuthorization: Bearer {CONFIG_TOKEN}"
+            f"\nSlack integration ready with {BARE_SLACK_TOKEN} for #ops"
+        )
 
     def unlock(vault: str, password: str) -> str:
         """Unlock a vault (its client fails with the password in its message)."""

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agent_bridge import logs, wording
+from agent_bridge.audit import read_events
 from agent_bridge.binding import call_hash
 from agent_bridge.models import ApprovalRequest, RunState
 from agent_bridge.settings import WorkerConfig
@@ -261,8 +262,10 @@ async def test_a_tool_error_carrying_a_password_is_masked_in_the_log_and_the_run
 
 async def test_secrets_a_tool_prints_under_their_own_names_are_masked(harness: Harness) -> None:
     """No argument carries them: the tool's output names them (``DB_PASSWORD=…``,
-    ``Authorization: Bearer …``), as the ``redact`` rules name keys; the result posted,
-    the card's outcome and the model's answer quoting it mask them."""
+    ``Authorization: Bearer …``), as the ``redact`` rules name keys, or they have a
+    secret's own shape (a Slack token, bare on its line); the result posted, the card's
+    outcome, the model's answer quoting it and the audit trail, which nothing can
+    change afterwards, mask them."""
     run = await harness.start_run("config")
     (request,) = await harness.requests(run, count=1)
     await harness.click(request, "approve")
@@ -274,3 +277,6 @@ async def test_secrets_a_tool_prints_under_their_own_names_are_masked(harness: H
     recorded = await harness.store.get_request(request.request_id)
     assert recorded is not None and recorded.result is not None
     assert_no_secret(recorded.result.text, "the recorded result")
+    trail = [e.model_dump_json() for e in await read_events(harness.store.db)]
+    assert any("Slack integration ready with" in e for e in trail)  # the outcome was kept
+    assert_no_secret("\n".join(trail), "the audit trail")

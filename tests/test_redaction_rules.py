@@ -296,6 +296,20 @@ def test_secrets_outside_a_redacted_key_are_masked_too() -> None:
     assert {"env-secret-1", "Bearer hdr-secret-2", "dsn-secret-3"} <= found
 
 
+def test_a_slack_token_is_a_secret_wherever_it_is_and_whatever_names_it() -> None:
+    """Known by its shape: bare in a note, under a key no rule names; an edit that leaves
+    it as shown sends the real text back."""
+    args = {"note": "post with xoxb-1111-2222-AbCd then xapp-1-A0B-33-ef", "n": "xoxp-9-x"}
+    shown = redact(args, DEFAULT_REDACT)
+    dumped = json.dumps(shown)
+    assert all(t not in dumped for t in ("xoxb-1111-2222-AbCd", "xapp-1-A0B-33-ef", "xoxp-9-x"))
+    assert "post with" in shown["note"]
+    assert restore(shown, args, DEFAULT_REDACT) == args
+    assert scrub("it said xoxe-1-abc", secret_values("it said xoxe-1-abc", ())) == (
+        f"it said {wording.REDACTED}"
+    )
+
+
 def test_a_list_reshaped_by_an_edit_keeps_each_secret_with_its_own_object() -> None:
     real = {
         "users": [{"name": "alice", "password": "ALICE-PW"}, {"name": "bob", "password": "BOB-PW"}]
