@@ -10,6 +10,8 @@ its audit trail stay. It runs in every worker in a task of its own, in batches o
 ``PRUNE_BATCH`` every ``PRUNE_INTERVAL_S``, reading the partial index
 ``runs_checkpoints_to_prune``: never on a click's path, and its cost does not grow with
 the runs already pruned. Two workers pruning the same run at once only delete twice.
+Each worker prunes its own agent's runs only (``AGENT_NAME``): the retention is each
+agent's setting, and another agent's workers may keep theirs longer, or forever.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ PRUNE_INTERVAL_S = 3_600.0
 
 TO_PRUNE = """SELECT run_id, thread_id FROM runs
     WHERE state IN ('done', 'failed') AND checkpoint_pruned_at IS NULL
-    AND updated_at < :finished_before
+    AND updated_at < :finished_before AND agent = :agent
     ORDER BY updated_at LIMIT :limit"""
 MARK_PRUNED = "UPDATE runs SET checkpoint_pruned_at = :now WHERE run_id = :run_id"
 
@@ -49,6 +51,7 @@ class CheckpointPruner:
         checkpointer: The LangGraph saver holding the runs' checkpoints.
         retention_days: Days a finished run's checkpoints are kept
             (``CHECKPOINT_RETENTION_DAYS``); 0 keeps them forever (``run`` returns).
+        agent: The agent whose runs are pruned (``AGENT_NAME``).
         clock: Unix seconds now (tests move it).
         batch: Runs per batch.
         interval_s: Pause between passes, seconds.
@@ -60,6 +63,7 @@ class CheckpointPruner:
         db: Database,
         checkpointer: BaseCheckpointSaver[Any],
         retention_days: float,
+        agent: str,
         clock: Callable[[], float] = time.time,
         batch: int = PRUNE_BATCH,
         interval_s: float = PRUNE_INTERVAL_S,
@@ -67,6 +71,7 @@ class CheckpointPruner:
         self.db = db
         self.checkpointer = checkpointer
         self.retention_days = retention_days
+        self.agent = agent
         self.clock = clock
         self.batch = batch
         self.interval_s = interval_s
@@ -84,7 +89,8 @@ class CheckpointPruner:
         """
         finished_before = self.clock() - self.retention_days * DAY_S
         rows = await self.db.fetch_all(
-            TO_PRUNE, {"finished_before": finished_before, "limit": self.batch}
+            TO_PRUNE,
+            {"finished_before": finished_before, "agent": self.agent, "limit": self.batch},
         )
         for row in rows:
             await self.checkpointer.adelete_thread(row["thread_id"])

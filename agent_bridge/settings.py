@@ -226,8 +226,10 @@ class WorkerConfig(ProcessConfig):
     """The Agent Server's API key (LangGraph Platform's ``x-api-key``); a secret: never
     shown in logs or error messages."""
     checkpoint_retention_days: float = Field(default=30.0, ge=0)
-    """How long the checkpoints of a finished (done or failed) run are kept, days; then
-    they are deleted (``agent_bridge.pruning``; its audit trail stays). 0: kept forever."""
+    """How long the checkpoints of a finished (done or failed) run of this worker's agent
+    (``AGENT_NAME``) are kept, days; then they are deleted (``agent_bridge.pruning``; its
+    audit trail stays). 0: kept forever. Not with ``agent_url``: a deployed agent's
+    checkpoints are its Agent Server's, kept as that server's own settings say."""
     database_prepared_statements: bool = False
     """PostgreSQL: prepare the checkpointer's statements on the server, as LangGraph's
     documentation configures its saver (``agent_bridge.postgres_db``): about half

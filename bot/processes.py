@@ -403,7 +403,9 @@ async def run_worker(settings: WorkerSettings) -> None:
         pruner = CheckpointPruner(
             db=backend.db,
             checkpointer=backend.checkpointer,
-            retention_days=settings.checkpoint_retention_days,
+            # a deployed agent's checkpoints are its Agent Server's, kept by its own TTL
+            retention_days=0 if settings.agent_url else settings.checkpoint_retention_days,
+            agent=settings.agent_name,
         )
         await check_agent_server(worker)
         if not settings.oauth:  # a refused token would fail every run later, out of sight

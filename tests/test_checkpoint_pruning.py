@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from agent_bridge.audit import read_events
 from agent_bridge.backend import Backend
-from agent_bridge.models import Run, RunState
+from agent_bridge.models import DEFAULT_AGENT, Run, RunState
 from agent_bridge.pruning import DAY_S, CheckpointPruner
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.store import ApprovalStore
@@ -69,7 +69,6 @@ async def test_a_worker_prunes_a_run_finished_before_the_retention_and_keeps_its
         "SLACK_BOT_TOKEN": harness.settings.slack_bot_token or "",
         "POLICY": str(harness.settings.policy),
         "WORKSPACE_DIR": str(harness.settings.workspace_dir),
-        "AGENT_NAME": "pruning-only",  # drives none of the harness's runs
     }
     env.pop("CHECKPOINT_RETENTION_DAYS", None)  # the default, 30 days
     with log.open("ab") as out:
@@ -125,6 +124,7 @@ async def test_pruning_goes_in_batches_oldest_first_and_keeps_younger_runs(
         db=pg_backend.db,
         checkpointer=pg_backend.checkpointer,
         retention_days=30,
+        agent=DEFAULT_AGENT,
         clock=lambda: NOW,
         batch=2,
     )
@@ -139,7 +139,11 @@ async def test_the_oldest_are_pruned_first_and_a_retention_of_zero_keeps_everyth
     store = ApprovalStore(pg_backend.db)
     newer = await finished_run(store, pg_backend, "newer", at=NOW - 50 * DAY_S)
     older = await finished_run(store, pg_backend, "older", at=NOW - 60 * DAY_S)
-    kept: dict[str, Any] = {"db": pg_backend.db, "checkpointer": pg_backend.checkpointer}
+    kept: dict[str, Any] = {
+        "db": pg_backend.db,
+        "checkpointer": pg_backend.checkpointer,
+        "agent": DEFAULT_AGENT,
+    }
     never = CheckpointPruner(**kept, retention_days=0, clock=lambda: NOW)
     await never.run(asyncio.Event())  # returns at once: nothing is ever pruned
     assert await has_checkpoint(pg_backend, older) and await has_checkpoint(pg_backend, newer)
@@ -147,3 +151,24 @@ async def test_the_oldest_are_pruned_first_and_a_retention_of_zero_keeps_everyth
     assert await one.prune() == 1
     assert not await has_checkpoint(pg_backend, older)
     assert await has_checkpoint(pg_backend, newer)
+
+
+async def test_a_worker_prunes_its_own_agent_s_runs_only(pg_backend: Backend) -> None:
+    """The retention is each agent's: workers of an agent that keeps 30 days never delete
+    the checkpoints of another agent's runs, kept forever by theirs."""
+    store = ApprovalStore(pg_backend.db)
+    mine = await finished_run(store, pg_backend, "mine", at=NOW - 40 * DAY_S)
+    theirs = await finished_run(store, pg_backend, "theirs", at=NOW - 40 * DAY_S)
+    await pg_backend.db.execute(
+        "UPDATE runs SET agent = 'sql' WHERE run_id = :run_id", {"run_id": theirs.run_id}
+    )
+    pruner = CheckpointPruner(
+        db=pg_backend.db,
+        checkpointer=pg_backend.checkpointer,
+        retention_days=30,
+        agent=DEFAULT_AGENT,
+        clock=lambda: NOW,
+    )
+    assert await pruner.prune() == 1
+    assert not await has_checkpoint(pg_backend, mine)
+    assert await has_checkpoint(pg_backend, theirs)
