@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -27,15 +28,29 @@ logger = logging.getLogger(__name__)
 METRICS_PATH = "/metrics"
 
 
+DATABASE_READ_INTERVAL_S = 5.0
+"""The database's figures on ``/metrics`` are read at most this often, seconds: the
+endpoint answers anyone who reaches the port, and the runs' count reads every row of the
+runs table (which only grows), so a client scraping in a loop would keep a scan running
+on the clicks' connection pool; a scrape sooner gets the figures last read."""
+
+
 def metrics_handler(
     db: Database | None,
+    *,
+    read_interval_s: float = DATABASE_READ_INTERVAL_S,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     """Return the ``/metrics`` handler; with ``db``, the database's figures are read
     first (on failure they keep their last values and
-    ``agent_bridge_metrics_database_ok`` is 0), one read at a time: scrapes arriving
-    while one is in flight share it (``SharedCall``: the endpoint is not authenticated,
-    and the counts scan the runs table on the click's own connection pool)."""
-    read = SharedCall(lambda: _read_database(db)) if db is not None else None
+    ``agent_bridge_metrics_database_ok`` is 0), one read at a time and at most one per
+    ``read_interval_s`` seconds (``clock``, monotonic): scrapes arriving meanwhile share
+    it (``SharedCall``)."""
+    read = (
+        SharedCall(lambda: _read_database(db), fresh_s=read_interval_s, clock=clock)
+        if db is not None
+        else None
+    )
 
     async def handle(_: web.Request) -> web.Response:
         if read is not None:

@@ -54,15 +54,20 @@ async def test_metrics_after_a_run_with_an_approval_and_a_rejection(harness: Har
     # the cards are posted while the worker still holds the run: wait for it to let go
     assert (await harness.released(run)).state == RunState.WAITING
 
-    waiting = await scrape(url)
+    async def scraped(
+        name: str, expected: float, **labels: str
+    ) -> Samples | None:  # the database's figures are read at most every few seconds
+        samples = await scrape(url)
+        return samples if value(samples, name, **labels) == expected else None
+
+    waiting = await harness.wait_for(lambda: scraped("agent_bridge_runs", 1, state="waiting"))
     assert value(waiting, "agent_bridge_approvals_pending") == 2
-    assert value(waiting, "agent_bridge_runs", state="waiting") == 1
     assert value(waiting, "agent_bridge_metrics_database_ok") == 1
 
     assert (await harness.click(write, "approve"))[0] == 200
     await harness.reject(sql, "Not today.")
     assert (await harness.finished(run)).state == RunState.DONE
-    after = await scrape(url)
+    after = await harness.wait_for(lambda: scraped("agent_bridge_runs", 1, state="done"))
 
     def delta(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

@@ -9,11 +9,17 @@ import asyncio
 import aiohttp
 import psycopg
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
 
+from agent_bridge.backend import Backend
 from agent_bridge.migrations import SELECT_VERSION
+from agent_bridge.models import Run
 from agent_bridge.state_counts import COUNT_RUNS_BY_STATE
-from bot.metrics_http import METRICS_PATH
+from agent_bridge.store import ApprovalStore
+from bot.metrics_http import DATABASE_READ_INTERVAL_S, METRICS_PATH, metrics_handler
 from bot.readiness import READY_PATH
 from tests.harness import Harness
 
@@ -68,3 +74,33 @@ async def test_a_flood_reads_the_database_once_at_a_time(
             await locker.execute("ROLLBACK")
             statuses = await asyncio.gather(*requests)
     assert set(statuses) <= {200, 503} and len(statuses) == FLOOD
+
+
+async def test_a_client_scraping_in_a_loop_reads_the_database_once_per_interval(
+    pg_backend: Backend,
+) -> None:
+    """One after another, not at once: ``SharedCall`` alone would read the whole runs
+    table for each; within ``DATABASE_READ_INTERVAL_S`` the figures last read answer."""
+    now = [0.0]
+    app = web.Application()
+    app.router.add_get(METRICS_PATH, metrics_handler(pg_backend.db, clock=lambda: now[0]))
+    store = ApprovalStore(pg_backend.db)
+
+    async def runs(client: TestClient[web.Request, web.Application]) -> float:
+        async with client.get(METRICS_PATH) as reply:
+            text = await reply.text()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "agent_bridge_runs"
+        )
+
+    async with TestClient(TestServer(app)) as client:
+        first = await runs(client)
+        await store.create_run(
+            Run(run_id="r1", thread_id="t1", task="t", channel_id="C1", user_id="U1")
+        )
+        assert [await runs(client) for _ in range(20)] == [first] * 20
+        now[0] += DATABASE_READ_INTERVAL_S
+        assert await runs(client) == first + 1
