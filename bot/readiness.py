@@ -11,8 +11,9 @@ a process that can record them. Checked on every call, all at once, each within
 - ``redis``: ``PING`` answers (skipped when ``REDIS_URL`` is unset: the process runs
   without Redis by design);
 - ``slack``: ``auth.test`` with the bot token answers ok (a revoked token fails it),
-  an ok answer remembered for ``SLACK_PROBE_TTL_S`` so probes stay far below its rate
-  limit (a failure is asked again on the next probe). Skipped with OAuth (a client
+  an ok answer remembered for ``SLACK_PROBE_TTL_S`` and a failure for
+  ``SLACK_FAILURE_TTL_S`` so probes stay far below its rate limit, however many come
+  (the endpoint answers anyone who reaches the port). Skipped with OAuth (a client
   without a token): there is no one bot token, each workspace's is its installation's
   (``bot.workspaces``), and a revoked one closes only that workspace (``bot.uninstalls``).
 
@@ -43,7 +44,10 @@ READY_PATH = "/readyz"
 PROBE_TIMEOUT_S = 2.0
 """Each dependency must answer within this, seconds (a probe's own timeout is longer)."""
 SLACK_PROBE_TTL_S = 30.0
-"""An ``auth.test`` answer is reused this long, seconds (Slack rate-limits the method)."""
+"""An ok ``auth.test`` answer is reused this long, seconds (Slack rate-limits the
+method)."""
+SLACK_FAILURE_TTL_S = 2.0
+"""A failed one is reused this long, seconds: soon asked again, once Slack is back."""
 OK = "ok"
 
 Probe = Callable[[], Awaitable[str]]
@@ -78,7 +82,7 @@ class Readiness:
         )
         self.clock = clock
         self._redis: aioredis.Redis | None = None
-        self._slack_ok_at: float | None = None
+        self._slack_answer: tuple[float, str] | None = None  # (when, what) Slack said
         self._shared = SharedCall(self._check)
 
     async def check(self) -> dict[str, str]:
@@ -147,9 +151,15 @@ class Readiness:
         if self.slack.token is None:
             return OK  # OAuth: no one bot token to test (each workspace has its own)
         now = self.clock()
-        if self._slack_ok_at is not None and now - self._slack_ok_at < SLACK_PROBE_TTL_S:
-            return OK
-        self._slack_ok_at = None
+        if self._slack_answer is not None:
+            at, answer = self._slack_answer
+            if now - at < (SLACK_PROBE_TTL_S if answer == OK else SLACK_FAILURE_TTL_S):
+                return answer
+        answer = await self._ask_slack()
+        self._slack_answer = (self.clock(), answer)
+        return answer
+
+    async def _ask_slack(self) -> str:
         try:
             async with asyncio.timeout(PROBE_TIMEOUT_S):
                 await self.slack.auth_test()
@@ -164,7 +174,6 @@ class Readiness:
             return f"refused: {code or f'HTTP {status}'}"
         except Exception as exc:  # aiohttp's errors, a timeout: Slack not reached
             return _unreachable(exc)
-        self._slack_ok_at = now
         return OK
 
 
