@@ -20,6 +20,7 @@ import csv
 import functools
 import json
 import secrets
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from agent_bridge.db import Database, Row
+from agent_bridge.json_line import json_line
 from agent_bridge.redaction import DEFAULT_REDACT, redact
 
 OUTCOME_MAX_CHARS = 500
@@ -194,21 +196,28 @@ def export_row(event: AuditEvent) -> dict[str, Any]:
 
 
 def write_jsonl(events: Iterable[AuditEvent], out: TextIO) -> int:
-    """Write one JSON object per line; return how many."""
+    """Write one JSON object per line (``json_line``: agent text cannot break one in
+    two for any line reader); return how many."""
     count = 0
     for event in events:
-        out.write(json.dumps(export_row(event), ensure_ascii=False, sort_keys=True) + "\n")
+        out.write(json_line(export_row(event), ensure_ascii=False, sort_keys=True) + "\n")
         count += 1
     return count
 
 
-_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
-"""A spreadsheet reads a cell starting with one of these as a formula (OWASP, "CSV
-Injection"); agent text must stay text there too."""
+_FORMULA_LEADS = ("=", "+", "-", "@", "|", "\t", "\r", "\n")
+"""A spreadsheet reads a cell starting with one of these as a formula or a command (OWASP,
+"CSV Injection": ``=``, ``+``, ``-``, ``@``, tab and carriage return; ``|`` for DDE in
+older ones; a line break as the tab), after white space it may trim and in the full-width
+forms it may read as the same (U+FF1D for ``=``): agent text must stay text there too."""
 
 
 def _cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA_LEADS):
+    """``value`` as a CSV cell: text a spreadsheet would run is prefixed with ``'``."""
+    if not isinstance(value, str):
+        return value
+    lead = unicodedata.normalize("NFKC", value.lstrip(" \u00a0\u3000\u2007\u202f")[:1])
+    if value.startswith(_FORMULA_LEADS) or lead.startswith(_FORMULA_LEADS):
         return "'" + value
     return value
 
@@ -225,7 +234,7 @@ def write_csv(events: Iterable[AuditEvent], out: TextIO) -> int:
         row = export_row(event)
         for column in ("proposed_args", "edited_args"):
             if row[column] is not None:
-                row[column] = json.dumps(row[column], ensure_ascii=False, sort_keys=True)
+                row[column] = json_line(row[column], ensure_ascii=False, sort_keys=True)
         writer.writerow({k: _cell(v) for k, v in row.items()})
         count += 1
     return count

@@ -32,6 +32,7 @@ import structlog
 from psycopg.conninfo import conninfo_to_dict
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from agent_bridge.json_line import INVISIBLE, ISOLATES, json_line
 from agent_bridge.log_context import KEYS
 from agent_bridge.redaction import TOKEN_SHAPES, written_forms
 from agent_bridge.repeated_lines import RepeatedLines
@@ -186,6 +187,16 @@ LINE_BREAKS = {
     for char in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 }
 """What ``str.splitlines`` breaks a line at, each written escaped (``\\n``) in a text line."""
+UNPRINTABLE = {
+    **{code: f"\\x{code:02x}" for code in (*range(0x09), *range(0x0B, 0x20), 0x7F)},
+    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+    **{code: f"\\u{code:04x}" for code in (*INVISIBLE, *ISOLATES, 0xFEFF)},
+    **LINE_BREAKS,
+}
+"""What a terminal would act on rather than show, written escaped (``\\x1b``,
+``\\u202e``) in a text line: control characters (an ``ESC [1A`` moves the cursor up and
+overwrites the line before, in ``kubectl logs`` or ``tail``), bidirectional overrides and
+invisible characters, with the line breaks. A tab stays."""
 TRACEBACK_INDENT = "    "
 
 
@@ -201,17 +212,20 @@ def text_line(_: WrappedLogger, __: str, event_dict: EventDict) -> str:
         f"{event_dict.get('timestamp', '')} {str(event_dict.get('level', '')).upper()} "
         f"{event_dict.get('logger', '')}: {event_dict.get('event', '')}"
     )
-    line = (line + f" {ids}" if ids else line).translate(LINE_BREAKS)
+    line = (line + f" {ids}" if ids else line).translate(UNPRINTABLE)
     exception = event_dict.get("exception")
     if not exception:
         return line
-    return "\n".join([line, *(TRACEBACK_INDENT + row for row in str(exception).splitlines())])
+    rows = str(exception).splitlines()
+    return "\n".join([line, *(TRACEBACK_INDENT + row.translate(UNPRINTABLE) for row in rows)])
 
 
 def formatter(log_format: LogFormat) -> logging.Formatter:
     """The formatter of every handler: ``log_format`` lines with the bound IDs, scrubbed."""
     renderer: Processor = (
-        structlog.processors.JSONRenderer(ensure_ascii=False) if log_format == "json" else text_line
+        structlog.processors.JSONRenderer(serializer=json_line, ensure_ascii=False)
+        if log_format == "json"
+        else text_line
     )
     return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_bridge.audit import AuditEvent, AuditKind, write_csv
+from agent_bridge.audit import AuditEvent, AuditKind, write_csv, write_jsonl
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from tests.harness import DBA, REQUESTER, REVIEWER, Harness
@@ -135,6 +135,40 @@ def test_csv_cells_a_spreadsheet_would_run_are_kept_as_text() -> None:
     (row,) = csv.DictReader(io.StringIO(out.getvalue()))
     assert row["reason"].startswith("'=HYPERLINK")
     assert row["proposed_args"] == '{"query": "@SUM(1)"}'  # JSON starts with "{": safe
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " =1+1",  # after white space a spreadsheet may trim
+        "\u00a0=cmd|' /C calc'!A0",
+        '\uff1dHYPERLINK("https://evil.example")',  # full-width =
+        "\uff0b1",  # full-width +
+        "|calc",
+        "\ncalc",
+    ],
+)
+def test_csv_cells_that_only_look_like_text_are_kept_as_text_too(text: str) -> None:
+    event = AuditEvent(
+        event_id="ev-1", at=0.0, kind=AuditKind.REFUSED, run_id="r", thread_id="t", reason=text
+    )
+    out = io.StringIO()
+    write_csv([event], out)
+    (row,) = csv.DictReader(io.StringIO(out.getvalue()))
+    assert row["reason"] == "'" + text
+
+
+def test_json_lines_stay_one_line_each_for_any_line_reader() -> None:
+    """Agent text with U+2028, U+2029 or NEL (``str.splitlines`` breaks at each) or a C1
+    control is written ``\\u``-escaped: one event, one line, read back the same."""
+    reason = "one\u2028two\u2029three\x85four\x9bfive"
+    event = AuditEvent(
+        event_id="ev-1", at=0.0, kind=AuditKind.REFUSED, run_id="r", thread_id="t", reason=reason
+    )
+    out = io.StringIO()
+    assert write_jsonl([event], out) == 1
+    (line,) = out.getvalue().splitlines()
+    assert json.loads(line)["reason"] == reason
 
 
 async def _approvals(harness: Harness, request_id: str, count: int) -> Any:

@@ -230,6 +230,42 @@ def test_agent_text_cannot_forge_a_text_line() -> None:
     assert any(line.strip() == FORGED for line in traceback)
 
 
+TERMINAL_TRICKS = "\x1b[1A\x1b[2K\u202e\x9b2J\u200b\x00\x07"
+"""Cursor up and erase the line before, a right-to-left override, an 8-bit CSI, a
+zero-width space, NUL and a bell: what a terminal acts on rather than shows."""
+
+
+def test_agent_text_cannot_act_on_the_terminal_that_shows_the_log() -> None:
+    """In ``kubectl logs`` or ``tail`` an escape sequence in a tool's error text would
+    overwrite the line before it; each character is written escaped (a tab stays)."""
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.terminal_lines")
+    logger.addHandler(logs.handler("text", stream))
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    logger.warning("tool failed:\t%s", f"x{TERMINAL_TRICKS}y")
+    try:
+        raise RuntimeError(f"vault refused {TERMINAL_TRICKS}")
+    except RuntimeError:
+        logger.exception("run failed")
+    written = stream.getvalue()
+    unprintable = [c for c in TERMINAL_TRICKS if not c.isprintable()]
+    assert len(unprintable) == 7 and not [c for c in unprintable if c in written]
+    assert "tool failed:\tx\\x1b[1A\\x1b[2K\\u202e\\x9b2J\\u200b\\x00\\x07y" in written
+    assert written.count("\\x1b[1A") == 2  # the traceback's too
+
+
+def test_json_lines_stay_one_line_each_for_any_line_reader(json_lines: io.StringIO) -> None:
+    """``json.dumps`` leaves U+2028, U+2029 and NEL as they are, where ``str.splitlines``
+    breaks; and C1 controls, which a terminal acts on: each is written ``\\u``-escaped,
+    which JSON reads back as the same character."""
+    text = f"a\u2028b\u2029c\x85d{TERMINAL_TRICKS}"
+    logging.getLogger("tests.json_breaks").warning("tool said %s", text)
+    [line] = [li for li in json_lines.getvalue().splitlines() if "tests.json_breaks" in li]
+    assert json.loads(line)["event"] == f"tool said {text}"
+    assert not [c for c in "\u2028\u2029\x85\x9b\u202e\u200b" if c in line]
+
+
 @pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
 def test_http_requests_are_logged_at_debug_only(level: str, shown: bool) -> None:
     # langgraph-sdk's httpx logs each request at INFO: a worker of a deployed agent wrote
