@@ -315,6 +315,13 @@ async def check_version(db: Database) -> None:
         StoreUnavailableError: If the database cannot be reached.
     """
     version = await current_version(db)
+    if version == 0:
+        raise SchemaOutdatedError(
+            f"This database holds no approval store (schema version 0; this code needs "
+            f"{LATEST_VERSION}). If DATABASE_URL names the right database, run "
+            "`agent-bridge release` first; if not, correct DATABASE_URL (release would "
+            "create the store in the database it names)."
+        )
     if version < LATEST_VERSION:
         raise SchemaOutdatedError(
             f"The approval store is at schema version {version}, this code needs "

@@ -43,6 +43,12 @@ DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
 SLACK_WEB_API_URL = "https://slack.com/api/"
 DEFAULT_ASSISTANT_ID = "agent"
+SECONDS_MAX = 3600.0
+"""The longest a worker's timing setting may be, seconds: an infinite lease would leave a
+dead worker's run to nobody, an infinite poll interval would never sweep for a lost
+signal."""
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Where ``SLACK_API_URL`` may be plain ``http``: this machine (the sandbox)."""
 """``ASSISTANT_ID``'s default: the demo agent's graph name in the repository's
 ``langgraph.json``."""
 
@@ -92,6 +98,21 @@ class ProcessConfig(BaseModel):
     def oauth(self) -> bool:
         """Whether tokens come from the stored installations (OAuth), not ``SLACK_BOT_TOKEN``."""
         return self.slack_client_id is not None
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _sent_tokens_over_tls(cls, value: str) -> str:
+        """Every Web API call carries a bot token: ``https``, or ``http`` to this machine
+        only (``LOOPBACK_HOSTS``: the sandbox)."""
+        parts = urlsplit(value.strip())
+        if parts.scheme == "https" and parts.hostname:
+            return value
+        if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+            return value
+        raise ValueError(
+            "must be an https:// URL (every call carries the bot token), or an http:// one "
+            "on this machine (localhost, 127.0.0.1, ::1: the sandbox)"
+        )
 
     @field_validator("slack_bot_token")
     @classmethod
@@ -188,11 +209,11 @@ class WorkerConfig(ProcessConfig):
     """Channel ID for approval messages; unset: each run's own Slack thread."""
     workspace_dir: Path = Path(".demo/workspace")
     """Where the demo tools write files and keep their SQLite database."""
-    poll_interval_s: float = Field(default=5.0, gt=0)
+    poll_interval_s: float = Field(default=5.0, gt=0, le=SECONDS_MAX)
     """How often the worker sweeps the database when no signal arrives, seconds."""
     metrics_port: int | None = None
     """Port of the worker's own ``/metrics`` (prometheus-client); unset: not served."""
-    lease_s: float = Field(default=3.0, gt=0)
+    lease_s: float = Field(default=3.0, gt=0, le=SECONDS_MAX)
     """How long a worker's claim on a run lasts without a renewal, seconds; renewed every
     third of it. A dead worker's run is continued about this long after its last
     renewal; a worker that cannot renew stops driving the run before it ends."""
@@ -210,7 +231,7 @@ class WorkerConfig(ProcessConfig):
     loop's default executor) runs on, and an async tool that catches the cancellation
     keeps its room. Unset: no limit (LangGraph's default). Not with ``agent_url``: the
     Agent Server runs that graph."""
-    stop_grace_s: float = Field(default=20.0, gt=0)
+    stop_grace_s: float = Field(default=20.0, gt=0, le=SECONDS_MAX)
     """How long a worker stopped by SIGTERM lets the runs it is driving finish, seconds;
     a run still driven then is given back to the queue (``agent_bridge.worker``)."""
     agent_url: str | None = Field(default=None, repr=False)

@@ -46,6 +46,10 @@ STOPPED_BY_ITS_CODE_EXIT = 70
 (``EX_SOFTWARE`` of BSD's sysexits.h): not a clean stop."""
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""``--log-level``'s choices (Python's level names; given in any case)."""
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__)
@@ -102,7 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--log-level",
         default=None,
-        help="DEBUG, INFO, WARNING... (default INFO; WARNING for the demo); "
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL (default INFO; WARNING for the demo); "
         "LOG_FORMAT=json for one JSON object per line",
     )
     return parser.parse_args(argv)

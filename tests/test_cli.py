@@ -280,3 +280,15 @@ def test_a_malformed_redis_url_is_named_not_a_traceback() -> None:
     result = agent_bridge("worker", env=env)
     assert result.returncode == 2, result.stderr
     assert "REDIS_URL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_unknown_log_level_is_refused_by_name_not_a_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--log-level", "verbose", "release"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.returncode == 2 and "--log-level" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "DEBUG" in result.stderr

@@ -279,7 +279,9 @@ def test_the_demo_needs_nothing_and_reads_no_slack_credential(
 def test_the_demo_runs_the_agent_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT", "tests.report_agent:tools")
     monkeypatch.setenv("POLICY", "tests/fixtures/report_policy.yml")
-    worker = read_settings(DemoSettings).worker_config(api_url="http://x/", data_dir=Path("d"))
+    worker = read_settings(DemoSettings).worker_config(
+        api_url="http://127.0.0.1:1/api/", data_dir=Path("d")
+    )
     assert (worker.agent, worker.policy) == (
         "tests.report_agent:tools",
         Path("tests/fixtures/report_policy.yml"),
@@ -358,3 +360,43 @@ def test_a_worker_in_oauth_mode_needs_only_the_client_id(monkeypatch: pytest.Mon
     monkeypatch.setenv("SLACK_CLIENT_ID", "1.2")
     settings = read_settings(WorkerSettings)
     assert settings.oauth and settings.slack_bot_token is None
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("https://slack.com/api/", False),
+        ("http://127.0.0.1:8765/api/", False),  # the sandbox
+        ("http://localhost:8765/api/", False),
+        ("http://slack.example.com/api/", True),  # the bot token in clear, to anyone between
+        ("ftp://slack.com/api/", True),
+        ("https:///api/", True),
+    ],
+)
+def test_the_web_api_url_carries_tokens_over_tls_or_on_this_machine_only(
+    monkeypatch: pytest.MonkeyPatch, url: str, refused: bool
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", REAL_TOKEN)
+    monkeypatch.setenv("DATABASE_URL", VALID["DATABASE_URL"])
+    monkeypatch.setenv("SLACK_API_URL", url)
+    if not refused:
+        assert read_settings(WorkerSettings).slack_api_url == url
+        return
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(WorkerSettings)
+    assert "SLACK_API_URL" in str(caught.value) and "https://" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["LEASE_S", "POLL_INTERVAL_S", "STOP_GRACE_S"])
+@pytest.mark.parametrize("value", ["inf", "nan", "86400"])
+def test_a_worker_timing_must_be_a_time_it_reaches(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    """An infinite lease leaves a dead worker's run to nobody; an infinite poll interval
+    never sweeps for a lost signal."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", REAL_TOKEN)
+    monkeypatch.setenv("DATABASE_URL", VALID["DATABASE_URL"])
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError) as caught:
+        read_settings(WorkerSettings)
+    assert name in str(caught.value)

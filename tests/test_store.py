@@ -68,9 +68,16 @@ async def test_migrations_twice_are_a_noop(store: ApprovalStore) -> None:
 
 
 async def test_an_unmigrated_database_is_refused_with_the_command_to_run(tmp_path: Path) -> None:
+    """An empty database is maybe the wrong one: the answer says to check
+    ``DATABASE_URL`` before ``release`` creates a store in it; one behind, to run it."""
     backend = await open_backend(f"sqlite:///{tmp_path / 'empty.db'}")
-    with pytest.raises(SchemaOutdatedError, match="agent-bridge release"):
+    with pytest.raises(SchemaOutdatedError, match="agent-bridge release") as empty:
         await migrations.check_version(backend.db)
+    assert "holds no approval store" in str(empty.value) and "DATABASE_URL" in str(empty.value)
+    await migrations.setup(backend.db, migrations.MIGRATIONS[:3])
+    with pytest.raises(SchemaOutdatedError, match="schema version 3") as behind:
+        await migrations.check_version(backend.db)
+    assert "Run `agent-bridge release` first" in str(behind.value)
     await backend.close()
 
 
