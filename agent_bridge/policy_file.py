@@ -6,6 +6,7 @@ A bad key or value is refused at start with its name and its line in the file
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,9 @@ from pydantic import ValidationError
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.imports import import_object
 from agent_bridge.policy import Policy
+from agent_bridge.redaction import DEFAULT_REDACT, is_redacted
+
+logger = logging.getLogger(__name__)
 
 POLICIES_DIR = Path(__file__).with_name("policies")
 """Example policies shipped with the package: ``demo.yml``, ``per_call.yml``,
@@ -31,7 +35,9 @@ and ``required_approvals``' tagged ``count | by_risk``
 
 
 def load_policy(source: Path | str | Policy | None) -> Policy:
-    """Return the policy of ``source``.
+    """Return the policy of ``source``; a ``redact`` list leaving out a name of the
+    default one is logged as a warning (its values would be shown: a list that was meant
+    to add ``dsn`` and dropped ``password``).
 
     Args:
         source: A YAML file; ``package.module:attribute`` naming a ``Policy`` (the
@@ -42,6 +48,19 @@ def load_policy(source: Path | str | Policy | None) -> Policy:
             name a ``Policy``, or the policy is invalid; the message names the file, each
             bad key and its line.
     """
+    policy = _load(source)
+    unmasked = [name for name in DEFAULT_REDACT if not is_redacted(name, tuple(policy.redact))]
+    if unmasked:
+        logger.warning(
+            "the policy's redact list leaves out %s of the default list: values under such "
+            "keys are shown on cards, in logs and in the audit trail; list them too to keep "
+            "them masked",
+            ", ".join(unmasked),
+        )
+    return policy
+
+
+def _load(source: Path | str | Policy | None) -> Policy:
     if isinstance(source, Policy):
         return source
     if source is not None and _REFERENCE.fullmatch(str(source)) and not Path(source).exists():

@@ -148,7 +148,9 @@ def test_a_redacted_number_is_a_secret_too() -> None:
     assert "48151623" not in text and text.count(wording.REDACTED) == 1  # 2.5: too short
 
 
-def test_the_policy_s_list_replaces_the_default_and_a_tool_adds_to_it(tmp_path: Path) -> None:
+def test_the_policy_s_list_replaces_the_default_and_a_tool_adds_to_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "policy.yml"
     path.write_text(
         "redact: [password]\n"
@@ -158,6 +160,12 @@ def test_the_policy_s_list_replaces_the_default_and_a_tool_adds_to_it(tmp_path: 
         "  lookup: {gated: false, post_results: reviewed}\n"
     )
     policy = load_policy(path)
+    # the admin is told what the replaced list no longer masks
+    [warning] = [r.getMessage() for r in caplog.records if "redact list" in r.getMessage()]
+    assert "passwd, secret, token, api_key, authorization of the default list" in warning
+    caplog.clear()
+    load_policy(Policy(redact=[*DEFAULT_REDACT, "dsn"]))
+    assert not [r for r in caplog.records if "redact list" in r.getMessage()]
     assert policy.redaction("connect") == ("password", "dsn")
     assert policy.redaction("other") == ("password",)
     assert Policy().redaction("x") == DEFAULT_REDACT
