@@ -21,7 +21,7 @@ import functools
 import json
 import secrets
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TextIO
@@ -71,7 +71,12 @@ SELECT_EVENTS = """SELECT * FROM audit_events
     AND (CAST(:tool_name AS TEXT) IS NULL OR tool_name = CAST(:tool_name AS TEXT))
     AND (CAST(:user_id AS TEXT) IS NULL OR user_id = CAST(:user_id AS TEXT)
         OR requester_id = CAST(:user_id AS TEXT))
-    ORDER BY seq"""
+    AND seq > :after
+    ORDER BY seq LIMIT :limit"""
+EVENTS_PAGE = 500
+"""Events read at a time: the trail repeats each call's whole arguments, so a page of
+calls with megabytes of arguments each is what an export holds in memory, not the
+trail."""
 
 
 class AuditEvent(BaseModel):
@@ -163,16 +168,41 @@ async def read_events(
     """Return the events with ``since <= at < until`` (Unix seconds), in the order they
     were written,
     only ``tool_name``'s, only those ``user_id`` acted on or requested, if given."""
-    rows = await db.fetch_all(
-        SELECT_EVENTS,
-        {
-            "since": since,
-            "until": until if until != float("inf") else 1e18,
-            "tool_name": tool_name,
-            "user_id": user_id,
-        },
-    )
-    return [event_from_row(r) for r in rows]
+    pages = event_pages(db, since=since, until=until, tool_name=tool_name, user_id=user_id)
+    return [event async for page in pages for event in page]
+
+
+async def event_pages(
+    db: Database,
+    *,
+    since: float = 0.0,
+    until: float = float("inf"),
+    tool_name: str | None = None,
+    user_id: str | None = None,
+    page: int = EVENTS_PAGE,
+) -> AsyncIterator[list[AuditEvent]]:
+    """``read_events``' events, ``page`` at a time (by ``seq``, each page read after the
+    last: an event written meanwhile comes in a later page, or not at all if it is past
+    ``until``)."""
+    after = 0
+    while True:
+        rows = await db.fetch_all(
+            SELECT_EVENTS,
+            {
+                "since": since,
+                "until": until if until != float("inf") else 1e18,
+                "tool_name": tool_name,
+                "user_id": user_id,
+                "after": after,
+                "limit": page,
+            },
+        )
+        if not rows:
+            return
+        yield [event_from_row(r) for r in rows]
+        if len(rows) < page:
+            return
+        after = int(rows[-1]["seq"])
 
 
 EXPORT_COLUMNS = tuple(AuditEvent.model_fields)
@@ -195,9 +225,10 @@ def export_row(event: AuditEvent) -> dict[str, Any]:
     return row
 
 
-def write_jsonl(events: Iterable[AuditEvent], out: TextIO) -> int:
+def write_jsonl(events: Iterable[AuditEvent], out: TextIO, *, header: bool = True) -> int:
     """Write one JSON object per line (``json_line``: agent text cannot break one in
-    two for any line reader); return how many."""
+    two for any line reader); return how many. ``header`` is ``write_csv``'s (JSON
+    Lines has none)."""
     count = 0
     for event in events:
         out.write(json_line(export_row(event), ensure_ascii=False, sort_keys=True) + "\n")
@@ -222,13 +253,15 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def write_csv(events: Iterable[AuditEvent], out: TextIO) -> int:
-    """Write a header and one row per event (arguments as JSON text); return how many.
+def write_csv(events: Iterable[AuditEvent], out: TextIO, *, header: bool = True) -> int:
+    """Write a header (unless ``header`` is false: a later page of the same file) and one
+    row per event (arguments as JSON text); return how many.
 
     A text cell that a spreadsheet would take for a formula is prefixed with ``'``.
     """
     writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS)
-    writer.writeheader()
+    if header:
+        writer.writeheader()
     count = 0
     for event in events:
         row = export_row(event)
@@ -238,3 +271,15 @@ def write_csv(events: Iterable[AuditEvent], out: TextIO) -> int:
         writer.writerow({k: _cell(v) for k, v in row.items()})
         count += 1
     return count
+
+
+async def write_pages(pages: AsyncIterator[list[AuditEvent]], form: str, out: TextIO) -> int:
+    """Write ``pages`` (``event_pages``) as they are read, as ``csv`` or ``jsonl``
+    (``form``); return how many events. One page is held in memory, not the trail."""
+    write = write_csv if form == "csv" else write_jsonl
+    written = 0
+    async for page in pages:
+        written += write(page, out, header=not written)
+    if not written:
+        write([], out)  # a CSV's header alone: the columns, and no event
+    return written

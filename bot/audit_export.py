@@ -13,7 +13,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_bridge.audit import read_events, write_csv, write_jsonl
+from agent_bridge.audit import event_pages, write_pages
 from agent_bridge.backend import open_backend
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.migrations import check_version
@@ -67,20 +67,19 @@ async def export(settings: ReleaseSettings, args: argparse.Namespace) -> int:
     backend = await open_backend(settings.database_url)
     try:
         await check_version(backend.db)
-        events = await read_events(
+        pages = event_pages(
             backend.db,
             since=since or 0.0,
             until=until if until is not None else float("inf"),
             tool_name=args.tool,
             user_id=args.user,
         )
+        if args.output is None:
+            return await write_pages(pages, args.format, sys.stdout)
+        try:
+            with args.output.open("w", encoding="utf-8", newline="") as out:
+                return await write_pages(pages, args.format, out)
+        except OSError as exc:
+            raise ConfigurationError(f"--output {args.output}: {exc.strerror}") from exc
     finally:
         await backend.close()
-    write = write_csv if args.format == "csv" else write_jsonl
-    if args.output is None:
-        return write(events, sys.stdout)
-    try:
-        with args.output.open("w", encoding="utf-8", newline="") as out:
-            return write(events, out)
-    except OSError as exc:
-        raise ConfigurationError(f"--output {args.output}: {exc.strerror}") from exc

@@ -14,10 +14,21 @@ from typing import Any
 
 import pytest
 
-from agent_bridge.audit import AuditEvent, AuditKind, write_csv, write_jsonl
+from agent_bridge.audit import (
+    AuditEvent,
+    AuditKind,
+    event_pages,
+    read_events,
+    write_csv,
+    write_jsonl,
+    write_pages,
+)
+from agent_bridge.backend import Backend
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
+from agent_bridge.store import ApprovalStore
 from tests.harness import DBA, REQUESTER, REVIEWER, Harness
+from tests.test_store import make_request, make_run
 from tests.test_who_decides import OUTSIDER, SECOND_DBA, people, told
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,3 +185,23 @@ def test_json_lines_stay_one_line_each_for_any_line_reader() -> None:
 async def _approvals(harness: Harness, request_id: str, count: int) -> Any:
     stored = await harness.store.get_request(request_id)
     return stored if stored is not None and len(stored.approved_by) >= count else None
+
+
+async def test_the_export_reads_the_trail_a_page_at_a_time(pg_backend: Backend) -> None:
+    """The trail repeats each call's arguments: the export holds a page of it, in the
+    order written, and a CSV of many pages has one header."""
+    store = ApprovalStore(pg_backend.db)
+    await store.create_run(make_run())
+    [request] = await store.add_requests([make_request("r1")])
+    for n in range(5):
+        await store.record_refusal(
+            request, user_id=f"U{n}", team_id="T1", action="approve", reason="no"
+        )
+    everything = await read_events(pg_backend.db)
+    pages = [page async for page in event_pages(pg_backend.db, page=2)]
+    assert [len(p) for p in pages] == [2] * (len(everything) // 2) + [1] * (len(everything) % 2)
+    assert [e for p in pages for e in p] == everything
+    out = io.StringIO()
+    assert await write_pages(event_pages(pg_backend.db, page=2), "csv", out) == len(everything)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert [r["event_id"] for r in rows] == [e.event_id for e in everything]
