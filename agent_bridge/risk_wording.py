@@ -81,6 +81,17 @@ def level_line(level: str, kinds: str) -> str:
     return f"{emoji} {RISK_LEAD} {label}" + (f" · {kinds}" if kinds else "")
 
 
+CASCADES_TEXT = (
+    ":warning: Also changes rows of {names} (their foreign keys' CASCADE, SET NULL or "
+    "SET DEFAULT): not counted"
+)
+TRIGGERS_TEXT = (
+    ":warning: Fires {names} (triggers or rules on the table): what they do is not counted"
+)
+"""Said under the affected rows, names already rendered (``RowEstimate.cascades``,
+``triggers``)."""
+
+
 def rows_text(rows: int | None, method: str, reason: str | None) -> str:
     """``Affected rows: 1,204 (exact count)`` or why the number is unavailable."""
     if rows is None or method == "unavailable":

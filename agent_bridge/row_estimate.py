@@ -56,6 +56,20 @@ TABLE_COLUMNS = """SELECT t.name, to_regclass(t.name) IS NOT NULL, a.attname::te
         ON a.attrelid = to_regclass(t.name) AND a.attnum > 0 AND NOT a.attisdropped"""
 """Each table named (as SQL writes it, quoted or not), whether it exists, and each of
 its columns; one with no column comes back once, with none."""
+ALSO_CHANGED = """SELECT 'cascade', c.conrelid::regclass::text FROM pg_constraint c
+    WHERE c.contype = 'f' AND c.confrelid = to_regclass(%(table)s)
+    AND (CASE WHEN %(kind)s = 'DELETE' THEN c.confdeltype ELSE c.confupdtype END)
+        IN ('c', 'n', 'd')
+    UNION SELECT 'trigger', t.tgname::text FROM pg_trigger t
+    WHERE t.tgrelid = to_regclass(%(table)s) AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+    AND t.tgtype & (CASE WHEN %(kind)s = 'DELETE' THEN 8 ELSE 16 END) <> 0
+    UNION SELECT 'rule', r.rulename::text FROM pg_rewrite r
+    WHERE r.ev_class = to_regclass(%(table)s) AND r.rulename <> '_RETURN'
+    AND r.ev_type = (CASE WHEN %(kind)s = 'DELETE' THEN '4' ELSE '2' END)::"char"
+    ORDER BY 1, 2"""
+"""What a ``DELETE`` or ``UPDATE`` of the table changes beyond its rows (catalogs
+``pg_constraint``'s ``confdeltype``/``confupdtype``, ``pg_trigger``'s ``tgtype`` bits 8
+and 16, ``pg_rewrite``'s ``ev_type``): https://www.postgresql.org/docs/current/catalogs.html."""
 SQLITE_PREFIX = "sqlite:///"
 
 
@@ -133,16 +147,34 @@ async def _postgres_estimate(url: str, built: CountQueries, timeout_s: float) ->
                 return _unavailable("unresolved")
         except pg_errors.QueryCanceled:
             return _unavailable("timeout")
+        cascades, triggers = await _also_changed(conn, built, timeout_s)
         try:
             row = await _read_only(conn, built.count_query, timeout_s)
-            return RowEstimate(method="exact_count", rows=int(row[0][0]))
+            counted = RowEstimate(method="exact_count", rows=int(row[0][0]))
         except pg_errors.QueryCanceled:
-            pass
-        try:
-            plan = await _read_only(conn, EXPLAIN_JSON + built.plan_query, timeout_s)
-        except pg_errors.QueryCanceled:
-            return _unavailable("timeout")
-        return RowEstimate(method="planner_estimate", rows=int(plan[0][0][0]["Plan"]["Plan Rows"]))
+            try:
+                plan = await _read_only(conn, EXPLAIN_JSON + built.plan_query, timeout_s)
+            except pg_errors.QueryCanceled:
+                counted = _unavailable("timeout")
+            else:
+                rows = int(plan[0][0][0]["Plan"]["Plan Rows"])
+                counted = RowEstimate(method="planner_estimate", rows=rows)
+        return counted.model_copy(update={"cascades": cascades, "triggers": triggers})
+
+
+async def _also_changed(
+    conn: psycopg.AsyncConnection[Any], built: CountQueries, timeout_s: float
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the statement changes beyond its table's rows, from the catalog: the tables
+    whose foreign keys act on it (``CASCADE``, ``SET NULL``, ``SET DEFAULT``), and the
+    triggers and rules that fire on it. Nothing when the catalog is too slow to say."""
+    table = built.tables[0].name
+    try:
+        rows = await _read_only(conn, ALSO_CHANGED, timeout_s, {"table": table, "kind": built.kind})
+    except (ValueError, pg_errors.QueryCanceled):
+        return (), ()
+    cascades = tuple(name for what, name in rows if what == "cascade")
+    return cascades, tuple(name for what, name in rows if what != "cascade")
 
 
 async def _columns_found(
@@ -168,7 +200,7 @@ async def _read_only(
     conn: psycopg.AsyncConnection[Any],
     query: str,
     timeout_s: float,
-    params: tuple[Any, ...] | None = None,
+    params: tuple[Any, ...] | dict[str, Any] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The rows of ``query`` (sqlglot's output or the module's own, never the user's
     text; ``params`` passed apart), run in a ``READ ONLY`` transaction under

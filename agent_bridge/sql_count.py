@@ -73,14 +73,17 @@ class CountQueries(NamedTuple):
         count_query: ``SELECT COUNT(*) FROM <table> [WHERE <where>]`` in the dialect.
         plan_query: ``SELECT 1 FROM <table> [WHERE <where>]``, the one ``EXPLAIN``
             estimates.
-        tables: Every table the count reads (the statement's, and its subqueries').
+        tables: Every table the count reads: the statement's first, then its
+            subqueries'.
         columns: Every column name the count reads, each to be found in ``tables``.
+        kind: What the statement does to its table's rows.
     """
 
     count_query: str
     plan_query: str
     tables: tuple[TableRef, ...]
     columns: tuple[ColumnRef, ...]
+    kind: Literal["UPDATE", "DELETE"]
 
 
 def count_statements(sql: str, *, dialect: str) -> CountQueries | Refusal:
@@ -125,6 +128,7 @@ def count_statements(sql: str, *, dialect: str) -> CountQueries | Refusal:
         plan_query=built[1],
         tables=tuple(dict.fromkeys(_table_ref(t, dialect) for t in tables)),
         columns=tuple(dict.fromkeys(c for c in columns if c is not None)),
+        kind="DELETE" if isinstance(statement, exp.Delete) else "UPDATE",
     )
 
 

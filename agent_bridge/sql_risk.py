@@ -224,6 +224,11 @@ class RowEstimate(BaseModel):
             ``unavailable``.
         rows: The number; ``None`` when unavailable.
         reason: Why it is unavailable (the error itself stays in the worker's logs).
+        cascades: Other tables whose rows the statement changes too, by their foreign
+            keys' ``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL`` or ``SET DEFAULT``
+            (PostgreSQL's catalog): not in ``rows``.
+        triggers: Triggers and rules on the table that fire on the statement: what they
+            do is not in ``rows`` either.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -231,6 +236,8 @@ class RowEstimate(BaseModel):
     method: RowMethod
     rows: int | None = None
     reason: UnavailableReason | None = None
+    cascades: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
 
 
 class SqlRisk(BaseModel):

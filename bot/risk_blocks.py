@@ -111,12 +111,21 @@ def _lines(request: ApprovalRequest, *, whole: bool) -> tuple[list[str], bool]:
         lines.append(f"• +{len(warnings) - len(shown)}")
     if risk.rows is not None:
         lines.append(risk_wording.rows_text(risk.rows.rows, risk.rows.method, risk.rows.reason))
+        for text, changed in (
+            (risk_wording.CASCADES_TEXT, risk.rows.cascades),
+            (risk_wording.TRIGGERS_TEXT, risk.rows.triggers),
+        ):
+            if changed:
+                lines.append(text.format(names=_names(changed, most_tables, name_chars)))
     elif _edited_args(request) is not None and request.risk and request.risk.rows:
         lines.append(f"{risk_wording.ROWS_LEAD} {risk_wording.EDIT_NOT_ESTIMATED}")
-    names = [*risk.tables, *(n for w in risk.warnings for n in w.names)]
+    also = (*risk.rows.cascades, *risk.rows.triggers) if risk.rows is not None else ()
+    names = [*risk.tables, *also, *(n for w in risk.warnings for n in w.names)]
     omitted = (
         len(warnings) > len(shown)
         or len(risk.tables) > most_tables
+        or (risk.rows is not None and len(risk.rows.cascades) > most_tables)
+        or (risk.rows is not None and len(risk.rows.triggers) > most_tables)
         or any(len(w.names) > NAMES_SHOWN_MAX for w in risk.warnings)
         or any(len(inline_code(n, 10**6)) > name_chars for n in names)
     )

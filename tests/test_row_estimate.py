@@ -294,3 +294,35 @@ async def test_a_request_is_estimated_once_before_its_card_and_keeps_its_estimat
     assert await driver.drive(await sqlite_store.get_run(run.run_id)) == (RunState.WAITING, None)
     assert estimator.calls == 1  # the stored request wins: no second estimate
     assert await sqlite_store.requests_for_run(run.run_id) == [request]
+
+
+async def test_what_foreign_keys_and_triggers_change_too_is_named_not_counted(
+    items: str,
+) -> None:
+    """``DELETE FROM items WHERE id = 1`` is one row of items, and every row of ``lines``
+    its foreign key cascades to, and whatever a trigger does: the count says 1, and the
+    estimate names ``lines`` and the trigger (an ``UPDATE`` of a column no key reads
+    names what fires on an update)."""
+    async with await psycopg.AsyncConnection.connect(items, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE lines (id SERIAL, item INT REFERENCES items ON DELETE CASCADE)"
+        )
+        await conn.execute("CREATE TABLE notes (item INT REFERENCES items ON DELETE SET NULL)")
+        await conn.execute("CREATE TABLE kept (item INT REFERENCES items)")  # restricts only
+        await conn.execute("INSERT INTO lines (item) SELECT 1 FROM generate_series(1, 100)")
+        await conn.execute(
+            "CREATE FUNCTION noted() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RETURN OLD; END $$"
+        )
+        await conn.execute(
+            "CREATE TRIGGER items_audit AFTER DELETE ON items FOR EACH ROW EXECUTE FUNCTION noted()"
+        )
+    deleting = await RowEstimator().estimate("DELETE FROM items WHERE id = 1", postgres(items))
+    assert deleting == RowEstimate(
+        method="exact_count", rows=1, cascades=("lines", "notes"), triggers=("items_audit",)
+    )
+    updating = await RowEstimator().estimate(
+        "UPDATE items SET name = 'x' WHERE id = 1", postgres(items)
+    )
+    assert updating == RowEstimate(method="exact_count", rows=1)  # ON UPDATE: no action
+    assert await table_state(items) == (ROWS, ROWS)

@@ -804,3 +804,20 @@ def test_a_mysql_executable_comment_is_never_read_only_nor_counted() -> None:
     assert sql_is_not_read_only(SimpleNamespace(tool_call={"args": {"query": query}}))
     hidden = "DELETE FROM users WHERE id = 5 /*! OR 1=1 */"
     assert count_statements(hidden, dialect="mysql") == "unsupported"
+
+
+def test_what_the_count_leaves_out_is_said_under_it() -> None:
+    rows = RowEstimate(
+        method="exact_count", rows=1, cascades=("lines", "notes"), triggers=("items_audit",)
+    )
+    found = analyse("DELETE FROM items WHERE id = 1", dialect="postgres", argument="query")
+    request = make_request(
+        tool_name="execute_sql",
+        args={"query": "DELETE FROM items WHERE id = 1"},
+        risk=found.model_copy(update={"rows": rows}),
+    )
+    [section] = risk_blocks(request)
+    text = section["text"]["text"]
+    assert "Affected rows: 1 (exact count)" in text
+    assert "Also changes rows of `lines`, `notes`" in text and "not counted" in text
+    assert "Fires `items_audit`" in text
