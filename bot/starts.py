@@ -156,28 +156,32 @@ class StartListeners:
                 review_wording.BOT_NEVER_STARTS,
             )
             return
+        installation = installation_of(context)
         if mention.thread_ts is not None:  # e.g. in a run's thread: not a new task
-            await self._reply(mention, mention.user, review_wording.MENTION_IN_THREAD_TEXT)
+            await self._reply(mention, installation, review_wording.MENTION_IN_THREAD_TEXT)
             return
         task = mention_task(mention.text)
         if not task:
-            await self._reply(mention, mention.user, wording.MENTION_USAGE_TEXT)
+            await self._reply(mention, installation, wording.MENTION_USAGE_TEXT)
             return
         refused = await self.start(
             task,
             channel_id=mention.channel,
             user_id=mention.user,
             team_id=mention.team,
-            installation=installation_of(context),
+            installation=installation,
         )
         if refused:
-            await self._reply(mention, mention.user, refused)
+            await self._reply(mention, installation, refused)
 
-    async def _reply(self, mention: AppMention, user_id: str, text: str) -> None:
-        """Answer a mention privately, in its Slack thread; a failure is logged."""
+    async def _reply(self, mention: AppMention, installation: Installation, text: str) -> None:
+        """Answer a mention privately, in its Slack thread, with the token of the
+        workspace that delivered it (``installation``; not the author's own: a Slack
+        Connect guest's home workspace may lack the app); a failure is logged."""
+        user_id = mention.user or ""
         try:
             await self.slack.post_ephemeral(
-                team_id=mention.team,
+                team_id=installation.team_id or mention.team,
                 channel_id=mention.channel,
                 user_id=user_id,
                 text=text,
