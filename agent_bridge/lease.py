@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -74,26 +74,35 @@ class Leases:
         self.renewals = 0
         """Renewal statements sent (tests count them)."""
 
-    async def hold(self, run_id: str, work: Awaitable[T]) -> T:
+    async def hold(self, run_id: str, work: Coroutine[Any, Any, T], *, claimed_at: float) -> T:
         """Await ``work`` while ``run_id``'s lease is kept with the others'.
 
         Args:
             run_id: The run, claimed by this worker just before (its lease runs
                 ``lease_s``).
-            work: The driving of the run.
+            work: The driving of the run (not started yet).
+            claimed_at: When the claim was sent, on ``time.monotonic``: the database's
+                lease ends ``lease_s`` after the claim's own clock read, which came
+                before; a claim the database held up (a locked row, a full pool) may
+                return with little of its lease left, or none.
 
         Returns:
             What ``work`` returned.
 
         Raises:
             LeaseLost: The lease could not be renewed in time, or another worker has the
-                run; ``work`` was cancelled before the lease could expire.
+                run; ``work`` was cancelled before the lease could expire (or never
+                started, when the claim came back with its lease already spent).
             Exception: Whatever ``work`` raised.
         """
-        task = asyncio.ensure_future(work)
         # The database's lease ends at least lease_s after the claim was *sent*; stopping
         # a margin before that, measured on this process's monotonic clock, is safe.
-        held = _Held(task, time.monotonic() + self.lease_s * (1 - STOP_MARGIN))
+        stop_at = claimed_at + self.lease_s * (1 - STOP_MARGIN)
+        if time.monotonic() >= stop_at:
+            work.close()
+            raise LeaseLost(f"run {run_id}: the claim came back with its lease spent")
+        task = asyncio.ensure_future(work)
+        held = _Held(task, stop_at)
         self._held[run_id] = held
         if self._keeper is None or self._keeper.done():
             self._keeper = asyncio.create_task(self._keep())

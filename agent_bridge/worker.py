@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Collection
 
 from agent_bridge import log_context, logs
@@ -398,6 +399,7 @@ class Worker:
     async def _claim_and_drive(self, run_id: str, from_state: RunState, agent: str) -> None:
         if self._stopping:
             return  # it waited for room past the stop: left unclaimed, for other workers
+        claimed_at = time.monotonic()  # before the claim's own clock read (Leases.hold)
         try:
             run = await self.store.claim_run(
                 run_id, owner=self.owner, lease_s=self.lease_s, from_state=from_state, agent=agent
@@ -412,7 +414,9 @@ class Worker:
             return
         went_through = False
         try:
-            state, answer = await self.leases.hold(run_id, self.driver.drive(run))
+            state, answer = await self.leases.hold(
+                run_id, self.driver.drive(run), claimed_at=claimed_at
+            )
             went_through = True
             await self.store.release_run(
                 run_id, owner=self.owner, state=state, final_answer=answer, drives_in_a_row=0
@@ -584,6 +588,7 @@ class Worker:
                 self.failures.end(
                     run, owner=self.owner, error=error, lease_s=self.lease_s, sent=sent
                 ),
+                claimed_at=time.monotonic(),  # end's first statement renews the lease
             )
         except StoreUnavailableError as exc:
             logger.warning(

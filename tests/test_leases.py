@@ -122,6 +122,38 @@ async def test_a_worker_that_cannot_renew_stops_driving_before_its_lease_ends(
     assert (run["state"], run["lease_owner"]) == ("running", OWNER)  # left to expire
 
 
+class SlowClaims(ApprovalStore):
+    """A store whose claim comes back a whole lease after it was sent (its statement
+    waited on a locked row, or for a connection): the lease it wrote has ended."""
+
+    async def claim_run(self, run_id: str, **kwargs: Any) -> Run | None:
+        claimed = await super().claim_run(run_id, **kwargs)
+        await asyncio.sleep(kwargs["lease_s"])  # the database answering late
+        return claimed
+
+
+class NotingDriver(StandInDriver):
+    """A driver that notes whether a drive started, and ends it at once."""
+
+    started = False
+
+    async def drive(self, run: Run) -> tuple[RunState, str | None]:
+        self.started = True
+        return RunState.DONE, "finished"
+
+
+async def test_a_claim_that_comes_back_with_its_lease_spent_drives_nothing(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """Another worker may take the run as soon as the lease the claim wrote ends: a
+    drive started after that would run the same thread's tools beside it."""
+    store = SlowClaims(sqlite_store.db)
+    driver = NotingDriver()
+    run = await advance(store, cast(SlowDriver, driver))
+    assert not driver.started
+    assert (run["state"], run["lease_owner"]) == ("running", OWNER)  # left to expire
+
+
 async def test_a_worker_whose_run_was_taken_stops_driving_at_once(
     sqlite_store: ApprovalStore,
 ) -> None:
@@ -283,7 +315,9 @@ async def test_one_statement_renews_every_lease_a_worker_holds(
         await store.enough.wait()  # two renewal periods: never cancelled meanwhile
         return "finished"
 
-    results = await asyncio.gather(*(leases.hold(run_id, drive()) for run_id in run_ids))
+    claimed_at = time.monotonic()
+    held = (leases.hold(run_id, drive(), claimed_at=claimed_at) for run_id in run_ids)
+    results = await asyncio.gather(*held)
     assert results == ["finished"] * 5
     assert len(store.statements) >= RecordedRenewals.needed
     assert all(named == set(run_ids) for named in store.statements)
