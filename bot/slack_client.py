@@ -3,7 +3,8 @@ its bot token serves.
 
 429 answers are retried after their ``Retry-After`` and 5xx / connection errors with
 backoff (``slack_sdk.http_retry``), so neither the web process nor the worker writes its
-own retry loop. A process makes one ``aiohttp.ClientSession`` per workspace
+own retry loop; but a ``chat.postMessage`` that may have posted is not sent again
+(``NOT_REPEATABLE``). A process makes one ``aiohttp.ClientSession`` per workspace
 (``open_session``) and hands it to that workspace's client, so every call reuses its
 pooled, kept-alive connections instead of a new TCP and TLS handshake each (slack_sdk
 opens a session per call when given none); the process closes it when it stops.
@@ -12,9 +13,10 @@ opens a session per call when given none); the process closes it when it stops.
 from __future__ import annotations
 
 from collections.abc import Collection
+from urllib.parse import urlsplit
 
 import aiohttp
-from aiohttp import ClientError
+from aiohttp import ClientConnectorError, ClientError
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -22,6 +24,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_bridge.errors import ConfigurationError
@@ -58,10 +63,60 @@ def make_client(
         session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=MAX_RETRIES),
-            AsyncServerErrorRetryHandler(max_retry_count=MAX_RETRIES),
-            AsyncConnectionErrorRetryHandler(max_retry_count=MAX_RETRIES),
+            ServerErrorRetries(max_retry_count=MAX_RETRIES),
+            ConnectionErrorRetries(max_retry_count=MAX_RETRIES),
         ],
     )
+
+
+NOT_REPEATABLE = frozenset({"chat.postMessage"})
+"""Web API methods that create something each time they are sent: a 5xx, or a connection
+dropped once the request was sent, may come after Slack acted, and sending it again would
+post twice. slack_sdk's handlers retry any method; for these the failure is the
+caller's, whose outbox looks for the message before posting again (``bot.outbox``). A
+429 is retried (Slack did nothing), and so is a connection never made."""
+
+
+def _method(request: HttpRequest) -> str:
+    """The Web API method a request calls (the last part of its URL's path)."""
+    return urlsplit(request.url).path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class ServerErrorRetries(AsyncServerErrorRetryHandler):
+    """slack_sdk's 500/503 retries, but for ``NOT_REPEATABLE`` methods."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if _method(request) in NOT_REPEATABLE:
+            return False
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
+
+
+class ConnectionErrorRetries(AsyncConnectionErrorRetryHandler):
+    """slack_sdk's connection error retries; for ``NOT_REPEATABLE`` methods only when
+    no connection was made (``ClientConnectorError``: nothing was sent)."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if _method(request) in NOT_REPEATABLE and not isinstance(error, ClientConnectorError):
+            return False
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
 
 
 PASSING_CODES = frozenset(

@@ -307,6 +307,7 @@ class Sandbox(Acting):
         key_contains: str | None = None,
         ts: str | None = None,
         applied: bool = True,
+        answer_status: int | None = None,
     ) -> Stall:
         """Hold the next call of ``method`` that matches until the returned stall is
         released or the sandbox stops.
@@ -319,12 +320,20 @@ class Sandbox(Acting):
             applied: ``True``: the call takes effect (the message is posted), then waits
                 before answering; ``False``: it is lost: it never takes effect, and once
                 released it answers HTTP 500.
+            answer_status: With ``applied``, the HTTP status it answers once released
+                (a 503 after the message was posted); ``None``: Slack's own answer.
 
         Returns:
             The stall: ``await stall.reached.wait()`` to know the call is held;
             ``stall.released.set()`` to let it go on.
         """
-        stall = Stall(method=method, key_contains=key_contains, ts=ts, applied=applied)
+        stall = Stall(
+            method=method,
+            key_contains=key_contains,
+            ts=ts,
+            applied=applied,
+            answer_status=answer_status,
+        )
         self._core.slowness.stalls.append(stall)
         return stall
 

@@ -26,6 +26,8 @@ class Stall:
         ts: Only a call on the message ``ts`` (``chat.update``, ``chat.delete``).
         applied: Hold it after applying it (``True``), or hold it and never apply it
             (``False``: answered HTTP 500 once released).
+        answer_status: Applied, answer this HTTP status once released, as a gateway
+            in front of Slack may after Slack acted (a 503, a timeout's 504).
         reached: Set once the call is being held.
         released: Set to let the call answer (``Sandbox.stop`` sets it too).
     """
@@ -34,6 +36,7 @@ class Stall:
     key_contains: str | None = None
     ts: str | None = None
     applied: bool = True
+    answer_status: int | None = None
     reached: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
 

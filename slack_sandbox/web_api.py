@@ -127,6 +127,8 @@ def api_routes(core: Core, methods: dict[str, Handler]) -> list[web.RouteDef]:
             result = refusal(team, method, str(e))
         if stall is not None and stall.applied:
             await _held(team, stall)
+            if stall.answer_status is not None:  # acted on, the answer lost on the way
+                return _injected(team, method, args, stall.answer_status, 0)
         scopes = team.scopes.get(token or "")
         return _answer(team, method, args, result, {SCOPES_HEADER: scopes} if scopes else {})
 

@@ -750,7 +750,7 @@ class TestSlackFailures:
     async def test_a_message_slack_would_not_take_is_posted_by_a_later_sweep(
         self, harness: Harness
     ) -> None:
-        harness.sandbox.fail_next("chat.postMessage", status=500, times=3)  # past 2 retries
+        harness.sandbox.fail_next("chat.postMessage", status=500, times=3)  # 3 posts fail
         run = await harness.start_run(
             {"tool_calls": [{"name": "write_file", "args": {"path": "a.txt", "content": "x"}}]}
         )

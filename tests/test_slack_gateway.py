@@ -49,7 +49,8 @@ class Subject:
     ephemerals: Callable[[str], list[str]]
     """``user_id -> texts of the ephemerals that user was shown``."""
     outage: Callable[[], object]
-    """Make the next Web API call fail as a Slack outage (5xx past slack_sdk's retries)."""
+    """Make the next post fail as a Slack outage (a 5xx: slack_sdk does not send a post
+    again, ``bot.slack_client.NOT_REPEATABLE``)."""
 
 
 @pytest.fixture(params=["twin", "sandbox"])
@@ -76,7 +77,7 @@ async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
             text_of=lambda ts: str(sandbox.message(channel_id, ts)["text"]),
             delete=lambda ts: client.chat_delete(channel=channel_id, ts=ts),
             ephemerals=lambda user: [m["text"] for m in sandbox.ephemerals(channel_id, user)],
-            outage=lambda: sandbox.fail_next("chat.postMessage", status=503, times=3),
+            outage=lambda: sandbox.fail_next("chat.postMessage", status=503, times=1),
         )
     finally:
         await sandbox.stop()
@@ -167,13 +168,20 @@ async def test_5xx_past_the_retries_is_unavailable_and_retryable() -> None:
     await sandbox.start()
     try:
         gateway = single_workspace(make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url))
-        sandbox.fail_next("chat.postMessage", status=500, times=3)  # slack_sdk retries twice
+        channel = sandbox.channel_id("general")
+        ts = await gateway.post_message(team_id=TEAM, channel_id=channel, text="x", blocks=BLOCKS)
+        sandbox.fail_next("chat.update", status=500, times=3)  # slack_sdk retries twice
         with pytest.raises(SlackUnavailableError) as down:
-            await gateway.post_message(
-                team_id=TEAM, channel_id=sandbox.channel_id("general"), text="x", blocks=BLOCKS
+            await gateway.update_message(
+                team_id=TEAM, channel_id=channel, ts=ts, text="y", blocks=BLOCKS
             )
-        assert down.value.retryable and down.value.method == "chat.postMessage"
-        assert len([c for c in sandbox.calls if c["method"] == "chat.postMessage"]) == 3
+        assert down.value.retryable and down.value.method == "chat.update"
+        assert len([c for c in sandbox.calls if c["method"] == "chat.update"]) == 3
+        # a post is not sent again: its 5xx may have come after Slack posted
+        sandbox.fail_next("chat.postMessage", status=500, times=1)
+        with pytest.raises(SlackUnavailableError):
+            await gateway.post_message(team_id=TEAM, channel_id=channel, text="z", blocks=BLOCKS)
+        assert len([c for c in sandbox.calls if c["method"] == "chat.postMessage"]) == 2
     finally:
         await sandbox.stop()
 
@@ -422,5 +430,34 @@ async def test_a_message_another_app_posted_with_the_key_is_not_found() -> None:
             await gateway.find_message(team_id=TEAM, channel_id=channel, key=key, thread_ts=parent)
             == own
         )
+    finally:
+        await sandbox.stop()
+
+
+async def test_a_post_slack_made_before_a_gateway_s_503_is_not_made_again() -> None:
+    """slack_sdk retries a 5xx; a ``chat.postMessage`` answered 503 after Slack posted it
+    would post twice. It fails instead, and the outbox finds the message before posting
+    again; a ``chat.update``, the same twice, is still retried."""
+    sandbox = Sandbox(signing_secret=DEMO_SIGNING_SECRET, bot_token=DEMO_BOT_TOKEN)
+    await sandbox.start()
+    try:
+        gateway = single_workspace(make_client(token=DEMO_BOT_TOKEN, base_url=sandbox.api_url))
+        channel = sandbox.channel_id("general")
+        stall = sandbox.stall_next("chat.postMessage", key_contains="run-1", answer_status=503)
+        stall.released.set()
+        with pytest.raises(SlackUnavailableError):
+            await gateway.post_message(
+                team_id=TEAM, channel_id=channel, text="answer", blocks=BLOCKS, key="run-1/a"
+            )
+        posted = [m for m in sandbox.messages(channel) if m.get("text") == "answer"]
+        assert len(posted) == 1
+        found = await gateway.find_message(team_id=TEAM, channel_id=channel, key="run-1/a")
+        assert found == posted[0]["ts"]
+        updating = sandbox.stall_next("chat.update", ts=found, answer_status=503)
+        updating.released.set()
+        await gateway.update_message(
+            team_id=TEAM, channel_id=channel, ts=found, text="answered", blocks=BLOCKS
+        )
+        assert sandbox.message(channel, found)["text"] == "answered"
     finally:
         await sandbox.stop()
