@@ -344,7 +344,9 @@ class CardOwner:
     async def _repost(self, gone: ApprovalRequest, run: Run) -> ApprovalRequest:
         """Post again a pending card someone deleted, so the request can still be decided.
 
-        Only from fresh state, and only once: the new message is recorded with a
+        Only from fresh state, and only once: a re-post already in Slack after the
+        deleted card (its answer lost, or its ``ts`` not recorded) is found by its key and
+        recorded instead of posting another; the new message is recorded with a
         compare-and-set on the old one, and a process that loses that race deletes its
         own post. A request decided while its card was being posted again is redrawn at
         once, so no live buttons remain.
@@ -357,14 +359,25 @@ class CardOwner:
             return current  # someone else posted it again already
         batch = await self.store.requests_for_interrupt(current.interrupt_id)
         text, blocks = draw_card(current, batch, run)
+        key = metadata_key(run.run_id, card_key(current.request_id))
         try:
-            ts = await self.slack.post_message(
+            # a re-post whose answer was lost (a 503 after Slack posted), or whose ts was
+            # never recorded, is the one to record: another would leave a card whose
+            # buttons nobody's click is taken from
+            found = await self.slack.find_message(
+                team_id=run.team_id,
+                channel_id=gone.channel_id,
+                key=key,
+                thread_ts=current.thread_ts,
+                oldest=float(gone.message_ts),
+            )
+            ts = found or await self.slack.post_message(
                 team_id=run.team_id,
                 channel_id=gone.channel_id,
                 text=text,
                 blocks=blocks,
                 thread_ts=current.thread_ts,
-                key=metadata_key(run.run_id, card_key(current.request_id)),
+                key=key,
             )
         except SlackCallError as exc:
             logger.warning(
@@ -374,7 +387,8 @@ class CardOwner:
         if not await self.store.move_message(
             gone.request_id, old_ts=gone.message_ts, message_ts=ts
         ):
-            await self._take_back(run, gone.channel_id, ts)
+            if found is None:  # our own post lost the race: the winner's stays
+                await self._take_back(run, gone.channel_id, ts)
             return await self.store.get_request(gone.request_id) or current
         logger.info("run=%s request=%s deleted card re-posted", run.run_id, gone.request_id)
         moved = await self.store.get_request(gone.request_id) or current

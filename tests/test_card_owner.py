@@ -30,6 +30,7 @@ from agent_bridge.wording import run_failed_note
 from agent_bridge.worker import CARD_REDRAW_GRACE_S, Worker
 from bot.card_owner import CardOwner, card_key
 from bot.cards import draw_card
+from bot.errors import SlackUnavailableError
 from bot.outbox import metadata_key
 from bot.slack_notifier import SlackNotifier
 from bot.testing import MemoryGateway
@@ -678,3 +679,30 @@ async def test_a_card_posted_while_its_sibling_is_decided_shows_the_progress(
     blocks = json.dumps(slack.messages[("C1", posted.message_ts)]["blocks"])
     assert "1 of 2 decided" in blocks and "0 of 2" not in blocks
     await backend.close()
+
+
+async def test_a_re_post_whose_answer_was_lost_is_recorded_not_posted_again(
+    posted: PostedCard,
+) -> None:
+    """Slack posted the card again, but its answer was lost (a 503 after the post):
+    the next redraw finds that post by its key and records it, so one live card stays,
+    the one clicks are taken from."""
+    store, slack = posted.store, posted.slack
+    real_post = slack.post_message
+
+    async def post_then_fail(**kwargs: Any) -> str:
+        await real_post(**kwargs)
+        slack.post_message = real_post  # type: ignore[method-assign]
+        raise SlackUnavailableError(
+            "chat.postMessage failed: HTTP 503", method="chat.postMessage", retryable=True
+        )
+
+    slack.post_message = post_then_fail  # type: ignore[method-assign]
+    owner = CardOwner(store=store, slack=slack)
+    await owner.redraw("r1")
+    before = await store.get_request("r1")
+    assert before is not None and before.message_ts == posted.card.message_ts  # not known
+    await owner.redraw("r1")
+    stored = await store.get_request("r1")
+    assert stored is not None and stored.message_ts != posted.card.message_ts
+    assert list(slack.messages) == [("C1", stored.message_ts)]  # one card, recorded

@@ -452,7 +452,7 @@ async def test_a_post_slack_made_before_a_gateway_s_503_is_not_made_again() -> N
         posted = [m for m in sandbox.messages(channel) if m.get("text") == "answer"]
         assert len(posted) == 1
         found = await gateway.find_message(team_id=TEAM, channel_id=channel, key="run-1/a")
-        assert found == posted[0]["ts"]
+        assert found is not None and found == posted[0]["ts"]
         updating = sandbox.stall_next("chat.update", ts=found, answer_status=503)
         updating.released.set()
         await gateway.update_message(
