@@ -80,7 +80,9 @@ def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, s
         ``{}`` when valid; else ``{argument name: message}``, one message per argument
         (the most relevant), key ``""`` for errors about no single argument. Messages are
         plain words: "This field is required.", "Must be a whole number.", nested ones
-        prefixed with where they are ("At retries: Must be a whole number.").
+        prefixed with where they are ("At retries: Must be a whole number."), and whole:
+        one may quote the value (``not``, ``contains``), so the caller masks what must
+        not be shown before it cuts them (``clip``): a cut could leave part of a secret.
 
     Raises:
         jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
@@ -90,7 +92,7 @@ def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, s
     errors: dict[str, str] = {}
     for error in sorted(validator.iter_errors(args), key=relevance, reverse=True):
         for key, message in _describe_top(error):
-            errors.setdefault(key, _clip(message))
+            errors.setdefault(key, message)
     return errors
 
 
@@ -232,5 +234,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _clip(message: str) -> str:
+def clip(message: str) -> str:
+    """``message`` cut to ``MESSAGE_MAX_CHARS``, a cut one ending in "…"."""
     return message if len(message) <= MESSAGE_MAX_CHARS else message[: MESSAGE_MAX_CHARS - 1] + "…"

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agent_bridge import wording
-from agent_bridge.arguments import GENERAL_KEY, check_args
+from agent_bridge.arguments import GENERAL_KEY, check_args, clip
 from agent_bridge.interrupt_shapes import answer
 from agent_bridge.models import (
     HITL_MODES,
@@ -59,10 +59,11 @@ def check_decision(request: ApprovalRequest, decision: Decision) -> dict[str, st
         if not errors:
             return errors
         # a schema's own message may quote the value (``not``, ``contains``): a modal's
-        # field error or a reopened card's note must not show a redacted one
+        # field error or a reopened card's note must not show a redacted one, nor a part
+        # of one, so it is masked before it is cut
         secrets = secret_values(request.args, request.redact)
         secrets |= secret_values(decision.edited_args, request.redact)
-        return {name: scrub(message, secrets) for name, message in errors.items()}
+        return {name: clip(scrub(message, secrets)) for name, message in errors.items()}
     if decision.type == "respond" and not (decision.message or "").strip():
         return {GENERAL_KEY: wording.RESPOND_NEEDS_ANSWER_PLAIN}
     if len(decision.message or "") > MESSAGE_MAX_CHARS:

@@ -129,6 +129,28 @@ def test_an_edit_error_quoting_a_redacted_value_does_not_show_it() -> None:
     assert typed not in errors["password"] and wording.REDACTED in errors["password"], errors
 
 
+def test_an_edit_error_cut_at_its_length_shows_no_part_of_a_redacted_value() -> None:
+    """A message that quotes the whole arguments (a ``not`` at the top) is cut at
+    ``MESSAGE_MAX_CHARS``: padded so the cut falls inside the password, it showed the
+    password's start, one more character a try. It is masked before it is cut."""
+    secret = "S3cretValue-0123456789-abcdef"
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "not": {"required": ["a", "b"]},
+    }
+    login = request("a").model_copy(
+        update={"args": {"a": "host", "password": secret}, "args_schema": schema}
+    )
+    for pad in range(240, 300, 3):
+        edited = {"a": "x" * pad, "b": "y", "password": secret}
+        errors = check_decision(login, Decision(type="edit", edited_args=edited))
+        assert errors, pad
+        shown = " ".join(errors.values())
+        assert all(len(m) <= MESSAGE_MAX_CHARS for m in errors.values())
+        assert secret[:4] not in shown, (pad, shown[-60:])
+
+
 def test_an_answer_or_reason_past_the_modals_limit_is_refused() -> None:
     asks = request("a", allowed=("respond",))
     at_limit, past = "x" * MESSAGE_MAX_CHARS, "x" * (MESSAGE_MAX_CHARS + 1)
