@@ -172,7 +172,9 @@ def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:
     whose items were removed, added or moved, an item left as shown gets the real item
     it was shown for, never the one at its position (so a secret stays with its own
     object). A marker with no real value at its place (the reviewer typed it) is kept as
-    typed.
+    typed, and so is one whose container no longer hides it (a name/value pair or a
+    header renamed to a name not redacted): a secret never follows an edit to a name
+    that would show it.
 
     Args:
         submitted: The edited arguments, markers and all.
@@ -197,18 +199,22 @@ def _restored(
         merged = {}
         for key, item in submitted.items():
             was = real.get(key, _ABSENT) if isinstance(real, Mapping) else _ABSENT
-            if is_marker(item) and was is not _ABSENT and _hides(real, key, rules):
+            hidden = was is not _ABSENT and _hides(real, key, rules)
+            if hidden and not _hides(submitted, key, rules):
+                # the pair was renamed ({"name": "PUBLIC_MOTD", "value": marker}): its
+                # secret does not follow it under a name that shows it; typed as sent
+                merged[key] = _restored(item, _ABSENT, rules, secrets, depth + 1)
+            elif is_marker(item) and hidden:
                 merged[key] = was  # left redacted: kept
             else:
                 merged[key] = _restored(item, was, rules, secrets, depth + 1)
         return merged
     if isinstance(submitted, list):
-        if (
-            _is_header(submitted, rules)
-            and is_marker(submitted[1])
-            and isinstance(real, list)
-            and _is_header(real, rules)
-        ):
+        real_header = isinstance(real, list) and _is_header(real, rules)
+        if real_header and not _is_header(submitted, rules):
+            # a [name, value] pair renamed to a name that shows its value: typed as sent
+            return _restored_items(submitted, [], rules, secrets, depth)
+        if real_header and is_marker(submitted[1]):
             return [submitted[0], real[1]]
         items = real if isinstance(real, list) else []
         return _restored_items(submitted, items, rules, secrets, depth)

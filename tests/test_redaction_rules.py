@@ -318,6 +318,33 @@ def test_a_slack_token_is_a_secret_wherever_it_is_and_whatever_names_it() -> Non
     )
 
 
+def test_a_secret_does_not_follow_its_pair_renamed_to_a_name_that_shows_it() -> None:
+    """An edit renaming ``DB_PASSWORD`` to ``PUBLIC_MOTD``, or an ``Authorization``
+    header to ``X-Debug-Echo``, with the value left as shown: the tool would publish or
+    forward the secret under the new name, so the marker stays as typed."""
+    real = {
+        "env": [{"name": "DB_PASSWORD", "value": "env-secret-1"}],
+        "headers": [["Authorization", "Bearer hdr-secret-2"]],
+    }
+    shown = redact(real, DEFAULT_REDACT)
+    renamed = {
+        "env": [{"name": "PUBLIC_MOTD", "value": shown["env"][0]["value"]}],
+        "headers": [["X-Debug-Echo", shown["headers"][0][1]]],
+    }
+    sent = json.dumps(restore(renamed, real, DEFAULT_REDACT))
+    assert "env-secret-1" not in sent and "hdr-secret-2" not in sent
+    # renamed to another secret's name, or left as shown: the real values go to the tool
+    kept = {
+        "env": [{"name": "API_TOKEN", "value": shown["env"][0]["value"]}],
+        "headers": [["Proxy-Authorization", shown["headers"][0][1]]],
+    }
+    assert restore(kept, real, DEFAULT_REDACT) == {
+        "env": [{"name": "API_TOKEN", "value": "env-secret-1"}],
+        "headers": [["Proxy-Authorization", "Bearer hdr-secret-2"]],
+    }
+    assert restore(shown, real, DEFAULT_REDACT) == real
+
+
 def test_a_list_reshaped_by_an_edit_keeps_each_secret_with_its_own_object() -> None:
     real = {
         "users": [{"name": "alice", "password": "ALICE-PW"}, {"name": "bob", "password": "BOB-PW"}]
