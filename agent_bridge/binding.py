@@ -24,6 +24,18 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON value: Python's ``==`` takes ``True``
+    for ``1`` and ``1.0`` for ``1``, which a tool (and its schema) tells apart, so an
+    edit from one to the other is a change. Objects compare key by key, arrays item by
+    item."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
 def call_hash(
     *,
     tool_name: str,

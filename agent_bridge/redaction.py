@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agent_bridge import wording
+from agent_bridge.binding import same_value
 
 DEFAULT_REDACT: tuple[str, ...] = (
     "password",
@@ -145,7 +146,7 @@ def _marker(item: Any, was: Any, before: Any) -> str:
     no-op)."""
     if is_marker(item):
         return str(item)
-    changed = before is not _ABSENT and was != item
+    changed = before is not _ABSENT and not same_value(was, item)
     return wording.REDACTED_CHANGED if changed else wording.REDACTED
 
 
@@ -191,7 +192,7 @@ def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:
 def _restored(
     submitted: Any, real: Any, rules: tuple[str, ...], secrets: Secrets, depth: int
 ) -> Any:
-    if real is not _ABSENT and submitted == _masked(real, rules, _ABSENT, secrets, depth):
+    if real is not _ABSENT and same_value(submitted, _masked(real, rules, _ABSENT, secrets, depth)):
         return real  # left as shown
     if depth > MAX_DEPTH:
         return submitted
@@ -234,7 +235,7 @@ def _restored_items(
     matched: dict[int, int] = {}
     for i, item in enumerate(submitted):
         order = ([i] if i in unused else []) + sorted(unused - {i})
-        j = next((j for j in order if shown[j] == item), None)
+        j = next((j for j in order if same_value(shown[j], item)), None)
         if j is not None:
             unused.discard(j)
             matched[i] = j

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_bridge import wording
+from agent_bridge.binding import same_value
 from bot.arg_blocks import arg_text
 from bot.mrkdwn import code_block, inline_code
 
@@ -60,7 +61,7 @@ def arg_changes(before: dict[str, Any], after: dict[str, Any]) -> list[ArgChange
     changed = [
         ArgChange(name, before.get(name, ABSENT), value)
         for name, value in after.items()
-        if name not in before or before[name] != value
+        if name not in before or not same_value(before[name], value)
     ]
     removed = [
         ArgChange(name, value, ABSENT) for name, value in before.items() if name not in after

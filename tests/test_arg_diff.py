@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.redaction import DEFAULT_REDACT, restore
 from bot.arg_diff import arg_changes, diff_lines, render_changes
 from bot.context_blocks import context_blocks
 
@@ -96,3 +97,14 @@ def test_a_long_task_or_reason_is_cut_and_offers_the_full_text() -> None:
     run = RUN.model_copy(update={"task": "t" * 5000})
     assert context_blocks(request(), run)[1]
     assert context_blocks(request(reason="r" * 5000), RUN)[1]
+
+
+def test_true_and_1_or_1_0_and_1_are_changes() -> None:
+    """Python's ``==`` says ``True == 1 == 1.0``; a tool and its schema tell them apart,
+    so an edit between them is a change on the card, and the edit form sends it."""
+    changes = arg_changes(
+        {"replicas": True, "ratio": 1, "tags": [0]}, {"replicas": 1, "ratio": 1.0, "tags": [False]}
+    )
+    assert [c.name for c in changes] == ["replicas", "ratio", "tags"]
+    assert restore({"replicas": 1}, {"replicas": True}, DEFAULT_REDACT) == {"replicas": 1}
+    assert restore({"replicas": True}, {"replicas": True}, DEFAULT_REDACT) == {"replicas": True}
