@@ -9,10 +9,14 @@ Schemas are the ones pydantic's ``model_json_schema()`` gives for a LangChain to
 ``enum``, ``const``), checked with the Draft 2020-12 validator of ``jsonschema``. The
 messages' words are in ``agent_bridge.wording``; this module picks which one applies.
 
-A schema can come from the agent (an interrupt's JSON schema), so its ``pattern`` is
-matched with the ``regex`` module under ``PATTERN_TIMEOUT_S`` rather than with ``re``
-(``jsonschema``'s own): a pattern that backtracks catastrophically (``^(a+)+$``) cannot
-hold the web process, and a value it cannot check in time is refused.
+A schema can come from the agent (an interrupt's JSON schema, a tool's own), so every
+pattern it holds (``pattern``, ``patternProperties``, and ``additionalProperties``' use
+of them) is matched with the ``regex`` module under ``PATTERN_TIMEOUT_S`` a value and
+``PATTERNS_BUDGET_S`` a whole check, rather than with ``re`` (``jsonschema``'s own): a
+pattern that backtracks catastrophically (``^(a+)+$``), over one value or many, cannot
+hold the web process past Slack's 3 s, and what it cannot check in time is refused.
+``uniqueItems`` is checked in linear time (``jsonschema``'s falls back to comparing
+every pair, 15 s for 4,000 objects).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import re
+import math
+import time
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -45,27 +51,116 @@ _ENUM_SHOWN = 10
 PATTERN_TIMEOUT_S = 0.1
 """Longest a schema's ``pattern`` may take to match one value, seconds; past it the value
 is refused (``wording.PATTERN_TOO_SLOW_PLAIN``)."""
+PATTERNS_BUDGET_S = 0.5
+"""Longest all the pattern matching of one ``check_args`` may take, seconds: 40 values
+each just under ``PATTERN_TIMEOUT_S`` held the web process 4 s."""
+
+_patterns_end: ContextVar[float] = ContextVar("patterns_end", default=math.inf)
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches in ``text`` (``regex``, bounded by ``PATTERN_TIMEOUT_S``
+    and what is left of the check's ``PATTERNS_BUDGET_S``); a pattern ``regex`` cannot
+    read matches nothing.
+
+    Raises:
+        TimeoutError: Not known in time.
+    """
+    left = min(PATTERN_TIMEOUT_S, _patterns_end.get() - time.monotonic())
+    if left <= 0:
+        raise TimeoutError
+    try:
+        return regex.search(pattern, text, timeout=left) is not None
+    except regex.error:  # jsonschema's check_schema accepted it; regex reads it otherwise
+        return False
+
+
+def _too_slow() -> ValidationError:
+    return ValidationError(wording.PATTERN_TOO_SLOW_PLAIN, validator="pattern_timeout")
 
 
 def _bounded_pattern(
     validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
-    """The ``pattern`` keyword (JSON Schema 2020-12, validation 6.3.3) matched with
-    ``regex`` under ``PATTERN_TIMEOUT_S``."""
+    """The ``pattern`` keyword (JSON Schema 2020-12, validation 6.3.3), bounded
+    (``_search``)."""
     if not validator.is_type(instance, "string"):
         return
     try:
-        matched = regex.search(pattern, instance, timeout=PATTERN_TIMEOUT_S)
+        matched = _search(pattern, instance)
     except TimeoutError:
-        yield ValidationError(wording.PATTERN_TOO_SLOW_PLAIN, validator="pattern_timeout")
+        yield _too_slow()
         return
-    except regex.error:  # jsonschema's check_schema accepted it; regex reads it otherwise
-        matched = None
-    if matched is None:
+    if not matched:
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = validators.extend(Draft202012Validator, {"pattern": _bounded_pattern})
+def _bounded_pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """``patternProperties`` (core 10.3.2.2), each name matched bounded (``_search``)."""
+    if not validator.is_type(instance, "object"):
+        return
+    try:
+        for pattern, subschema in patterns.items():
+            for name, value in instance.items():
+                if _search(pattern, name):
+                    yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+    except TimeoutError:
+        yield _too_slow()
+
+
+def _bounded_additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """``additionalProperties`` (core 10.3.2.3): the names neither ``properties`` nor a
+    ``patternProperties`` pattern (matched bounded) covers."""
+    if not validator.is_type(instance, "object"):
+        return
+    try:
+        extras = _unlisted(instance, schema)
+    except TimeoutError:
+        yield _too_slow()
+        return
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif not additional and extras:
+        yield ValidationError(f"Additional properties are not allowed ({extras!r} unexpected)")
+
+
+def _linear_unique_items(
+    validator: Any, unique: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """``uniqueItems`` (validation 6.4.3) in linear time: each item as canonical JSON,
+    ``true`` apart from ``1`` and ``1.0`` the same as ``1``, as JSON Schema's equality."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen = {json.dumps(_json_number(item), sort_keys=True) for item in instance}
+    if len(seen) < len(instance):
+        yield ValidationError("has non-unique elements")
+
+
+def _json_number(value: Any) -> Any:
+    """``value`` with every whole float as an int (JSON Schema: ``1.0`` equals ``1``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _json_number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_number(v) for v in value]
+    return value
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    {
+        "pattern": _bounded_pattern,
+        "patternProperties": _bounded_pattern_properties,
+        "additionalProperties": _bounded_additional_properties,
+        "uniqueItems": _linear_unique_items,
+    },
+)
 
 
 def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, str]:
@@ -90,9 +185,14 @@ def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, s
     Draft202012Validator.check_schema(args_schema)
     validator = _Validator(args_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors: dict[str, str] = {}
-    for error in sorted(validator.iter_errors(args), key=relevance, reverse=True):
-        for key, message in _describe_top(error):
-            errors.setdefault(key, message)
+    budget = _patterns_end.set(time.monotonic() + PATTERNS_BUDGET_S)
+    try:
+        found = sorted(validator.iter_errors(args), key=relevance, reverse=True)
+        for error in found:
+            for key, message in _describe_top(error):
+                errors.setdefault(key, message)
+    finally:
+        _patterns_end.reset(budget)
     return errors
 
 
@@ -209,13 +309,28 @@ def _plain(error: ValidationError) -> str:
 
 
 def _unexpected(error: ValidationError) -> list[str]:
-    """Names in an object that its schema's ``properties``/``patternProperties`` lack."""
-    known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-    patterns = error.schema.get("patternProperties", {}) if isinstance(error.schema, dict) else {}
+    """Names in an object that its schema's ``properties``/``patternProperties`` lack
+    (none when the patterns cannot say in time: the error says so itself)."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    try:
+        return _unlisted(error.instance, schema)
+    except TimeoutError:
+        return []
+
+
+def _unlisted(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The names of ``instance`` neither ``schema``'s ``properties`` nor one of its
+    ``patternProperties`` (matched bounded, ``_search``) covers.
+
+    Raises:
+        TimeoutError: A pattern could not say in time.
+    """
+    known = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
     return [
         name
-        for name in error.instance
-        if name not in known and not any(re.search(p, name) for p in patterns)
+        for name in instance
+        if name not in known and not any(_search(p, name) for p in patterns)
     ]
 
 

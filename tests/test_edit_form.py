@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from agent_bridge import wording
+from agent_bridge import arguments, wording
 from agent_bridge.arguments import check_args, tool_args_schema
 from agent_bridge.decisions import check_decision
 from agent_bridge.models import ApprovalRequest, Decision
@@ -576,3 +576,42 @@ def test_a_pattern_that_backtracks_without_end_is_answered_at_once() -> None:
     refused = check_args(schema, {"code": "a" * 5000 + "!"})
     assert refused["code"] in ("Must match the pattern ^(a+)+$.", wording.PATTERN_TOO_SLOW_PLAIN)
     assert check_args(schema, {"code": "aaaa"}) == {}
+
+
+def test_one_check_s_patterns_share_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many values, each just under a value's limit, held the web process seconds: the
+    check's patterns share ``PATTERNS_BUDGET_S`` (here each value's limit is raised past
+    the test's timeout: without the budget the call would not return)."""
+    monkeypatch.setattr(arguments, "PATTERN_TIMEOUT_S", 60.0)
+    schema = {
+        "type": "object",
+        "properties": {"codes": {"type": "array", "items": {"pattern": "^(a+)+$"}}},
+    }
+    refused = check_args(schema, {"codes": ["a" * 5000 + "!"] * 10})
+    assert refused["codes"].endswith(wording.PATTERN_TOO_SLOW_PLAIN), refused
+
+
+def test_property_name_patterns_are_bounded_too() -> None:
+    """``patternProperties`` and ``additionalProperties`` match names with a schema's
+    patterns: with Python's ``re`` (jsonschema's) this backtracking never returned."""
+    slow = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    refused = check_args(slow, {"a" * 5000 + "!": "x"})
+    assert list(refused.values()) == [wording.PATTERN_TOO_SLOW_PLAIN]
+    assert check_args(slow, {"aaa": "x"}) == {}
+    assert check_args(slow, {"aaa": 1}) == {"aaa": "Must be a string."}
+    assert check_args(slow, {"b": "x"}) == {"b": "The tool has no argument with this name."}
+
+
+def test_unique_items_are_checked_in_linear_time_with_json_s_equality() -> None:
+    """jsonschema compares every pair of items it cannot sort (15 s for 4,000 objects):
+    20,000 here would not return before the test's timeout."""
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
+    rows = [{"id": n, "tags": [n]} for n in range(20_000)]
+    assert check_args(schema, {"rows": rows}) == {}
+    assert "rows" in check_args(schema, {"rows": [*rows, {"tags": [7], "id": 7}]})
+    assert "rows" in check_args(schema, {"rows": [1, 1.0]})  # the same JSON number
+    assert check_args(schema, {"rows": [1, True, "1"]}) == {}
