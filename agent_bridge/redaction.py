@@ -163,6 +163,23 @@ def _masked_text(text: str, rules: tuple[str, ...]) -> str:
     return _ASSIGNMENT.sub(assignment, text)
 
 
+def without_secret_defaults(schema: dict[str, Any], rules: Iterable[str]) -> dict[str, Any]:
+    """``schema`` (a call's arguments' JSON schema) without the ``default`` of each
+    property whose name is redacted: an edit form shows a default as its field's
+    placeholder, and a tool's default API key is a secret there too."""
+    properties = schema.get("properties")
+    rules = tuple(rules)
+    if not isinstance(properties, Mapping):
+        return schema
+    kept = {
+        name: {k: v for k, v in prop.items() if k != "default"}
+        if isinstance(prop, Mapping) and is_redacted(str(name), rules)
+        else prop
+        for name, prop in properties.items()
+    }
+    return {**schema, "properties": kept}
+
+
 def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:
     """Put the real values back where an edit left what the form showed of them.
 

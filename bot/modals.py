@@ -20,6 +20,7 @@ from typing import Any
 from agent_bridge import interrupt_wording, wording
 from agent_bridge.decisions import MESSAGE_MAX_CHARS
 from agent_bridge.models import ApprovalRequest, Run
+from agent_bridge.redaction import without_secret_defaults
 from bot import ids
 from bot.arg_blocks import SECTION_TEXT_MAX_CHARS, arg_sections, full_sections
 from bot.context_blocks import FULL_TEXT_MAX_CHARS, full_context_sections
@@ -53,7 +54,8 @@ def render_edit_modal(request: ApprovalRequest, *, view_key: str) -> dict[str, A
     form = request.mode == "json_schema"  # a form the agent asks for, not a call's edit
     lead = interrupt_wording.form_intro if form else wording.edit_intro
     intro = f"{lead(_tool(request))}{_description(request)}"
-    blocks = [_section(intro), *render_inputs(request.args_schema, request.current_args)]
+    schema = without_secret_defaults(request.args_schema, request.redact)
+    blocks = [_section(intro), *render_inputs(schema, request.current_args)]
     title, submit = (
         (interrupt_wording.FORM_TITLE, interrupt_wording.FORM_SUBMIT)
         if form

@@ -416,3 +416,19 @@ def test_a_value_nested_too_deep_is_shown_as_the_marker_not_a_crash() -> None:
         node = node["a"]  # type: ignore[assignment]
     assert wording.REDACTED in json.dumps(redact(deep, DEFAULT_REDACT), ensure_ascii=False)
     assert secret_values(deep, DEFAULT_REDACT) == set()
+
+
+def test_a_redacted_argument_s_schema_default_is_no_placeholder_of_its_field() -> None:
+    """An argument the call leaves out shows its schema's default as the field's
+    placeholder: a tool's default API key is a secret there too."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "host": {"type": "string"},
+            "api_key": {"type": "string", "default": "sk-live-default-9f8e"},
+            "region": {"type": "string", "default": "eu-west-1"},
+        },
+    }
+    request = request_with({"host": "db1"}).model_copy(update={"args_schema": schema})
+    dumped = json.dumps(render_edit_modal(request.redacted(), view_key="k"))
+    assert "sk-live-default-9f8e" not in dumped and "eu-west-1" in dumped
