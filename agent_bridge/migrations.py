@@ -265,6 +265,12 @@ MIGRATIONS: tuple[tuple[Statement, ...], ...] = (
         # tool call ID is empty, or shared in its turn: models.EditWithheld)
         "ALTER TABLE approval_requests ADD COLUMN edit_withheld TEXT",
     ),
+    (
+        # a chaos review: a failed run whose failure note Slack did not take is told again
+        # by time keeping (store.untold_failures): the intentions not posted, by index
+        """CREATE INDEX run_notices_untold_failures ON run_notices (created_at)
+            WHERE notice_key = 'failed' AND message_ts IS NULL""",
+    ),
 )
 """Migration ``i`` brings the schema to version ``i + 1``."""
 

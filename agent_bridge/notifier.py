@@ -17,6 +17,11 @@ Answered = Literal["reject", "respond"]
 """How a reviewer decided a call that did not run: its "result" is their words."""
 
 
+FAILED_NOTICE = "failed"
+"""The outbox key of a run's failure note (``Notifier.run_failed``): time keeping looks
+for failed runs whose note was meant but not posted (``ApprovalStore.untold_failures``)."""
+
+
 class NotifyError(BridgeError):
     """A message could not be posted.
 

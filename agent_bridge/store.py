@@ -89,6 +89,7 @@ from agent_bridge.store_sql import (
     SELECT_RUNS_NEEDING_WORK,
     SELECT_STARTABLE_RUNS,
     SELECT_UNDRAWN_CARDS,
+    SELECT_UNTOLD_FAILURES,
     SET_MESSAGE,
     SET_NOTICE_TS,
     SET_NOTICES_TS,
@@ -1184,6 +1185,18 @@ class ApprovalStore:
             return _revisions(await self.db.fetch_all(MARK_DRAWN_READING_REVISIONS, params))
         await self.db.execute(MARK_DRAWN, params)
         return await self.interrupt_revisions(request.interrupt_id)
+
+    async def untold_failures(
+        self, agent: str, *, key: str, meant_before: float, limit: int
+    ) -> list[Run]:
+        """Return ``agent``'s failed runs whose notice ``key`` (their failure note) was
+        meant before ``meant_before`` (Unix time, seconds) and never posted: Slack failed
+        it when the run failed. Oldest first, at most ``limit``."""
+        rows = await self.db.fetch_all(
+            SELECT_UNTOLD_FAILURES,
+            {"key": key, "before": meant_before, "agent": agent, "limit": limit},
+        )
+        return [run_from_row(r) for r in rows]
 
     async def undrawn_cards(self, *, changed_before: float, limit: int) -> list[ApprovalRequest]:
         """Return posted requests whose card may not show their latest change, changed

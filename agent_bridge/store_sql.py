@@ -261,3 +261,9 @@ NULL), only on that request as the caller read it (every change its card shows b
 ``revision``), so its audit event can be drawn from that copy."""
 SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
     WHERE request_id = :request_id AND pointer_ts IS NULL"""
+SELECT_UNTOLD_FAILURES = """SELECT r.* FROM run_notices n JOIN runs r ON r.run_id = n.run_id
+    WHERE n.notice_key = :key AND n.message_ts IS NULL AND n.created_at <= :before
+    AND r.state = 'failed' AND r.agent = :agent
+    ORDER BY n.created_at LIMIT :limit"""
+"""Failed runs of an agent whose failure note was meant (an outbox intention) and not
+posted, the oldest first (the partial index ``run_notices_untold_failures``)."""

@@ -31,7 +31,7 @@ from agent_bridge.expiry import ExpiryKeeper
 from agent_bridge.graph import PausedThreads
 from agent_bridge.lease import LeaseLost, Leases
 from agent_bridge.models import DEFAULT_AGENT, Run, RunState, StartRules
-from agent_bridge.notifier import NotifyError
+from agent_bridge.notifier import FAILED_NOTICE, NotifyError
 from agent_bridge.pacing import Pacer
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -48,6 +48,11 @@ CARD_REDRAW_GRACE_S = 2.0
 """How old a change must be before the sweep redraws a card that does not show it, s."""
 CARD_REDRAW_MAX = 20
 """Most lagging cards redrawn per time-keeping pass (``chat.update`` is Tier 3; paced)."""
+FAILURE_TELL_GRACE_S = 30.0
+"""How old a failure note's intention must be before time keeping posts it again: the
+worker ending the run may still be posting it (past Slack's retries of a 429), s."""
+FAILURES_TOLD_MAX = 20
+"""Most failure notes posted again per time-keeping pass (paced like the rest)."""
 TIME_KEEPING_S = 1.0
 """Longest pause between two time-keeping passes (reminders, expiries, redraws), seconds;
 each is a few indexed queries, whatever the number of paused runs."""
@@ -257,8 +262,9 @@ class Worker:
 
     async def keep_time(self, stop: asyncio.Event | None = None) -> bool:
         """One pass of time keeping: remind, escalate and expire due requests (a batch of
-        each, ``ExpiryKeeper``), advance the runs whose requests expired, and redraw
-        cards that missed a redraw. Slack calls are paced (``agent_bridge.pacing``).
+        each, ``ExpiryKeeper``), advance the runs whose requests expired, redraw cards
+        that missed a redraw, and tell the failures Slack did not take. Slack calls are
+        paced (``agent_bridge.pacing``).
 
         Returns:
             Whether more may be due at once (the next pass should follow now).
@@ -273,6 +279,7 @@ class Worker:
                 self._advance_signalled([Signal(kind="decision_recorded", run_id=run_id)])
             more = kept.more
         more = await self._redraw_lagging_cards(stop) or more
+        more = await self._tell_untold_failures(stop) or more
         self.time_kept += 1
         return more
 
@@ -325,6 +332,29 @@ class Worker:
             run = await self.store.get_run(request.run_id)
             await self.driver.notifier.approval_updated(request, run=run)
         return len(lagging) == CARD_REDRAW_MAX
+
+    async def _tell_untold_failures(self, stop: asyncio.Event | None = None) -> bool:
+        """Post the failure note of this agent's failed runs that Slack did not take when
+        they failed (``RunFailures.end`` goes on without it), and mark their first
+        message failed: the run's thread said it was working, forever. Returns whether
+        more may be untold (a full batch)."""
+        untold = await self.store.untold_failures(
+            self.agent_name,
+            key=FAILED_NOTICE,
+            meant_before=self.store.clock() - FAILURE_TELL_GRACE_S,
+            limit=FAILURES_TOLD_MAX,
+        )
+        for run in untold:
+            if stop is not None and stop.is_set():
+                break
+            await self.pacer.post(run.channel_id)
+            try:
+                await self.failures.notifier.run_failed(run)
+            except NotifyError as exc:
+                logger.warning("run=%s failure still not told: %s", run.run_id, exc)
+                return False  # Slack still fails: the next pass tries again
+            logger.info("run=%s failure told after Slack failed it", run.run_id)
+        return len(untold) == FAILURES_TOLD_MAX
 
     async def _until_next_sweep(self) -> float:
         """Seconds to wait for a signal before sweeping again: the poll interval, or

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_bridge import review_wording
 from agent_bridge.models import ApprovalRequest, ApprovalState, Run, RunState
-from agent_bridge.notifier import Answered
+from agent_bridge.notifier import FAILED_NOTICE, Answered
 from agent_bridge.policy import duration_text
 from bot.blocks import (
     Message,
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 HEADER_KEY = "header"
 ANSWER_KEY = "final_answer"
-FAILED_KEY = "failed"
+FAILED_KEY = FAILED_NOTICE
 """Keys of a run's messages (``bot.outbox``); a tool result's is ``tool:<tool_call_id>``."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import time
@@ -22,6 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 from slack_sdk.signature import SignatureVerifier
 
 from agent_bridge import wording
+from agent_bridge import worker as worker_module
 from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
@@ -44,6 +46,7 @@ from bot import ids
 from bot.actions import DECISION_DB_S
 from bot.dedupe import KEY_PREFIX as EVENT_KEY_PREFIX
 from bot.processes import WEB_DB_TIMEOUT_S
+from bot.slack_gateway import message_key
 from slack_sandbox.delivery import ACK_DEADLINE_S, form_body, payload_body
 from slack_sandbox.modals import TRIGGER_TTL_S
 from tests import services
@@ -529,6 +532,39 @@ class TestPostgresOutage:
             assert tried >= drives  # each drive's first write, and any beside it
             await harness.settled()  # a sweep, which would drive a requeued run again
             assert await _refused_writes(conn) == tried
+
+
+async def test_a_failure_slack_did_not_take_is_told_by_time_keeping(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run fails while Slack refuses its failure note (a 500, not posted): the run is
+    failed at once, its thread still saying it works; a later time-keeping pass, Slack
+    back, posts the note and marks the run's first message failed."""
+    monkeypatch.setattr(worker_module, "FAILURE_TELL_GRACE_S", 0.0)
+    lost = harness.sandbox.stall_next("chat.postMessage", key_contains="/failed", applied=False)
+    lost.released.set()
+    run = await harness.start_run(DEMO_TASK)
+    write, sql = await harness.requests(run, count=2)
+    async with await psycopg.AsyncConnection.connect(
+        harness.settings.database_url, autocommit=True
+    ) as conn:
+        await conn.execute(REFUSE_CHECKPOINT_WRITES.replace("SQLSTATE", "54000"))
+        await harness.click(write, "approve")
+        await harness.reject(sql, REASON)
+        failed = await harness.finished(run)
+    assert failed.state == RunState.FAILED
+
+    async def told() -> list[dict[str, Any]] | None:
+        notes = [
+            m
+            for m in harness.sandbox.thread(failed.channel_id, failed.thread_ts or "")
+            if (message_key(m) or "").endswith("/failed")
+        ]
+        return notes or None
+
+    assert len(await harness.wait_for(told)) == 1
+    attempts = [c for c in harness.sandbox.calls if c["method"] == "chat.postMessage"]
+    assert [c["ok"] for c in attempts if "/failed" in json.dumps(c)].count(False) == 1
 
 
 REFUSE_CHECKPOINT_WRITES = """
