@@ -309,6 +309,12 @@ REDACTED_JSON_HINT = f"Leave “{REDACTED}” as it is to keep a redacted value.
 """The hint of a JSON input holding redacted values."""
 
 
+def invisible_in_value_hint(value: str) -> str:
+    """An edit field's hint when its value holds characters that hide or reorder text
+    (``value`` is shown with them marked, ``[U+202E]``, as on the card)."""
+    return f"This value holds invisible characters; marked, it reads: {value}"
+
+
 def ran_without_review_fallback(tool_name: str) -> str:
     """Notification text of :func:`ran_without_review_heading` (raw)."""
     return f"{tool_name} ran without review"

@@ -47,6 +47,8 @@ BLOCK_ID_MAX_CHARS = 255
 FORM_MAX_FIELDS = 95
 """Inputs per form: a modal holds 100 blocks and the edit modal adds its heading."""
 NUMBER_MAX_CHARS = 40
+HINT_VALUE_MAX_CHARS = 500
+"""Of a value holding invisible characters, what its field's hint shows marked."""
 """Longer number texts go to a JSON input rather than a ``number_input``."""
 _MAX_REF_HOPS = 8
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -232,6 +234,12 @@ def _field(
         kind = "kept"
     if kind == "json" and initial is not None and wording.REDACTED in initial:
         common["hint"] = " ".join(filter(None, [common["hint"], wording.REDACTED_JSON_HINT]))
+    if initial is not None and kind != "kept" and visible(initial) != initial:
+        # the input shows the value as it is (what is sent back must be), where the card
+        # marks what hides or reorders text: the hint says so, and shows it marked (the
+        # form's hints are drawn through ``visible``)
+        hint = wording.invisible_in_value_hint(initial[:HINT_VALUE_MAX_CHARS])
+        common["hint"] = " ".join(filter(None, [common["hint"], hint]))
     return FormField(kind=kind, initial=initial, **common)
 
 

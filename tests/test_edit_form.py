@@ -615,3 +615,17 @@ def test_unique_items_are_checked_in_linear_time_with_json_s_equality() -> None:
     assert "rows" in check_args(schema, {"rows": [*rows, {"tags": [7], "id": 7}]})
     assert "rows" in check_args(schema, {"rows": [1, 1.0]})  # the same JSON number
     assert check_args(schema, {"rows": [1, True, "1"]}) == {}
+
+
+def test_a_value_holding_invisible_characters_says_so_in_its_field_s_hint() -> None:
+    """The input shows the proposed value as it is (a submission left unchanged must send
+    it back the same), where the card marks a right-to-left override: the field's hint
+    says the value holds such characters and shows it marked, as the card does."""
+    rtl = "\u202e"
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    [block] = render_inputs(schema, {"path": f"report{rtl}fdp.exe"})
+    assert block["element"]["initial_value"] == f"report{rtl}fdp.exe"
+    assert "invisible characters" in block["hint"]["text"]
+    assert "report[U+202E]fdp.exe" in block["hint"]["text"]
+    [plain] = render_inputs(schema, {"path": "report.pdf"})
+    assert "hint" not in plain
