@@ -22,6 +22,7 @@ proposed; a reviewer who must change it rejects the call with a reason instead.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,7 +248,7 @@ def _field_block(field: FormField) -> dict[str, Any]:
         if field.initial is not None:
             element["initial_value"] = field.initial
     elif field.kind == "choice":
-        options = [_option(choice) for choice in field.choices]
+        options = _distinct_labels([_option(choice) for choice in field.choices])
         element = {"type": "static_select", "action_id": ids.ARG_ACTION, "options": options}
         if field.initial is not None:
             element["initial_option"] = next(o for o in options if o["value"] == field.initial)
@@ -302,6 +303,23 @@ def _option(choice: Any) -> dict[str, Any]:
         label = option_value(choice)
     label = _clip(visible(label), OPTION_LABEL_MAX_CHARS)
     return {"text": _plain(label), "value": option_value(choice)}
+
+
+def _distinct_labels(options: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``options`` whose labels read alike (``"1"`` the text and ``1`` the number, two
+    long values cut to the same start) labelled by their JSON value instead, its end
+    kept when it must be cut: a reviewer picks by the label, and two alike would hide
+    which value is sent."""
+    counts = Counter(o["text"]["text"] for o in options)
+    relabelled = []
+    for option in options:
+        if counts[option["text"]["text"]] > 1:
+            value = visible(option["value"])
+            if len(value) > OPTION_LABEL_MAX_CHARS:
+                value = "…" + value[-(OPTION_LABEL_MAX_CHARS - 1) :]
+            option = {**option, "text": _plain(value)}
+        relabelled.append(option)
+    return relabelled
 
 
 def _section(text: str, block_id: str | None = None) -> dict[str, Any]:

@@ -629,3 +629,19 @@ def test_a_value_holding_invisible_characters_says_so_in_its_field_s_hint() -> N
     assert "report[U+202E]fdp.exe" in block["hint"]["text"]
     [plain] = render_inputs(schema, {"path": "report.pdf"})
     assert "hint" not in plain
+
+
+def test_choices_that_read_alike_are_labelled_by_their_value() -> None:
+    """``"1"`` the text and ``1`` the number, or two long values that differ only past
+    the label's length, read alike: a reviewer picking by the label could not tell
+    which is sent, so such labels show the JSON value (its end, when cut)."""
+    long = "x" * 100
+    schema = {
+        "type": "object",
+        "properties": {"mode": {"enum": ["1", 1, f"{long}_dry", f"{long}_DROP", "safe"]}},
+    }
+    [block] = render_inputs(schema, {})
+    labels = [o["text"]["text"] for o in block["element"]["options"]]
+    assert labels[:2] == ['"1"', "1"]
+    assert labels[2].endswith('_dry"') and labels[3].endswith('_DROP"')
+    assert labels[4] == "safe" and len(set(labels)) == len(labels)
