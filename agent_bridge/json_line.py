@@ -15,12 +15,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
-INVISIBLE = (0x200B, 0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), 0x2060)
-"""Zero-width characters, direction marks and embeddings or overrides."""
+INVISIBLE = (
+    0x061C,
+    0x200B,
+    0x200C,
+    0x200D,
+    0x200E,
+    0x200F,
+    *range(0x202A, 0x202F),
+    0x2060,
+    *range(0xE0000, 0xE0080),
+)
+"""Zero-width characters, direction marks (the Arabic letter mark too), embeddings or
+overrides, and the invisible tag characters."""
 ISOLATES = tuple(range(0x2066, 0x206A))
 """Bidirectional isolates."""
+
+
+def json_escape(code: int) -> str:
+    """JSON's escape of the character ``code``: ``\\uXXXX``, or a surrogate pair's two
+    beyond the Basic Multilingual Plane (RFC 8259, section 7)."""
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    high, low = divmod(code - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
+
+
 JSON_UNSAFE = {
-    code: f"\\u{code:04x}"
+    code: json_escape(code)
     for code in (*range(0x80, 0xA0), *INVISIBLE, *ISOLATES, 0xFEFF, 0x2028, 0x2029)
 }
 """What ``json.dumps`` leaves as it is that a line reader breaks at or a terminal acts on."""

@@ -190,7 +190,7 @@ LINE_BREAKS = {
 UNPRINTABLE = {
     **{code: f"\\x{code:02x}" for code in (*range(0x09), *range(0x0B, 0x20), 0x7F)},
     **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
-    **{code: f"\\u{code:04x}" for code in (*INVISIBLE, *ISOLATES, 0xFEFF)},
+    **{code: ascii(chr(code))[1:-1] for code in (*INVISIBLE, *ISOLATES, 0xFEFF)},
     **LINE_BREAKS,
 }
 """What a terminal would act on rather than show, written escaped (``\\x1b``,

@@ -47,12 +47,13 @@ DEFAULT_REDACT: tuple[str, ...] = (
 MARKERS = frozenset({wording.REDACTED, wording.REDACTED_CHANGED})
 """What a redacted value is shown as; ``restore`` reads either back as "keep"."""
 TOKEN_SHAPES = (
-    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
-    re.compile(r"\bxapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
+    re.compile(r"xox[abposre]-[A-Za-z0-9-]+"),  # Slack bot, user, config, refresh tokens
+    re.compile(r"xapp-[A-Za-z0-9-]+"),  # Slack app-level (Socket Mode) tokens
 )
 """Secrets known by their shape, whatever names them or nothing does
 (https://docs.slack.dev/authentication/tokens): bare in a tool's output, an argument or
-an answer, they are masked as a redacted value is."""
+an answer, they are masked as a redacted value is. Found wherever they start, after a
+letter too: JSON's ``\\n`` before one, ``SLACK_xoxb-…``, ``token%3Dxoxp-…``."""
 _ABSENT = object()
 MAX_DEPTH = 64
 """Nesting deeper than this is shown as the marker whole (and never walked further): a

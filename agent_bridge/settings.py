@@ -43,14 +43,14 @@ DEMO_TOOLS = "agent_bridge.demo_tools:make_tools"
 """The demo's ``AGENT``, and the default one."""
 SLACK_WEB_API_URL = "https://slack.com/api/"
 DEFAULT_ASSISTANT_ID = "agent"
+"""``ASSISTANT_ID``'s default: the demo agent's graph name in the repository's
+``langgraph.json``."""
 SECONDS_MAX = 3600.0
 """The longest a worker's timing setting may be, seconds: an infinite lease would leave a
 dead worker's run to nobody, an infinite poll interval would never sweep for a lost
 signal."""
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """Where ``SLACK_API_URL`` may be plain ``http``: this machine (the sandbox)."""
-"""``ASSISTANT_ID``'s default: the demo agent's graph name in the repository's
-``langgraph.json``."""
 
 WHAT_TO_SET = {
     "slack_signing_secret": "the app's signing secret, from api.slack.com: Basic Information",

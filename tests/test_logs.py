@@ -230,7 +230,7 @@ def test_agent_text_cannot_forge_a_text_line() -> None:
     assert any(line.strip() == FORGED for line in traceback)
 
 
-TERMINAL_TRICKS = "\x1b[1A\x1b[2K\u202e\x9b2J\u200b\x00\x07"
+TERMINAL_TRICKS = "\x1b[1A\x1b[2K\u202e\x9b2J\u200b\x00\x07\u061c\U000e0041"
 """Cursor up and erase the line before, a right-to-left override, an 8-bit CSI, a
 zero-width space, NUL and a bell: what a terminal acts on rather than shows."""
 
@@ -250,8 +250,9 @@ def test_agent_text_cannot_act_on_the_terminal_that_shows_the_log() -> None:
         logger.exception("run failed")
     written = stream.getvalue()
     unprintable = [c for c in TERMINAL_TRICKS if not c.isprintable()]
-    assert len(unprintable) == 7 and not [c for c in unprintable if c in written]
-    assert "tool failed:\tx\\x1b[1A\\x1b[2K\\u202e\\x9b2J\\u200b\\x00\\x07y" in written
+    assert len(unprintable) == 9 and not [c for c in unprintable if c in written]
+    escaped = "\\x1b[1A\\x1b[2K\\u202e\\x9b2J\\u200b\\x00\\x07\\u061c\\U000e0041"
+    assert f"tool failed:\tx{escaped}y" in written
     assert written.count("\\x1b[1A") == 2  # the traceback's too
 
 
@@ -263,7 +264,7 @@ def test_json_lines_stay_one_line_each_for_any_line_reader(json_lines: io.String
     logging.getLogger("tests.json_breaks").warning("tool said %s", text)
     [line] = [li for li in json_lines.getvalue().splitlines() if "tests.json_breaks" in li]
     assert json.loads(line)["event"] == f"tool said {text}"
-    assert not [c for c in "\u2028\u2029\x85\x9b\u202e\u200b" if c in line]
+    assert not [c for c in "\u2028\u2029\x85\x9b\u202e\u200b\u061c\U000e0041" if c in line]
 
 
 @pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])

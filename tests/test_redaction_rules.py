@@ -316,6 +316,9 @@ def test_a_slack_token_is_a_secret_wherever_it_is_and_whatever_names_it() -> Non
     assert scrub("it said xoxe-1-abc", secret_values("it said xoxe-1-abc", ())) == (
         f"it said {wording.REDACTED}"
     )
+    # after a letter too: JSON's \n escape, a prefix, a URL-encoded assignment
+    for text in ('"booting\\nxoxb-1-2-Ab"', "SLACK_xoxb-1-2-Ab", "token%3Dxoxp-1-2-Ab"):
+        assert "-1-2-Ab" not in scrub(text, secret_values(text, ())), text
 
 
 def test_a_secret_does_not_follow_its_pair_renamed_to_a_name_that_shows_it() -> None:
