@@ -372,16 +372,20 @@ class ToolPolicy(BaseModel):
         """The approvals a call needs: its risk level's (``required_approvals``), raised
         to that of the highest ``approvals_above_rows`` threshold its affected rows pass;
         a write whose rows are not known counts as above every threshold (fails closed),
-        and so does one whose rows are only the planner's estimate: a ``WHERE`` the
-        planner cannot read (an expression) is guessed at a fraction of the table, and
-        one made to time the count out would choose the number.
+        and so does one whose rows are only the planner's estimate (a ``WHERE`` the
+        planner cannot read, an expression, is guessed at a fraction of the table, and
+        one made to time the count out would choose the number), or leave out what
+        foreign keys, triggers or rules change beside them (``RowEstimate.cascades``).
 
         Args:
             risk: The call's SQL risk (``None``: the tool has no ``sql``, or it could
                 not be read; then the strictest level applies).
         """
         counted = risk.rows if risk is not None and risk.rows is not None else None
-        rows = counted.rows if counted is not None and counted.method == "exact_count" else None
+        exact = counted is not None and counted.method == "exact_count"
+        # what cascades or triggers change is not in the count: the rows are not known
+        alone = counted is not None and not counted.cascades and not counted.triggers
+        rows = counted.rows if counted is not None and exact and alone else None
         return self._approvals(risk.level if risk else "unparseable", rows)
 
     def edited_approvals(self) -> dict[RiskLevel, int] | None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_bridge.audit import event_pages, write_pages
+from agent_bridge.audit import AuditEvent, event_pages, write_pages
 from agent_bridge.backend import open_backend
 from agent_bridge.errors import ConfigurationError
 from agent_bridge.migrations import check_version
@@ -76,10 +77,26 @@ async def export(settings: ReleaseSettings, args: argparse.Namespace) -> int:
         )
         if args.output is None:
             return await write_pages(pages, args.format, sys.stdout)
-        try:
-            with args.output.open("w", encoding="utf-8", newline="") as out:
-                return await write_pages(pages, args.format, out)
-        except OSError as exc:
-            raise ConfigurationError(f"--output {args.output}: {exc.strerror}") from exc
+        return await write_file(pages, args.format, args.output)
     finally:
         await backend.close()
+
+
+async def write_file(pages: AsyncIterator[list[AuditEvent]], form: str, path: Path) -> int:
+    """Write the export to ``path`` whole or not at all: into a file beside it, renamed
+    over it once every page is written (an export that fails half-way, the database
+    gone, leaves yesterday's complete one, not half of today's).
+
+    Raises:
+        ConfigurationError: ``path`` cannot be written.
+    """
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as out:
+            written = await write_pages(pages, form, out)
+        partial.replace(path)
+        return written
+    except OSError as exc:
+        raise ConfigurationError(f"--output {path}: {exc.strerror}") from exc
+    finally:
+        partial.unlink(missing_ok=True)

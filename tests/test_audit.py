@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,11 @@ from agent_bridge.audit import (
     write_pages,
 )
 from agent_bridge.backend import Backend
+from agent_bridge.errors import StoreUnavailableError
 from agent_bridge.scripted_model import DEMO_TASK
 from agent_bridge.settings import WorkerConfig
 from agent_bridge.store import ApprovalStore
+from bot.audit_export import write_file
 from tests.harness import DBA, REQUESTER, REVIEWER, Harness
 from tests.test_store import make_request, make_run
 from tests.test_who_decides import OUTSIDER, SECOND_DBA, people, told
@@ -205,3 +208,26 @@ async def test_the_export_reads_the_trail_a_page_at_a_time(pg_backend: Backend) 
     assert await write_pages(event_pages(pg_backend.db, page=2), "csv", out) == len(everything)
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert [r["event_id"] for r in rows] == [e.event_id for e in everything]
+
+
+async def test_an_export_that_fails_half_way_leaves_the_last_whole_one(tmp_path: Path) -> None:
+    """The file is written beside and renamed over ``--output`` once whole: a database
+    lost after the first page leaves yesterday's export, not half of today's."""
+    out = tmp_path / "audit.csv"
+    out.write_text("yesterday's whole export\n")
+    event = AuditEvent(event_id="ev-1", at=0.0, kind=AuditKind.REFUSED, run_id="r", thread_id="t")
+
+    async def pages() -> AsyncIterator[list[AuditEvent]]:
+        yield [event]
+        raise StoreUnavailableError("PostgreSQL is unavailable")
+
+    with pytest.raises(StoreUnavailableError):
+        await write_file(pages(), "csv", out)
+    assert out.read_text() == "yesterday's whole export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.csv"]
+
+    async def whole() -> AsyncIterator[list[AuditEvent]]:
+        yield [event]
+
+    assert await write_file(whole(), "csv", out) == 1
+    assert "ev-1" in out.read_text()
