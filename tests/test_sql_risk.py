@@ -412,8 +412,10 @@ def test_required_approvals_by_risk_level_and_rows() -> None:
     assert tool.approvals_for(guessed.model_copy(update={"rows": estimate})) == 3
     # an exact count that leaves out what cascades or triggers change beside it
     one = risk("DELETE FROM orders WHERE id = 1")
-    for beside in ({"cascades": ("lines",)}, {"triggers": ("orders_audit",)}):
-        counted = RowEstimate(method="exact_count", rows=1, **beside)
+    for counted in (
+        RowEstimate(method="exact_count", rows=1, cascades=("lines",)),
+        RowEstimate(method="exact_count", rows=1, triggers=("orders_audit",)),
+    ):
         assert tool.approvals_for(one.model_copy(update={"rows": counted})) == 3
     by_risk_only = ToolPolicy(sql=SQL, required_approvals=BY_RISK)
     assert by_risk_only.rules(risk("DROP TABLE orders")).required_approvals == 2
