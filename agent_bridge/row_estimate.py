@@ -182,13 +182,16 @@ async def _columns_found(
 ) -> bool:
     """Whether each name the count reads as a column is a column of its tables (of the
     table it is qualified by, if it is): PostgreSQL reads ``o.fn`` as a call of
-    ``fn(o)`` when ``o`` has no column ``fn``, and the count would make it. A table the
-    catalog does not know fails the count itself, which says so."""
+    ``fn(o)`` when ``o`` has no column ``fn``, and the count would make it. The
+    statement's own table unknown fails the count itself, which says so; any other table
+    the catalog does not know refuses it."""
     rows = await _read_only(conn, TABLE_COLUMNS, timeout_s, ([t.name for t in built.tables],))
     columns: dict[str, set[str]] = {}
     for table, exists, column in rows:
-        if not exists:
+        if not exists and table == built.tables[0].name:
             return True  # no such table (UndefinedTable): the count fails before any call
+        if not exists:
+            return False  # a name the catalog does not know: nothing to vouch for
         columns.setdefault(table, set()).update([column] if column is not None else [])
     return all(
         any(c.name in columns[t.name] for t in built.tables if c.table in (None, t.key))

@@ -112,6 +112,11 @@ def count_statements(sql: str, *, dialect: str) -> CountQueries | Refusal:
     if any(node is not statement for node in writes):
         return "unsupported"
     where = statement.args.get("where")
+    if where is not None and dialect == "postgres" and _unvouched(where):
+        # a field of a row or an expression (``(o).fn``, ``(o.*).fn``: a call by
+        # attribute notation no column name shows), a CTE (a table the catalog does not
+        # know), a whole row: nothing the catalog can vouch for
+        return "unsupported"
     if where is not None and _varies(where):
         return "varies"
     built = []
@@ -129,6 +134,16 @@ def count_statements(sql: str, *, dialect: str) -> CountQueries | Refusal:
         tables=tuple(dict.fromkeys(_table_ref(t, dialect) for t in tables)),
         columns=tuple(dict.fromkeys(c for c in columns if c is not None)),
         kind="DELETE" if isinstance(statement, exp.Delete) else "UPDATE",
+    )
+
+
+def _unvouched(where: exp.Expr) -> bool:
+    """Whether ``where`` reads a field of a row or an expression (``exp.Dot``), a whole
+    row (``o.*``) or a CTE: on PostgreSQL, what its catalog cannot vouch for."""
+    return any(
+        isinstance(node, exp.Dot | exp.With)
+        or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star))
+        for node in where.walk()
     )
 
 

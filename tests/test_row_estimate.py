@@ -137,6 +137,7 @@ async def test_a_function_called_by_attribute_notation_is_never_called_by_the_es
         "DELETE FROM items i WHERE i.id = 3 AND i.archive",
         "DELETE FROM items WHERE id IN (SELECT x.id FROM items x WHERE x.archive)",
         'DELETE FROM items WHERE items."archive"',
+        "DELETE FROM items i WHERE i.archive AND EXISTS (SELECT 1 FROM gone g)",
     ):
         estimate = await RowEstimator().estimate(sql, postgres(items))
         assert estimate == RowEstimate(method="unavailable", reason="unresolved"), sql

@@ -50,6 +50,9 @@ def test_the_count_is_built_from_the_parsed_table_and_where(
         "DELETE FROM t WHERE id = 1; DELETE FROM u",
         "WITH x AS (DELETE FROM u RETURNING id) DELETE FROM t WHERE id IN (SELECT id FROM x)",
         "INSERT INTO t VALUES (1)",
+        "DELETE FROM items i WHERE i.id = 3 AND (i.*).archive",  # fn(i), no column named
+        "DELETE FROM items i WHERE (i).archive",
+        "DELETE FROM t WHERE id IN (WITH x AS (SELECT 1 AS id) SELECT id FROM x)",
         "SELECT 1",
         "not sql",
     ],
