@@ -29,6 +29,7 @@ instead of the statement itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -97,7 +98,8 @@ SAFE_FUNCTIONS: frozenset[str] = frozenset(
         *("coalesce", "nullif", "ifnull", "nvl", "if", "iif", "greatest", "least"),
         *("cast", "try_cast", "typeof", "zeroifnull"),
         # numbers
-        *("abs", "pow", "round", "floor", "ceil", "trunc", "sign", "sqrt", "power", "exp"),
+        *("abs", "pow", "round", "floor", "ceil", "ceiling", "trunc", "sign", "sqrt", "exp"),
+        *("power",),
         *("ln", "log", "mod", "pi", "sin", "cos", "degrees", "radians", "width_bucket"),
         *("rand", "random"),
         # text
@@ -105,6 +107,7 @@ SAFE_FUNCTIONS: frozenset[str] = frozenset(
         *("substring", "substr", "trim", "btrim", "ltrim", "rtrim", "replace", "concat"),
         *("concat_ws", "left", "right", "pad", "lpad", "rpad", "repeat", "reverse"),
         *("initcap", "translate", "split_part", "str_position", "strpos", "instr"),
+        *("position",),
         *("starts_with", "regexp_replace", "regexp_matches", "regexp_like"),
         *("regexp_split_to_array", "string_to_array", "array_to_string", "format"),
         *("printf", "quote", "hex", "md5", "ascii", "chr", "encode", "decode"),
@@ -162,6 +165,27 @@ PostgreSQL statement, such a name calls whatever function of that name the datab
 has, a user's own (``CREATE FUNCTION median(...)`` that deletes), whatever sqlglot
 reads it as (``nvl`` as ``COALESCE``). Checked against a live server's ``pg_catalog``
 by the tests."""
+
+GRAMMAR_BEFORE_PAREN = frozenset(
+    {
+        *("in", "values", "over", "filter", "exists", "any", "all", "some", "row", "as"),
+        *("using", "lateral", "cube", "rollup", "sets", "on", "where", "and", "or", "not"),
+        *("select", "distinct", "by", "is", "when", "then", "else", "case", "join", "from"),
+        *("with", "into", "table", "array", "interval", "returning", "set", "union"),
+        *("intersect", "except", "limit", "offset", "group", "having", "window", "between"),
+        *("like", "ilike", "similar", "to", "of", "for", "recursive", "materialized"),
+        *("only", "conflict", "do", "partition", "rows", "range", "groups", "escape"),
+        *("at", "zone", "tablesample", "repeatable", "ordinality", "returning", "check"),
+        *("references", "unique", "key", "default", "constraint", "include", "lock"),
+    }
+)
+"""Words PostgreSQL's grammar writes before a ``(`` that call nothing (``IN (…)``,
+``OVER (…)``, ``WITHIN GROUP (…)``): not function names, whatever the tokenizer calls
+them."""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+POSTGRES_CALLABLE = SAFE_FUNCTIONS - POSTGRES_NOT_BUILT_IN
+"""The names a PostgreSQL statement may call, as written, and stay read-only: a name not
+here may be a user's function, whatever sqlglot reads it as (``len`` as ``LENGTH``)."""
 
 _READ_ROOTS = (exp.Select, exp.SetOperation)
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Merge)
@@ -301,8 +325,9 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
         if statements and len(statements) > 1:
             found.warn("write", "several_statements", str(len(statements)))
         if statements and dialect == "postgres":
+            named = {_folded(a) for s in statements for a in s.find_all(exp.TableAlias)}
             for name in _called_names(sql, dialect):
-                if name in POSTGRES_NOT_BUILT_IN:
+                if name not in named and name not in POSTGRES_CALLABLE:
                     found.warn("write", "unsafe_function", name)
     return SqlRisk(
         level=found.level,
@@ -453,8 +478,21 @@ def _called_names(sql: str, dialect: str) -> list[str]:
         if i and tokens[i - 1].token_type == TokenType.DOT:
             continue
         quoted = token.token_type == TokenType.IDENTIFIER
+        if not quoted and (
+            not _WORD.fullmatch(token.text) or token.text.lower() in GRAMMAR_BEFORE_PAREN
+        ):
+            continue  # a symbol, or a word of the grammar (IN, VALUES, OVER...)
         names[token.text if quoted else token.text.lower()] = None
     return list(names)
+
+
+def _folded(alias: exp.TableAlias) -> str:
+    """An alias's name as PostgreSQL folds it (a CTE's or a table's, before its column
+    list: ``WITH recent(n) AS``, which reads as a call)."""
+    name = alias.this
+    if isinstance(name, exp.Identifier) and name.quoted:
+        return str(name.this)
+    return str(alias.name).lower()
 
 
 def _kind(node: exp.Expr) -> str:

@@ -20,6 +20,7 @@ from agent_bridge.policy_file import load_policy
 from agent_bridge.predicates import sql_is_destructive, sql_is_not_read_only
 from agent_bridge.sql_count import count_statements
 from agent_bridge.sql_risk import (
+    POSTGRES_CALLABLE,
     POSTGRES_NOT_BUILT_IN,
     SAFE_FUNCTIONS,
     SQL_ANALYSIS_MAX_CHARS,
@@ -269,6 +270,9 @@ def test_common_pure_functions_stay_read_only() -> None:
         "SELECT nvl(a, 0) FROM orders",  # sqlglot reads it as COALESCE
         "SELECT id FROM orders WHERE group_concat(customer) IS NULL",
         "SELECT uuid() FROM orders",
+        "SELECT len(customer) FROM orders",  # sqlglot reads it as LENGTH
+        "SELECT locate('a', customer), startswith(customer, 'x') FROM orders",
+        "SELECT archive_all(id) FROM orders",  # a name on no list at all
     ],
 )
 def test_a_safe_name_postgresql_does_not_have_calls_a_users_function(sql: str) -> None:
@@ -296,6 +300,7 @@ async def test_the_safe_names_postgresql_has_are_its_built_ins(pg_url: str) -> N
     syntax |= {"current_time", "current_timestamp", "exists", "greatest", "least"}
     syntax |= {"localtime", "localtimestamp", "nullif", "row", "trim"}
     assert SAFE_FUNCTIONS - built_in - syntax == POSTGRES_NOT_BUILT_IN
+    assert POSTGRES_CALLABLE - built_in <= syntax  # what stays read-only is PostgreSQL's
 
 
 @pytest.mark.parametrize(
@@ -360,6 +365,11 @@ def test_a_dialect_reads_only_its_own_syntax() -> None:
     backticks = "DELETE FROM `orders`"
     assert risk(backticks, "mysql").level == "destructive"
     assert risk(backticks, "postgres").level == "unparseable"
+
+
+def test_a_cte_s_column_list_is_no_call() -> None:
+    found = risk('WITH recent(n) AS (SELECT 1), "Old"(m) AS (SELECT 2) SELECT * FROM recent')
+    assert (found.level, found.warnings) == ("read_only", ())
 
 
 def test_cte_names_are_not_tables() -> None:
