@@ -98,6 +98,7 @@ from agent_bridge.store_sql import (
     SET_RESULT,
     SET_RUN_THREAD_LINK,
     SET_RUN_THREAD_TS,
+    TAKE_UNTOLD,
     UNMARK_REMINDED,
     UPSERT_AGENT_POLICY,
 )
@@ -1188,15 +1189,24 @@ class ApprovalStore:
 
     async def untold_failures(
         self, agent: str, *, key: str, meant_before: float, limit: int
-    ) -> list[Run]:
+    ) -> list[tuple[Run, float]]:
         """Return ``agent``'s failed runs whose notice ``key`` (their failure note) was
         meant before ``meant_before`` (Unix time, seconds) and never posted: Slack failed
-        it when the run failed. Oldest first, at most ``limit``."""
+        it when the run failed. Oldest first, at most ``limit``; each with when it was
+        meant, for ``take_untold``."""
         rows = await self.db.fetch_all(
             SELECT_UNTOLD_FAILURES,
             {"key": key, "before": meant_before, "agent": agent, "limit": limit},
         )
-        return [run_from_row(r) for r in rows]
+        return [(run_from_row(r), float(r["meant_at"])) for r in rows]
+
+    async def take_untold(self, run_id: str, key: str, *, meant_at: float) -> bool:
+        """Take the turn to post the run's untold notice ``key`` meant at ``meant_at``:
+        ``True`` for one caller only (workers' time keeping runs side by side, and the
+        run has no lease to say whose it is); it counts as meant now, so the next turn,
+        should this post fail too, comes a grace later."""
+        params = {"run_id": run_id, "key": key, "meant_at": meant_at, "now": self.clock()}
+        return await self.db.execute(TAKE_UNTOLD, params) == 1
 
     async def undrawn_cards(self, *, changed_before: float, limit: int) -> list[ApprovalRequest]:
         """Return posted requests whose card may not show their latest change, changed

@@ -261,9 +261,15 @@ NULL), only on that request as the caller read it (every change its card shows b
 ``revision``), so its audit event can be drawn from that copy."""
 SET_POINTER = """UPDATE approval_requests SET pointer_ts = :pointer_ts, card_link = :card_link
     WHERE request_id = :request_id AND pointer_ts IS NULL"""
-SELECT_UNTOLD_FAILURES = """SELECT r.* FROM run_notices n JOIN runs r ON r.run_id = n.run_id
+SELECT_UNTOLD_FAILURES = """SELECT r.*, n.created_at AS meant_at
+    FROM run_notices n JOIN runs r ON r.run_id = n.run_id
     WHERE n.notice_key = :key AND n.message_ts IS NULL AND n.created_at <= :before
     AND r.state = 'failed' AND r.agent = :agent
     ORDER BY n.created_at LIMIT :limit"""
 """Failed runs of an agent whose failure note was meant (an outbox intention) and not
 posted, the oldest first (the partial index ``run_notices_untold_failures``)."""
+TAKE_UNTOLD = """UPDATE run_notices SET created_at = :now
+    WHERE run_id = :run_id AND notice_key = :key AND message_ts IS NULL
+    AND created_at = :meant_at AND created_at < :now"""
+"""One worker's turn to post an untold notice: the compare-and-set on when it was meant,
+moved to now (the next turn comes a grace after)."""

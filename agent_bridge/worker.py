@@ -336,23 +336,27 @@ class Worker:
     async def _tell_untold_failures(self, stop: asyncio.Event | None = None) -> bool:
         """Post the failure note of this agent's failed runs that Slack did not take when
         they failed (``RunFailures.end`` goes on without it), and mark their first
-        message failed: the run's thread said it was working, forever. Returns whether
-        more may be untold (a full batch)."""
+        message failed: the run's thread said it was working, forever. One worker takes
+        each turn (``ApprovalStore.take_untold``); a note Slack fails again (a channel
+        archived) waits a grace for its next, and does not hold back the others.
+        Returns whether more may be untold (a full batch)."""
         untold = await self.store.untold_failures(
             self.agent_name,
             key=FAILED_NOTICE,
             meant_before=self.store.clock() - FAILURE_TELL_GRACE_S,
             limit=FAILURES_TOLD_MAX,
         )
-        for run in untold:
+        for run, meant_at in untold:
             if stop is not None and stop.is_set():
                 break
+            if not await self.store.take_untold(run.run_id, FAILED_NOTICE, meant_at=meant_at):
+                continue  # another worker's turn
             await self.pacer.post(run.channel_id)
             try:
                 await self.failures.notifier.run_failed(run)
-            except NotifyError as exc:
+            except NotifyError as exc:  # its next turn comes a grace later; the rest go on
                 logger.warning("run=%s failure still not told: %s", run.run_id, exc)
-                return False  # Slack still fails: the next pass tries again
+                continue
             logger.info("run=%s failure told after Slack failed it", run.run_id)
         return len(untold) == FAILURES_TOLD_MAX
 

@@ -27,7 +27,7 @@ from agent_bridge import worker as worker_module
 from agent_bridge.backend import open_backend
 from agent_bridge.deadline import within
 from agent_bridge.errors import StoreRejectedError, StoreTooSlowError, StoreUnavailableError
-from agent_bridge.models import ApprovalState, Run, RunState
+from agent_bridge.models import DEFAULT_AGENT, ApprovalState, Run, RunState
 from agent_bridge.postgres_db import (
     CONNECT_TIMEOUT_MIN_S,
     POOL_MAX_SIZE,
@@ -987,3 +987,30 @@ async def _answers(store: ApprovalStore) -> bool:
     except StoreUnavailableError:
         return False
     return True
+
+
+async def test_one_worker_takes_each_untold_failure_s_turn(pg_backend: Any) -> None:
+    """Every worker of the agent keeps time: a failed run has no lease to say whose its
+    untold note is, so one compare-and-set gives the turn to one, and the next turn comes
+    a grace later (a note Slack keeps refusing is not asked for every pass)."""
+    store = ApprovalStore(pg_backend.db, clock=lambda: 1000.0)
+    await store.create_run(
+        Run(run_id="r1", thread_id="t1", task="t", channel_id="C1", user_id="U1")
+    )
+    await store.intend_notice("r1", "failed")
+    assert await store.claim_run("r1", owner="w", lease_s=3.0, from_state=RunState.QUEUED)
+    await store.release_run("r1", owner="w", state=RunState.FAILED)
+    [(failed, meant_at)] = await store.untold_failures(
+        DEFAULT_AGENT, key="failed", meant_before=2000.0, limit=10
+    )
+    assert failed.state == RunState.FAILED
+    later = ApprovalStore(pg_backend.db, clock=lambda: 1040.0)
+    takes = await asyncio.gather(
+        *(later.take_untold("r1", "failed", meant_at=meant_at) for _ in range(3))
+    )
+    assert sorted(takes) == [False, False, True]
+    # its next turn (should this post fail too) is a grace after the one taken
+    assert (
+        await later.untold_failures(DEFAULT_AGENT, key="failed", meant_before=1030.0, limit=10)
+        == []
+    )
