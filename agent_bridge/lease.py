@@ -54,6 +54,7 @@ class _Held:
     task: asyncio.Future[Any]
     stop_at: float
     lost: bool = False
+    watch: asyncio.TimerHandle | None = None
 
 
 class Leases:
@@ -104,6 +105,7 @@ class Leases:
         task = asyncio.ensure_future(work)
         held = _Held(task, stop_at)
         self._held[run_id] = held
+        self._watch(run_id, held)
         if self._keeper is None or self._keeper.done():
             self._keeper = asyncio.create_task(self._keep())
         try:
@@ -113,10 +115,26 @@ class Leases:
                 raise LeaseLost(f"run {run_id}: lease not kept, driving stopped") from None
             raise
         finally:
+            if held.watch is not None:
+                held.watch.cancel()
             if self._held.get(run_id) is held:
                 del self._held[run_id]
             if not task.done():
                 task.cancel()
+
+    def _watch(self, run_id: str, held: _Held) -> None:
+        """Stop ``held``'s drive at its ``stop_at`` unless a renewal moved it first: the
+        keeper wakes once a renewal period, and a claim that came back late may have less
+        lease left than that (``hold``'s ``claimed_at``)."""
+        if held.lost or held.task.done():
+            return
+        left = held.stop_at - time.monotonic()
+        if left <= 0:
+            logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
+            self._lose(held)
+            return
+        loop = asyncio.get_running_loop()
+        held.watch = loop.call_later(left, self._watch, run_id, held)
 
     async def close(self) -> None:
         """Stop renewing (the drives still held are left to their leases' ends)."""

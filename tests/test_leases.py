@@ -13,9 +13,11 @@ import time
 from collections.abc import Collection
 from typing import Any, cast
 
+import pytest
+
 from agent_bridge.bus import InProcessBus, Signal
 from agent_bridge.errors import StoreUnavailableError
-from agent_bridge.lease import Leases
+from agent_bridge.lease import STOP_MARGIN, LeaseLost, Leases
 from agent_bridge.models import Run, RunState
 from agent_bridge.run_driver import RunDriver
 from agent_bridge.run_failure import RunFailures
@@ -376,3 +378,31 @@ async def test_a_worker_drives_no_more_runs_than_its_room_and_leaves_the_rest_un
     await worker.idle()
     assert [(await store.get_run(r)).state for r in run_ids] == [RunState.DONE] * 5
     assert driver.most_at_once == 2
+
+
+async def test_a_late_claim_beside_a_held_run_stops_at_its_own_lease_end(
+    sqlite_store: ApprovalStore,
+) -> None:
+    """The keeper sleeps a renewal period (10 s for a 30 s lease) for the runs it holds;
+    a claim that comes back with a tenth of a second of lease left is stopped then, not
+    at the keeper's next wake, when another worker could have been driving it for
+    seconds."""
+    lease_s = 30.0
+    leases = Leases(sqlite_store, owner=OWNER, lease_s=lease_s)
+    for run_id in ("held", "late"):
+        await sqlite_store.create_run(
+            Run(run_id=run_id, thread_id=f"t-{run_id}", task="t", channel_id="C1", user_id="U1")
+        )
+        assert await sqlite_store.claim_run(
+            run_id, owner=OWNER, lease_s=lease_s, from_state=RunState.QUEUED
+        )
+    enough = asyncio.Event()
+    first = asyncio.ensure_future(leases.hold("held", enough.wait(), claimed_at=time.monotonic()))
+    await asyncio.sleep(0)  # the keeper is asleep for its period
+    spent = lease_s * (1 - STOP_MARGIN) - 0.1  # 0.1 s of the late claim's lease left
+    late = leases.hold("late", asyncio.Event().wait(), claimed_at=time.monotonic() - spent)
+    with pytest.raises(LeaseLost):
+        await asyncio.wait_for(late, timeout=5.0)
+    enough.set()
+    await first
+    await leases.close()
