@@ -183,6 +183,10 @@ def check_args(args_schema: dict[str, Any], args: dict[str, Any]) -> dict[str, s
         jsonschema.exceptions.SchemaError: if ``args_schema`` is not a valid schema.
     """
     Draft202012Validator.check_schema(args_schema)
+    if _holds(args_schema, "unevaluatedProperties") and _holds(args_schema, "patternProperties"):
+        # jsonschema matches these patterns for unevaluatedProperties with Python's re,
+        # unbounded: refused whole rather than let a pattern hold the process
+        return {GENERAL_KEY: wording.SCHEMA_TOO_SLOW_PLAIN}
     validator = _Validator(args_schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
     errors: dict[str, str] = {}
     budget = _patterns_end.set(time.monotonic() + PATTERNS_BUDGET_S)
@@ -347,6 +351,15 @@ def _path_text(where: Sequence[str | int]) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _holds(schema: Any, keyword: str) -> bool:
+    """Whether ``keyword`` is a key anywhere in ``schema`` (a JSON value)."""
+    if isinstance(schema, dict):
+        return keyword in schema or any(_holds(v, keyword) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_holds(v, keyword) for v in schema)
+    return False
 
 
 def clip(message: str) -> str:

@@ -476,6 +476,11 @@ UNKNOWN_ARGUMENT_PLAIN = "The tool has no argument with this name."
 PATTERN_TOO_SLOW_PLAIN = (
     "This value could not be checked against the pattern in time: shorten or change it."
 )
+SCHEMA_TOO_SLOW_PLAIN = (
+    "This tool's argument schema uses unevaluatedProperties with patternProperties, which "
+    "cannot be checked here in bounded time: an edit of it is refused (approve or reject "
+    "the call as proposed)."
+)
 ARGS_NOT_OBJECT_PLAIN = "The arguments must be a JSON object."
 NOT_JSON_OBJECT_PLAIN = 'Must be a JSON object, like {"name": "value"}.'
 CHOOSE_LISTED_PLAIN = "Choose one of the listed values."

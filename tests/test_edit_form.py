@@ -645,3 +645,15 @@ def test_choices_that_read_alike_are_labelled_by_their_value() -> None:
     assert labels[:2] == ['"1"', "1"]
     assert labels[2].endswith('_dry"') and labels[3].endswith('_DROP"')
     assert labels[4] == "safe" and len(set(labels)) == len(labels)
+
+
+def test_a_schema_whose_patterns_jsonschema_matches_unbounded_is_refused_whole() -> None:
+    """``unevaluatedProperties`` beside ``patternProperties``: jsonschema matches the
+    patterns with Python's ``re`` for it, which would hold the process on a backtracking
+    one; an edit of such a tool is refused in words, at once."""
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {}},
+        "unevaluatedProperties": False,
+    }
+    assert check_args(schema, {"a" * 40 + "!": 1}) == {"": wording.SCHEMA_TOO_SLOW_PLAIN}
