@@ -165,20 +165,48 @@ def _masked_text(text: str, rules: tuple[str, ...]) -> str:
 
 
 def without_secret_defaults(schema: dict[str, Any], rules: Iterable[str]) -> dict[str, Any]:
-    """``schema`` (a call's arguments' JSON schema) without the ``default`` of each
-    property whose name is redacted: an edit form shows a default as its field's
-    placeholder, and a tool's default API key is a secret there too."""
-    properties = schema.get("properties")
+    """``schema`` (a call's arguments' JSON schema) with no default an edit form would
+    show as a placeholder that holds a secret: a property whose name is redacted keeps
+    no ``default`` anywhere in it (its ``anyOf`` branches, the ``$defs`` entry it refers
+    to), and every other object or array default is masked as arguments are."""
     rules = tuple(rules)
-    if not isinstance(properties, Mapping):
-        return schema
-    kept = {
-        name: {k: v for k, v in prop.items() if k != "default"}
-        if isinstance(prop, Mapping) and is_redacted(str(name), rules)
-        else prop
-        for name, prop in properties.items()
-    }
-    return {**schema, "properties": kept}
+    copied: dict[str, Any] = json.loads(json.dumps(schema))
+    defs = copied.get("$defs")
+    targets = defs if isinstance(defs, dict) else {}
+
+    def strip(node: Any, depth: int = 0) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, dict):
+            node.pop("default", None)
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                strip(targets.get(ref.removeprefix("#/$defs/")), depth + 1)
+            for value in node.values():
+                strip(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node:
+                strip(value, depth + 1)
+
+    def walk(node: Any, depth: int = 0) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, dict):
+            if isinstance(node.get("default"), dict | list):
+                node["default"] = redact(node["default"], rules)
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                for name, prop in properties.items():
+                    if is_redacted(str(name), rules):
+                        strip(prop)
+            for value in node.values():
+                walk(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, depth + 1)
+
+    walk(copied)
+    return copied
 
 
 def restore(submitted: Any, real: Any, rules: Iterable[str]) -> Any:

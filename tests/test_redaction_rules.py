@@ -435,3 +435,18 @@ def test_a_redacted_argument_s_schema_default_is_no_placeholder_of_its_field() -
     request = request_with({"host": "db1"}).model_copy(update={"args_schema": schema})
     dumped = json.dumps(render_edit_modal(request.redacted(), view_key="k"))
     assert "sk-live-default-9f8e" not in dumped and "eu-west-1" in dumped
+    # nor an object default holding one, a $defs entry's, an anyOf branch's
+    deeper = {
+        "type": "object",
+        "$defs": {"Key": {"type": "string", "default": "sk-live-defs-1111"}},
+        "properties": {
+            "db": {"type": "object", "default": {"password": "sk-live-obj-2222"}},
+            "token": {"$ref": "#/$defs/Key"},
+            "secret": {
+                "anyOf": [{"type": "string", "default": "sk-live-any-3333"}, {"type": "null"}]
+            },
+        },
+    }
+    request = request_with({"host": "db1"}).model_copy(update={"args_schema": deeper})
+    dumped = json.dumps(render_edit_modal(request.redacted(), view_key="k"))
+    assert "sk-live" not in dumped, dumped
