@@ -19,6 +19,7 @@ import aiohttp
 from aiohttp import ClientConnectorError, ClientError
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -63,8 +64,8 @@ def make_client(
         session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=MAX_RETRIES),
-            ServerErrorRetries(max_retry_count=MAX_RETRIES),
-            ConnectionErrorRetries(max_retry_count=MAX_RETRIES),
+            NotRepeatingPosts(AsyncServerErrorRetryHandler(max_retry_count=MAX_RETRIES)),
+            NotRepeatingPosts(AsyncConnectionErrorRetryHandler(max_retry_count=MAX_RETRIES)),
         ],
     )
 
@@ -82,27 +83,18 @@ def _method(request: HttpRequest) -> str:
     return urlsplit(request.url).path.rstrip("/").rsplit("/", 1)[-1]
 
 
-class ServerErrorRetries(AsyncServerErrorRetryHandler):
-    """slack_sdk's 500/503 retries, but for ``NOT_REPEATABLE`` methods."""
+class NotRepeatingPosts(AsyncRetryHandler):
+    """One of slack_sdk's retry handlers (``inner``: its 5xx or its connection error
+    retries) that sends a ``NOT_REPEATABLE`` method again only when no connection was
+    made (``ClientConnectorError``: nothing was sent).
 
-    async def _can_retry_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        if _method(request) in NOT_REPEATABLE:
-            return False
-        return await super()._can_retry_async(
-            state=state, request=request, response=response, error=error
-        )
+    Args:
+        inner: The handler whose rule and backoff apply otherwise.
+    """
 
-
-class ConnectionErrorRetries(AsyncConnectionErrorRetryHandler):
-    """slack_sdk's connection error retries; for ``NOT_REPEATABLE`` methods only when
-    no connection was made (``ClientConnectorError``: nothing was sent)."""
+    def __init__(self, inner: AsyncRetryHandler) -> None:
+        super().__init__(inner.max_retry_count, inner.interval_calculator)
+        self.inner = inner
 
     async def _can_retry_async(
         self,
@@ -114,7 +106,7 @@ class ConnectionErrorRetries(AsyncConnectionErrorRetryHandler):
     ) -> bool:
         if _method(request) in NOT_REPEATABLE and not isinstance(error, ClientConnectorError):
             return False
-        return await super()._can_retry_async(
+        return await self.inner._can_retry_async(
             state=state, request=request, response=response, error=error
         )
 
