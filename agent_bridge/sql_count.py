@@ -24,7 +24,7 @@ from typing import Literal, NamedTuple
 
 from sqlglot import exp
 
-from agent_bridge.sql_risk import analyse, parse
+from agent_bridge.sql_risk import analyse, folded, parse
 
 VARYING_FUNCTIONS = frozenset(
     {
@@ -161,17 +161,10 @@ def _varies(where: exp.Expr) -> bool:
     return False
 
 
-def _folded(identifier: exp.Expr | None) -> str:
-    """An identifier as the database names it: an unquoted one in lower case."""
-    if not isinstance(identifier, exp.Identifier):
-        return ""
-    return str(identifier.this) if identifier.quoted else str(identifier.this).lower()
-
-
 def _table_ref(table: exp.Table, dialect: str) -> TableRef:
     name = ".".join(part.sql(dialect=dialect) for part in table.parts)
     alias = table.args.get("alias")
-    key = _folded(alias.this) if isinstance(alias, exp.TableAlias) else _folded(table.this)
+    key = folded(alias.this) if isinstance(alias, exp.TableAlias) else folded(table.this)
     return TableRef(name=name, key=key)
 
 
@@ -179,4 +172,4 @@ def _column_ref(column: exp.Column) -> ColumnRef | None:
     if not isinstance(column.this, exp.Identifier):
         return None  # a star: every column, whatever they are
     qualifier = column.args.get("table")
-    return ColumnRef(name=_folded(column.this), table=_folded(qualifier) if qualifier else None)
+    return ColumnRef(name=folded(column.this), table=folded(qualifier) if qualifier else None)

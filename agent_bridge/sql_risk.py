@@ -325,7 +325,7 @@ def analyse(sql: object, *, dialect: str, argument: str) -> SqlRisk:
         if statements and len(statements) > 1:
             found.warn("write", "several_statements", str(len(statements)))
         if statements and dialect == "postgres":
-            named = {_folded(a) for s in statements for a in s.find_all(exp.TableAlias)}
+            named = {folded(a.this) for s in statements for a in s.find_all(exp.TableAlias)}
             for name in _called_names(sql, dialect):
                 if name not in named and name not in POSTGRES_CALLABLE:
                     found.warn("write", "unsafe_function", name)
@@ -486,13 +486,14 @@ def _called_names(sql: str, dialect: str) -> list[str]:
     return list(names)
 
 
-def _folded(alias: exp.TableAlias) -> str:
-    """An alias's name as PostgreSQL folds it (a CTE's or a table's, before its column
-    list: ``WITH recent(n) AS``, which reads as a call)."""
-    name = alias.this
-    if isinstance(name, exp.Identifier) and name.quoted:
-        return str(name.this)
-    return str(alias.name).lower()
+def folded(identifier: exp.Expr | None) -> str:
+    """An identifier as PostgreSQL names it: an unquoted one in lower case, a quoted one
+    as written (``""`` for anything else): a CTE's or a table alias's name before its
+    column list (``WITH recent(n) AS``, which reads as a call), a count's tables and
+    columns (``sql_count``)."""
+    if not isinstance(identifier, exp.Identifier):
+        return ""
+    return str(identifier.this) if identifier.quoted else str(identifier.this).lower()
 
 
 def _kind(node: exp.Expr) -> str:
