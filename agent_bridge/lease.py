@@ -130,8 +130,7 @@ class Leases:
             return
         left = held.stop_at - time.monotonic()
         if left <= 0:
-            logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
-            self._lose(held)
+            self._expired(run_id, held)
             return
         loop = asyncio.get_running_loop()
         held.watch = loop.call_later(left, self._watch, run_id, held)
@@ -154,8 +153,7 @@ class Leases:
             sent = time.monotonic()
             for run_id, held in self._holding().items():
                 if sent >= held.stop_at:
-                    logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
-                    self._lose(held)
+                    self._expired(run_id, held)
             holding = self._holding()
             if not holding:
                 break
@@ -180,6 +178,12 @@ class Leases:
     def _holding(self) -> dict[str, _Held]:
         """The held runs whose drive goes on (not stopped for a lost lease)."""
         return {run_id: h for run_id, h in self._held.items() if not h.lost}
+
+    def _expired(self, run_id: str, held: _Held) -> None:
+        """Stop ``held``'s drive: its lease end came unrenewed (the watch's timer or the
+        keeper, whichever sees it first)."""
+        logger.error("run=%s lease not renewed in time; stopping its driving", run_id)
+        self._lose(held)
 
     @staticmethod
     def _lose(held: _Held) -> None:
